@@ -1,0 +1,56 @@
+//===- Pipelines.h - norm pass pipelines ------------------------*- C++ -*-===//
+//
+// Part of mlir-norm.
+//
+// Each pipeline is an options struct, a build function that embedders call
+// on their own OpPassManager, and a registration for norm-opt.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NORM_PIPELINES_PIPELINES_H
+#define NORM_PIPELINES_PIPELINES_H
+
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassOptions.h"
+
+namespace mlir::norm {
+
+/// Options of the GPU code generation tail (gpu.module -> PTX/cubin).
+struct GPUToBinaryOptions : public PassPipelineOptions<GPUToBinaryOptions> {
+  PassOptions::Option<std::string> chip{
+      *this, "chip", llvm::cl::desc("Target SM architecture"),
+      llvm::cl::init("sm_90")};
+  PassOptions::Option<std::string> features{
+      *this, "features", llvm::cl::desc("PTX features, e.g. +ptx80"),
+      llvm::cl::init("+ptx80")};
+  PassOptions::Option<unsigned> optLevel{
+      *this, "opt-level", llvm::cl::desc("LLVM optimisation level (0-3)"),
+      llvm::cl::init(3)};
+  PassOptions::Option<std::string> format{
+      *this, "format",
+      llvm::cl::desc("Output: isa (PTX text), bin (cubin, runs ptxas) or "
+                     "fatbin"),
+      llvm::cl::init("isa")};
+  PassOptions::Option<std::string> toolkit{
+      *this, "toolkit",
+      llvm::cl::desc("CUDA toolkit root (libdevice, ptxas); empty: "
+                     "$CUDA_HOME, $CUDA_PATH, $CUDA_ROOT, then the build's "
+                     "default"),
+      llvm::cl::init("")};
+};
+
+/// Lowers every `gpu.module` (kernels on scf/arith/math/memref/gpu) to NVVM
+/// and serialises it into a `gpu.binary`.
+///
+/// Post-condition: no `gpu.module` remains; each became a `gpu.binary` whose
+/// object is PTX (`format=isa`), a cubin or a fatbin for `chip`, with every
+/// libdevice call resolved (compilation fails if the toolkit is missing).
+void buildGPUToBinaryPipeline(OpPassManager &pm,
+                              const GPUToBinaryOptions &options);
+
+/// Registers the pipelines with the global pass registry (norm-opt).
+void registerNormPipelines();
+
+} // namespace mlir::norm
+
+#endif // NORM_PIPELINES_PIPELINES_H

@@ -1,0 +1,36 @@
+# -*- Python -*- lit configuration of mlir-norm.
+
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+from lit.llvm.subst import ToolSubst
+
+config.name = "NORM"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".test", ".c"]
+config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py",
+                   "Inputs"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.norm_obj_root, "test")
+
+config.substitutions.append(("%norm_src", config.norm_src_root))
+config.substitutions.append(("%norm_obj", config.norm_obj_root))
+config.substitutions.append(
+    ("%norm_plugin", os.path.join(config.norm_obj_root, "lib", "NormPlugin.so")))
+config.substitutions.append(("%cuda_toolkit", config.cuda_toolkit))
+
+llvm_config.use_default_substitutions()
+llvm_config.with_system_environment(["HOME", "CUDA_HOME", "CUDA_PATH",
+                                     "CUDA_ROOT"])
+
+tool_dirs = [config.norm_tools_dir, config.llvm_tools_dir]
+tools = ["norm-opt", "norm-capi-test",
+         ToolSubst("mlir-opt", unresolved="fatal")]
+llvm_config.add_tool_substitutions(tools, tool_dirs)
+
+if os.path.exists(os.path.join(config.cuda_toolkit, "nvvm", "libdevice",
+                               "libdevice.10.bc")):
+    config.available_features.add("cuda-toolkit")
+if os.path.exists(os.path.join(config.cuda_toolkit, "bin", "ptxas")):
+    config.available_features.add("ptxas")
