@@ -24,8 +24,11 @@ llvm_config.use_default_substitutions()
 llvm_config.with_system_environment(["HOME", "CUDA_HOME", "CUDA_PATH",
                                      "CUDA_ROOT"])
 
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+llvm_config.with_environment("PATH", config.norm_tools_dir, append_path=True)
+
 tool_dirs = [config.norm_tools_dir, config.llvm_tools_dir]
-tools = ["norm-opt", "norm-capi-test",
+tools = ["norm-opt", "norm-capi-test", "FileCheck", "not", "count",
          ToolSubst("mlir-opt", unresolved="fatal")]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 
