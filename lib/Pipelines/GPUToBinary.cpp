@@ -51,4 +51,13 @@ void norm::registerNormPipelines() {
       "Lower gpu.module kernels to NVVM and serialise them to PTX, cubin or "
       "fatbin (chip, features, opt-level, format, toolkit)",
       buildGPUToBinaryPipeline);
+  PassPipelineRegistration<LowerToLoopsOptions>(
+      "norm-lower-to-loops",
+      "Bufferize norm ops and lower them to fused f32 loop nests "
+      "(split, recompute, promote, fuse-partials)",
+      buildLowerToLoopsPipeline);
+  PassPipelineRegistration<CPUToLLVMOptions>(
+      "norm-cpu-to-llvm",
+      "Lower loop nests to the LLVM dialect for execution on the host CPU",
+      buildCPUToLLVMPipeline);
 }

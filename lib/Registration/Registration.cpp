@@ -6,6 +6,8 @@
 
 #include "norm/InitNorm.h"
 #include "norm/Dialect/Norm/IR/NormDialect.h"
+#include "norm/Dialect/Norm/Transforms/BufferizableOpInterfaceImpl.h"
+#include "norm/Dialect/Norm/Transforms/Passes.h"
 #include "norm/Pipelines/Passes.h"
 #include "norm/Pipelines/Pipelines.h"
 
@@ -39,6 +41,14 @@
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
 #include "mlir/Transforms/Passes.h"
+#include "mlir/Dialect/Arith/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
+#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
+#include "mlir/Dialect/Bufferization/Transforms/FuncBufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/SCF/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Tensor/Transforms/BufferizableOpInterfaceImpl.h"
 
 using namespace mlir;
 
@@ -64,6 +74,14 @@ void norm::registerNormDialects(DialectRegistry &registry) {
   registerConvertNVVMToLLVMInterface(registry);
   ub::registerConvertUBToLLVMInterface(registry);
 
+  // One-Shot Bufferize: our ops, and the upstream ops around them.
+  registerBufferizableOpInterfaceExternalModels(registry);
+  arith::registerBufferizableOpInterfaceExternalModels(registry);
+  bufferization::func_ext::registerBufferizableOpInterfaceExternalModels(
+      registry);
+  scf::registerBufferizableOpInterfaceExternalModels(registry);
+  tensor::registerBufferizableOpInterfaceExternalModels(registry);
+
   // gpu-module-to-binary: the NVVM target and the LLVM IR translations.
   NVVM::registerNVVMTargetInterfaceExternalModels(registry);
   registerBuiltinDialectTranslation(registry);
@@ -73,6 +91,7 @@ void norm::registerNormDialects(DialectRegistry &registry) {
 }
 
 void norm::registerNormPasses() {
+  registerNormTransformsPasses();
   registerNormPipelinePasses();
   registerNormPipelines();
 }
@@ -99,4 +118,9 @@ void norm::registerNormAndUpstreamPasses() {
   registerConvertMathToLLVMPass();
   registerFinalizeMemRefToLLVMConversionPass();
   registerLowerAffinePass();
+  registerSCFToControlFlowPass();
+  memref::registerExpandStridedMetadataPass();
+  arith::registerArithExpandOpsPass();
+  bufferization::registerOneShotBufferizePass();
+  bufferization::registerBufferizationPipelines();
 }

@@ -48,6 +48,45 @@ struct GPUToBinaryOptions : public PassPipelineOptions<GPUToBinaryOptions> {
 void buildGPUToBinaryPipeline(OpPassManager &pm,
                               const GPUToBinaryOptions &options);
 
+/// Options of the lowering from norm ops to loop nests.
+struct LowerToLoopsOptions : public PassPipelineOptions<LowerToLoopsOptions> {
+  PassOptions::Option<int64_t> groups{
+      *this, "groups",
+      llvm::cl::desc("Partial rows G for ops without a `groups` attribute "
+                     "(0: chosen from M and N)"),
+      llvm::cl::init(0)};
+  PassOptions::Option<std::string> strategy{
+      *this, "strategy",
+      llvm::cl::desc("Override the ops' reduction strategy (deterministic, "
+                     "grouped_atomic, atomic, locked); empty keeps them"),
+      llvm::cl::init("")};
+  PassOptions::Option<bool> bufferizeFunctionBoundaries{
+      *this, "bufferize-function-boundaries",
+      llvm::cl::desc("Also bufferize function signatures (tensor arguments "
+                     "and results become memrefs)"),
+      llvm::cl::init(true)};
+};
+
+/// Value-form ops are bufferized (One-Shot Bufferize), then norm-split,
+/// norm-recompute, norm-promote and norm-fuse-partials run on each function,
+/// followed by canonicalize and cse. Graph-level recomputation runs first,
+/// on tensors.
+///
+/// Post-condition: no norm op and no tensor remain; x and dy are read once
+/// per row; all arithmetic is f32 (or the ops' accumulation type).
+void buildLowerToLoopsPipeline(OpPassManager &pm,
+                               const LowerToLoopsOptions &options);
+
+/// Options of the CPU lowering of the loop nests (for execution tests).
+struct CPUToLLVMOptions : public PassPipelineOptions<CPUToLLVMOptions> {};
+
+/// Lowers scf/arith/math/memref/func loop nests to the LLVM dialect for the
+/// host CPU (bf16 conversions expanded, since Debian's libgcc lacks
+/// __truncsfbf2).
+///
+/// Post-condition: only LLVM dialect ops remain.
+void buildCPUToLLVMPipeline(OpPassManager &pm, const CPUToLLVMOptions &options);
+
 /// Registers the pipelines with the global pass registry (norm-opt).
 void registerNormPipelines();
 

@@ -1,0 +1,40 @@
+//===- Groups.h - how many partial rows the dw/db reduction uses -*- C++ -*-===//
+//
+// Part of mlir-norm.
+//
+// The number of partial rows G of the cross-row reduction is a function of
+// (M, N) alone, never of the device, so `deterministic` results are bitwise
+// identical across GPU models. The compiler emits the same formula as IR
+// (M is usually only known at run time) and the runtime calls this one to
+// size the workspace; a test keeps the two equal.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NORM_DIALECT_NORM_TRANSFORMS_GROUPS_H
+#define NORM_DIALECT_NORM_TRANSFORMS_GROUPS_H
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Value.h"
+
+#include <cstdint>
+
+namespace mlir::norm {
+
+/// Rows a program must own at least, so partial traffic (G * N * 8 bytes)
+/// stays small next to the 3 * M * N * s bytes of the dx pass.
+constexpr int64_t kMinRowsPerGroup = 16;
+/// Cap on G as a function of N: about 2^19 partial elements, between 32 and
+/// 2048 rows (thousands of programs for N = 24, 128 for N = 4096).
+constexpr int64_t kPartialElements = int64_t(1) << 19;
+constexpr int64_t kMinGroupCap = 32;
+constexpr int64_t kMaxGroupCap = 2048;
+
+/// G = max(1, min(clamp(2^19 / N, 32, 2048), ceil(M / 16))).
+int64_t defaultGroups(int64_t m, int64_t n);
+
+/// The same formula as IR on index values.
+Value emitDefaultGroups(OpBuilder &b, Location loc, Value m, Value n);
+
+} // namespace mlir::norm
+
+#endif // NORM_DIALECT_NORM_TRANSFORMS_GROUPS_H
