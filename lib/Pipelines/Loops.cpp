@@ -43,11 +43,11 @@ void norm::buildLowerToLoopsPipeline(OpPassManager &pm,
 
 void norm::buildCPUToLLVMPipeline(OpPassManager &pm,
                                   const CPUToLLVMOptions &) {
+  pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createSCFToControlFlowPass());
   arith::ArithExpandOpsPassOptions expand;
   expand.includeBf16 = true;
   pm.addPass(arith::createArithExpandOpsPass(expand));
-  pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createConvertToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
 }

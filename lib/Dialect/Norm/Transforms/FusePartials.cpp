@@ -194,9 +194,11 @@ Value promotedValue(memref::LoadOp load) {
 }
 
 /// Step 2 for one row body (row `r`): later column loops read the row from
-/// a cache filled by the first column loop. The caches are allocated at the
-/// start of `programBody`.
-void cacheRows(Value r, Block &rowBody, Block &programBody) {
+/// a cache filled by the first column loop. The caches are allocated right
+/// before `nest` and freed after it; they are tagged `norm.private`: each
+/// program needs its own copy when programs run in parallel (GPU mapping
+/// keeps them in registers).
+void cacheRows(Value r, Block &rowBody, Operation *nest) {
   SmallVector<scf::ForOp> cols = loopsIn(rowBody);
   if (cols.size() < 2)
     return;
@@ -221,10 +223,14 @@ void cacheRows(Value r, Block &rowBody, Block &programBody) {
     if (cache)
       return cache;
     Value v = firstValue.lookup(memref);
-    OpBuilder pb = OpBuilder::atBlockBegin(&programBody);
+    OpBuilder pb(nest);
     Value n = first.getUpperBound();
     auto type = MemRefType::get({ShapedType::kDynamic}, v.getType());
-    cache = memref::AllocaOp::create(pb, loc, type, ValueRange{n});
+    auto alloc = memref::AllocOp::create(pb, loc, type, ValueRange{n});
+    alloc->setAttr(norm::stage::kPrivateAttr, pb.getUnitAttr());
+    cache = alloc;
+    pb.setInsertionPointAfter(nest);
+    memref::DeallocOp::create(pb, loc, cache);
     OpBuilder fb(first.getContext());
     fb.setInsertionPointAfterValue(v);
     memref::StoreOp::create(fb, loc, v, cache, ValueRange{j0});
@@ -255,24 +261,6 @@ void cacheRows(Value r, Block &rowBody, Block &programBody) {
   }
 }
 
-/// Wraps the body of a program loop into a memref.alloca_scope, so that
-/// per-program caches are freed at the end of each program.
-Block &scopeProgramBody(scf::ForOp program) {
-  Block *body = program.getBody();
-  OpBuilder b = OpBuilder::atBlockBegin(body);
-  auto scope = memref::AllocaScopeOp::create(b, program.getLoc(), TypeRange{});
-  Block *inner = new Block();
-  scope.getBodyRegion().push_back(inner);
-  while (&body->front() != scope.getOperation())
-    body->front().moveBefore(inner, inner->end());
-  while (std::next(Block::iterator(scope)) != body->end() &&
-         !std::next(Block::iterator(scope))->hasTrait<OpTrait::IsTerminator>())
-    std::next(Block::iterator(scope))->moveBefore(inner, inner->end());
-  OpBuilder ib = OpBuilder::atBlockEnd(inner);
-  memref::AllocaScopeReturnOp::create(ib, program.getLoc(), ValueRange{});
-  return *inner;
-}
-
 struct FusePartialsPass
     : public norm::impl::NormFusePartialsBase<FusePartialsPass> {
   using Base::Base;
@@ -299,16 +287,12 @@ struct FusePartialsPass
       if (scf::ForOp partials = nests.lookup(st::kPartials))
         if (failed(fuse(partials, dx, nests.lookup(st::kReduce))))
           return signalPassFailure();
-      if (scf::ForOp rows = soleLoop(*dx.getBody())) {
-        Block &scope = scopeProgramBody(dx);
-        cacheRows(rows.getInductionVar(), *rows.getBody(), scope);
-      }
+      if (scf::ForOp rows = soleLoop(*dx.getBody()))
+        cacheRows(rows.getInductionVar(), *rows.getBody(), dx);
     }
     // Forward nests: `for r { sums; y }`, a program per row.
-    for (scf::ForOp fwd : forwards) {
-      Block &row = scopeProgramBody(fwd);
-      cacheRows(fwd.getInductionVar(), row, row);
-    }
+    for (scf::ForOp fwd : forwards)
+      cacheRows(fwd.getInductionVar(), *fwd.getBody(), fwd);
   }
 };
 } // namespace

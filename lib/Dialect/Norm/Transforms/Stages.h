@@ -21,6 +21,8 @@ constexpr llvm::StringLiteral kStageAttr = "norm.stage";
 constexpr llvm::StringLiteral kIdAttr = "norm.id";
 /// On the same loops: the type arithmetic is promoted to.
 constexpr llvm::StringLiteral kAccumulateAttr = "norm.accumulate";
+/// On a memref.alloc: a row cache each program owns (norm-fuse-partials).
+constexpr llvm::StringLiteral kPrivateAttr = "norm.private";
 /// On a memref.alloc: every element may be recomputed at any use.
 constexpr llvm::StringLiteral kRecomputableAttr = "norm.recomputable";
 
