@@ -86,9 +86,7 @@ struct NormOpInterface
   }
 
   /// Every result is written to a buffer of its own.
-  bool bufferizesToAllocation(Operation *op, Value value) const {
-    return true;
-  }
+  bool bufferizesToAllocation(Operation *op, Value value) const { return true; }
 
   /// A result bufferizes to a fresh buffer with the identity layout in the
   /// default memory space.

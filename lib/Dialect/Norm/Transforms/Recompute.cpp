@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Stages.h"
+#include "norm/Dialect/Norm/IR/NormOps.h"
 #include "norm/Dialect/Norm/Transforms/Passes.h"
 #include "norm/Dialect/Norm/Transforms/Transforms.h"
 
@@ -126,11 +127,34 @@ struct RecomputePass : public norm::impl::NormRecomputeBase<RecomputePass> {
   void runOnOperation() override {
     func::FuncOp func = getOperation();
 
-    // Graph level (value form).
-    RewritePatternSet patterns(&getContext());
-    norm::populateStoredXhatToRecomputePatterns(patterns);
-    if (failed(applyPatternsGreedily(func, std::move(patterns))))
-      return signalPassFailure();
+    // Graph level (value form), on the norm ops alone: no folding or
+    // clean-up of the user's code around them.
+    SmallVector<Operation *> normOps;
+    auto readsStoredXhat = [](Operation *op) {
+      if (auto g = dyn_cast<norm::LayerNormGradOp>(op))
+        return static_cast<bool>(g.getXhat());
+      if (auto g = dyn_cast<norm::RMSNormGradOp>(op))
+        return static_cast<bool>(g.getXhat());
+      return false;
+    };
+    int64_t before = 0;
+    func.walk([&](Operation *op) {
+      if (isa<norm::NormDialect>(op->getDialect())) {
+        normOps.push_back(op);
+        before += readsStoredXhat(op);
+      }
+    });
+    if (!normOps.empty()) {
+      RewritePatternSet patterns(&getContext());
+      norm::populateStoredXhatToRecomputePatterns(patterns);
+      GreedyRewriteConfig config;
+      config.enableFolding(false).enableConstantCSE(false);
+      config.setStrictness(GreedyRewriteStrictness::ExistingAndNewOps);
+      (void)applyOpPatternsGreedily(normOps, std::move(patterns), config);
+      int64_t after = 0;
+      func.walk([&](Operation *op) { after += readsStoredXhat(op); });
+      numGraphRewrites += before - after;
+    }
 
     // Loop level.
     SmallVector<memref::AllocOp> buffers;

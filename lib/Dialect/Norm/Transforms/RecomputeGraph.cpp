@@ -59,8 +59,7 @@ struct GradReadsXInsteadOfXhat : public OpRewritePattern<GradOpTy> {
       return rewriter.notifyMatchFailure(
           op, "xhat is not the xhat result of a forward op of this family");
     if (op.getRstd() != forward.getRstd())
-      return rewriter.notifyMatchFailure(op,
-                                         "rstd is not the forward's rstd");
+      return rewriter.notifyMatchFailure(op, "rstd is not the forward's rstd");
     if (forward.getX().getType() != xhat.getType())
       return rewriter.notifyMatchFailure(
           op, "the forward's x has another type than the stored xhat");

@@ -191,10 +191,16 @@ LogicalResult lowerGrad(OpT op, const SplitConfig &config, int64_t id) {
   Emitter e(b, storage, acc);
 
   FailureOr<Value> in = asRows(b, op, op.getX() ? "x" : "xhat", op.getInput());
+  if (failed(in))
+    return failure();
   FailureOr<Value> dy = asRows(b, op, "dy", op.getDy());
+  if (failed(dy))
+    return failure();
   FailureOr<Value> dx = asRows(b, op, "dx", op.getDxOut());
+  if (failed(dx))
+    return failure();
   FailureOr<Value> rstd = asFlat(b, op, "rstd", op.getRstd());
-  if (failed(in) || failed(dy) || failed(dx) || failed(rstd))
+  if (failed(rstd))
     return failure();
   Value dres, mean;
   if (op.getDresidual()) {
@@ -283,7 +289,8 @@ LogicalResult lowerGrad(OpT op, const SplitConfig &config, int64_t id) {
       scheme.workspaceRows = e.index(1);
     auto newWorkspace = [&]() {
       Value ws = memref::AllocOp::create(
-          b, ArrayRef<OpFoldResult>{scheme.workspaceRows, nOfr}, acc);
+          b, ArrayRef<OpFoldResult>{getAsOpFoldResult(scheme.workspaceRows), nOfr},
+          acc);
       workspaces.push_back(ws);
       return ws;
     };
@@ -291,7 +298,8 @@ LogicalResult lowerGrad(OpT op, const SplitConfig &config, int64_t id) {
     Value wsDb = wantDb ? newWorkspace() : Value();
     if (strategy == ReductionStrategy::Locked) {
       scheme.locks = memref::AllocOp::create(
-          b, ArrayRef<OpFoldResult>{scheme.workspaceRows}, b.getI32Type());
+          b, ArrayRef<OpFoldResult>{getAsOpFoldResult(scheme.workspaceRows)},
+          b.getI32Type());
       workspaces.push_back(scheme.locks);
     }
 
@@ -404,9 +412,13 @@ LogicalResult lowerForward(OpT op, int64_t id) {
   Emitter e(b, storage, acc);
 
   FailureOr<Value> x = asRows(b, op, "x", op.getX());
+  if (failed(x))
+    return failure();
   FailureOr<Value> y = asRows(b, op, "y", op.getYOut());
+  if (failed(y))
+    return failure();
   FailureOr<Value> rstdOut = asFlat(b, op, "rstd", op.getRstdOut());
-  if (failed(x) || failed(y) || failed(rstdOut))
+  if (failed(rstdOut))
     return failure();
   Value meanOut, xhatOut, bias;
   if constexpr (kLayer) {

@@ -1,0 +1,160 @@
+//===- HostBuffer.cpp - host arrays passed to test kernels ----------------===//
+//
+// Part of mlir-norm.
+//
+//===----------------------------------------------------------------------===//
+
+#include "HostBuffer.h"
+
+#include <cstring>
+
+using namespace norm_exec;
+
+HostBuffer HostBuffer::matrix(DType type, int64_t rows, int64_t cols,
+                              int64_t offset, int64_t rowPad) {
+  HostBuffer b;
+  b.elementType = type;
+  b.rank = 2;
+  b.numRows = rows;
+  b.numCols = cols;
+  b.rowStride = cols + rowPad;
+  b.offset = offset;
+  int64_t elements = offset + rows * b.rowStride + kTailGuard;
+  b.bytes.assign(elements * dtypeBytes(type), kGuardByte);
+  return b;
+}
+
+HostBuffer HostBuffer::vector(DType type, int64_t size) {
+  HostBuffer b = matrix(type, 1, size);
+  b.rank = 1;
+  return b;
+}
+
+uint32_t HostBuffer::getBits(int64_t i, int64_t j) const {
+  const uint8_t *p = bytes.data() + index(i, j) * dtypeBytes(elementType);
+  if (elementType == DType::F32) {
+    uint32_t v;
+    std::memcpy(&v, p, 4);
+    return v;
+  }
+  uint16_t v;
+  std::memcpy(&v, p, 2);
+  return v;
+}
+
+void HostBuffer::setBits(int64_t i, int64_t j, uint32_t bits) {
+  uint8_t *p = bytes.data() + index(i, j) * dtypeBytes(elementType);
+  if (elementType == DType::F32) {
+    std::memcpy(p, &bits, 4);
+    return;
+  }
+  uint16_t v = static_cast<uint16_t>(bits);
+  std::memcpy(p, &v, 2);
+}
+
+std::vector<double> HostBuffer::values() const {
+  std::vector<double> v(size());
+  for (int64_t i = 0; i < numRows; ++i)
+    for (int64_t j = 0; j < numCols; ++j)
+      v[i * numCols + j] = get(i, j);
+  return v;
+}
+
+void HostBuffer::setValues(const std::vector<double> &v) {
+  for (int64_t i = 0; i < numRows; ++i)
+    for (int64_t j = 0; j < numCols; ++j)
+      set(i, j, v[i * numCols + j]);
+}
+
+void HostBuffer::poison() {
+  std::memset(bytes.data(), kGuardByte, bytes.size());
+  uint32_t nan = poisonBits(elementType);
+  for (int64_t i = 0; i < numRows; ++i)
+    for (int64_t j = 0; j < numCols; ++j)
+      setBits(i, j, nan);
+}
+
+void HostBuffer::copyFrom(const HostBuffer &other) {
+  std::memcpy(bytes.data(), other.bytes.data(), bytes.size());
+}
+
+bool HostBuffer::sameBytes(const HostBuffer &other) const {
+  return bytes.size() == other.bytes.size() &&
+         std::memcmp(bytes.data(), other.bytes.data(), bytes.size()) == 0;
+}
+
+bool HostBuffer::sameView(const HostBuffer &other) const {
+  size_t rowBytes = numCols * dtypeBytes(elementType);
+  for (int64_t i = 0; i < numRows; ++i) {
+    size_t at = index(i, 0) * dtypeBytes(elementType);
+    if (std::memcmp(bytes.data() + at, other.bytes.data() + at, rowBytes))
+      return false;
+  }
+  return true;
+}
+
+bool HostBuffer::inView(int64_t e) const {
+  int64_t rel = e - offset;
+  if (rel < 0 || rel >= numRows * rowStride)
+    return false;
+  return rel % rowStride < numCols;
+}
+
+std::optional<int64_t> HostBuffer::brokenGuard() const {
+  unsigned width = dtypeBytes(elementType);
+  int64_t elements = bytes.size() / width;
+  for (int64_t e = 0; e < elements; ++e) {
+    // Skip whole rows of the view quickly.
+    if (inView(e)) {
+      e = offset + ((e - offset) / rowStride) * rowStride + numCols - 1;
+      continue;
+    }
+    for (unsigned k = 0; k < width; ++k)
+      if (bytes[e * width + k] != kGuardByte)
+        return e;
+  }
+  return std::nullopt;
+}
+
+namespace {
+template <typename T, int Rank>
+StridedMemRefType<T, Rank> makeDescriptor(uint8_t *base, int64_t offset,
+                                          int64_t rows, int64_t cols,
+                                          int64_t rowStride) {
+  StridedMemRefType<T, Rank> d;
+  d.basePtr = reinterpret_cast<T *>(base);
+  d.data = reinterpret_cast<T *>(base);
+  d.offset = offset;
+  if constexpr (Rank == 1) {
+    d.sizes[0] = cols;
+    d.strides[0] = 1;
+  } else {
+    d.sizes[0] = rows;
+    d.sizes[1] = cols;
+    d.strides[0] = rowStride;
+    d.strides[1] = 1;
+  }
+  return d;
+}
+} // namespace
+
+void *HostBuffer::descriptor() {
+  uint8_t *base = bytes.data();
+  bool wide = elementType == DType::F32;
+  if (rank == 1) {
+    if (wide)
+      desc = makeDescriptor<float, 1>(base, offset, numRows, numCols,
+                                      rowStride);
+    else
+      desc = makeDescriptor<uint16_t, 1>(base, offset, numRows, numCols,
+                                         rowStride);
+  } else {
+    if (wide)
+      desc = makeDescriptor<float, 2>(base, offset, numRows, numCols,
+                                      rowStride);
+    else
+      desc = makeDescriptor<uint16_t, 2>(base, offset, numRows, numCols,
+                                         rowStride);
+  }
+  return std::visit([](auto &d) -> void * { return &d; }, desc);
+}

@@ -1,0 +1,187 @@
+// RUN: norm-opt %s --split-input-file --norm-split | FileCheck %s
+// RUN: norm-opt %s --split-input-file --norm-split="strategy=atomic groups=8" | FileCheck %s --check-prefix=OVERRIDE
+
+// The faithful form of a LayerNorm backward, deterministic strategy:
+// materialised xhat and g in bf16, an f32 [G, N] workspace per output,
+// partials before dx (so dx may alias dy), a fixed-order reduce, and the dx
+// nest over the same programs.
+
+// CHECK-LABEL: func @layer_norm_grad_bf16
+// CHECK-SAME: (%[[DY:[^:]+]]: memref<?x?xbf16>, %[[X:[^:]+]]: memref<?x?xbf16>, %[[MEAN:[^:]+]]: memref<?xf32>, %[[RSTD:[^:]+]]: memref<?xf32>, %[[W:[^:]+]]: memref<?xf32>, %[[DX:[^:]+]]: memref<?x?xbf16>, %[[DW:[^:]+]]: memref<?xf32>, %[[DB:[^:]+]]: memref<?xf32>)
+// CHECK-NOT: norm.layer_norm_grad
+// CHECK: %[[M:.*]] = memref.dim %[[X]], %c0
+// CHECK: %[[N:.*]] = memref.dim %[[X]], %c1
+// CHECK: %[[XHAT:.*]] = memref.alloc(%[[M]], %[[N]]) {norm.recomputable} : memref<?x?xbf16>
+// CHECK: scf.for %[[I:.*]] =
+// CHECK:   memref.load %[[RSTD]][%[[I]]]
+// CHECK:   memref.load %[[MEAN]][%[[I]]]
+// CHECK:   scf.for %[[J:.*]] =
+// CHECK:     %[[XV:.*]] = memref.load %[[X]][%[[I]], %[[J]]] : memref<?x?xbf16>
+// CHECK:     %[[D:.*]] = arith.subf %[[XV]], %{{.*}} : bf16
+// CHECK:     %[[H:.*]] = arith.mulf %[[D]], %{{.*}} : bf16
+// CHECK:     memref.store %[[H]], %[[XHAT]][%[[I]], %[[J]]]
+// CHECK: } {norm.accumulate = f32, norm.id = 0 : i64, norm.stage = "xhat"}
+// CHECK: %[[G:.*]] = memref.alloc(%[[M]], %[[N]]) {norm.recomputable} : memref<?x?xbf16>
+// CHECK: norm.stage = "g"
+// The number of partial rows: max(1, min(clamp(2^19 / N, 32, 2048), ceil(M / 16))).
+// CHECK: arith.constant 524288 : index
+// CHECK: arith.ceildivui %[[M]], %c16
+// CHECK: arith.minui
+// CHECK: %[[GROUPS:.*]] = arith.maxui
+// CHECK: %[[R:.*]] = arith.ceildivui %[[M]], %[[GROUPS]]
+// CHECK: %[[WSW:.*]] = memref.alloc(%[[GROUPS]], %[[N]]) : memref<?x?xf32>
+// CHECK: %[[WSB:.*]] = memref.alloc(%[[GROUPS]], %[[N]]) : memref<?x?xf32>
+// CHECK: norm.stage = "zero"
+// Program p owns rows [p * R, min(p * R + R, M)) and adds into partial row p.
+// CHECK: scf.for %[[P:.*]] = %{{.*}} to %[[GROUPS]]
+// CHECK:   %[[LO:.*]] = arith.muli %[[P]], %[[R]]
+// CHECK:   scf.for %[[ROW:.*]] = %[[LO]] to
+// CHECK:     scf.for %[[C:.*]] =
+// CHECK:       memref.load %[[WSW]][%[[P]], %[[C]]]
+// CHECK:       arith.addf {{.*}} : f32
+// CHECK:       memref.store {{.*}}, %[[WSW]][%[[P]], %[[C]]]
+// CHECK: norm.stage = "partials"
+// CHECK: scf.for %[[COL:.*]] =
+// CHECK:   %[[SUMS:.*]]:2 = scf.for %[[Q:.*]] = %{{.*}} to %[[GROUPS]] {{.*}} -> (f32, f32)
+// CHECK:   memref.store %[[SUMS]]#0, %[[DW]][%[[COL]]] : memref<?xf32>
+// CHECK:   memref.store %[[SUMS]]#1, %[[DB]][%[[COL]]] : memref<?xf32>
+// CHECK: norm.stage = "reduce"
+// CHECK: scf.for %{{.*}} = %{{.*}} to %[[GROUPS]]
+// CHECK:   %[[S:.*]]:2 = scf.for {{.*}} -> (bf16, bf16)
+// CHECK:   arith.divf %[[S]]#0
+// CHECK:   arith.divf %[[S]]#1
+// CHECK:   scf.for
+// CHECK:     memref.store {{.*}}, %[[DX]]
+// CHECK: norm.stage = "dx"
+// CHECK: memref.dealloc %[[WSW]]
+// CHECK: memref.dealloc %[[WSB]]
+// CHECK: memref.dealloc %[[XHAT]]
+// CHECK: memref.dealloc %[[G]]
+
+// OVERRIDE-LABEL: func @layer_norm_grad_bf16
+// OVERRIDE: %[[C8:.*]] = arith.constant 8 : index
+// OVERRIDE: memref.alloc(%{{.*}}) : memref<1x?xf32>
+// OVERRIDE: memref.atomic_rmw addf
+func.func @layer_norm_grad_bf16(%dy: memref<?x?xbf16>, %x: memref<?x?xbf16>, %mean: memref<?xf32>,
+                                %rstd: memref<?xf32>, %w: memref<?xf32>, %dx: memref<?x?xbf16>,
+                                %dw: memref<?xf32>, %db: memref<?xf32>) {
+  norm.layer_norm_grad dy(%dy : memref<?x?xbf16>) x(%x : memref<?x?xbf16>)
+      mean(%mean : memref<?xf32>) rstd(%rstd : memref<?xf32>) weight(%w : memref<?xf32>)
+      outs dx(%dx : memref<?x?xbf16>) dweight(%dw : memref<?xf32>) dbias(%db : memref<?xf32>)
+  return
+}
+
+// -----
+
+// No weight and no dweight: g is dy itself, no workspace, no partials.
+// CHECK-LABEL: func @rms_norm_grad_no_weight
+// CHECK: memref.alloc({{.*}}) {norm.recomputable} : memref<?x128xf32>
+// CHECK-NOT: norm.recomputable
+// CHECK-NOT: norm.stage = "partials"
+// CHECK: norm.stage = "dx"
+func.func @rms_norm_grad_no_weight(%dy: memref<?x128xf32>, %x: memref<?x128xf32>,
+                                   %rstd: memref<?xf32>, %dx: memref<?x128xf32>) {
+  norm.rms_norm_grad dy(%dy : memref<?x128xf32>) x(%x : memref<?x128xf32>)
+      rstd(%rstd : memref<?xf32>) outs dx(%dx : memref<?x128xf32>)
+  return
+}
+
+// -----
+
+// grouped_atomic with a fixed number of groups: row r adds into r mod 64.
+// CHECK-LABEL: func @rms_norm_grad_grouped_atomic
+// CHECK: %[[G64:.*]] = arith.constant 64 : index
+// CHECK: memref.alloc() : memref<64x24xf32>
+// CHECK: scf.for %{{.*}} = %{{.*}} to %[[G64]]
+// CHECK:   scf.for %[[ROW:.*]] =
+// CHECK:     %[[T:.*]] = arith.remui %[[ROW]], %[[G64]]
+// CHECK:       memref.atomic_rmw addf %{{.*}}, %{{.*}}[%[[T]], %{{.*}}]
+// CHECK: norm.stage = "partials"
+func.func @rms_norm_grad_grouped_atomic(%dy: memref<?x24xbf16>, %x: memref<?x24xbf16>,
+                                        %rstd: memref<?xf32>, %w: memref<24xbf16>,
+                                        %dx: memref<?x24xbf16>, %dw: memref<24xbf16>) {
+  norm.rms_norm_grad dy(%dy : memref<?x24xbf16>) x(%x : memref<?x24xbf16>)
+      rstd(%rstd : memref<?xf32>) weight(%w : memref<24xbf16>)
+      outs dx(%dx : memref<?x24xbf16>) dweight(%dw : memref<24xbf16>)
+      {strategy = #norm.strategy<grouped_atomic>, groups = 64}
+  return
+}
+
+// -----
+
+// locked: a spin lock per group (atomic exchange) around the row's update.
+// CHECK-LABEL: func @layer_norm_grad_locked
+// CHECK: %[[LOCKS:.*]] = memref.alloc(%{{.*}}) : memref<?xi32>
+// CHECK: scf.while
+// CHECK:   memref.atomic_rmw assign %{{.*}}, %[[LOCKS]]
+// CHECK:   scf.condition
+// CHECK: scf.for
+// CHECK: memref.atomic_rmw assign %{{.*}}, %[[LOCKS]]
+// CHECK: norm.stage = "partials"
+func.func @layer_norm_grad_locked(%dy: memref<?x8xf32>, %x: memref<?x8xf32>, %mean: memref<?xf32>,
+                                  %rstd: memref<?xf32>, %dx: memref<?x8xf32>, %db: memref<8xf32>) {
+  norm.layer_norm_grad dy(%dy : memref<?x8xf32>) x(%x : memref<?x8xf32>)
+      mean(%mean : memref<?xf32>) rstd(%rstd : memref<?xf32>)
+      outs dx(%dx : memref<?x8xf32>) dbias(%db : memref<8xf32>) {strategy = #norm.strategy<locked>}
+  return
+}
+
+// -----
+
+// Rank 3 collapses to [rows, N]; zero-centred weight adds 1; dresidual is
+// added into dx.
+// CHECK-LABEL: func @rms_norm_grad_rank3
+// CHECK: memref.collapse_shape %{{.*}} {{\[\[}}0, 1], [2]] : memref<2x?x24xf16> into memref<?x24xf16>
+// CHECK: memref.collapse_shape %{{.*}} {{\[\[}}0, 1]] : memref<2x?xf32> into memref<?xf32>
+// CHECK: arith.constant 1.000000e+00 : f32
+// CHECK: norm.stage = "g"
+// CHECK: norm.stage = "partials"
+// CHECK: arith.addf
+// CHECK: memref.store
+// CHECK: norm.stage = "dx"
+func.func @rms_norm_grad_rank3(%dy: memref<2x?x24xf16>, %x: memref<2x?x24xf16>, %rstd: memref<2x?xf32>,
+                               %w: memref<24xf16>, %res: memref<2x?x24xf16>, %dx: memref<2x?x24xf16>,
+                               %dw: memref<24xf16>) {
+  norm.rms_norm_grad dy(%dy : memref<2x?x24xf16>) x(%x : memref<2x?x24xf16>)
+      rstd(%rstd : memref<2x?xf32>) weight(%w : memref<24xf16>) dresidual(%res : memref<2x?x24xf16>)
+      outs dx(%dx : memref<2x?x24xf16>) dweight(%dw : memref<24xf16>) {zero_centered_weight}
+  return
+}
+
+// -----
+
+// A stored xhat is used as is: no xhat nest.
+// CHECK-LABEL: func @layer_norm_grad_from_xhat
+// CHECK-NOT: norm.stage = "xhat"
+// CHECK: norm.stage = "dx"
+func.func @layer_norm_grad_from_xhat(%dy: memref<?x64xf32>, %xhat: memref<?x64xf32>,
+                                     %rstd: memref<?xf32>, %dx: memref<?x64xf32>) {
+  norm.layer_norm_grad dy(%dy : memref<?x64xf32>) xhat(%xhat : memref<?x64xf32>)
+      rstd(%rstd : memref<?xf32>) outs dx(%dx : memref<?x64xf32>)
+  return
+}
+
+// -----
+
+// Forward: one row nest with the two-pass variance, then y (and xhat).
+// CHECK-LABEL: func @layer_norm_forward
+// CHECK: scf.for %[[ROW:.*]] =
+// CHECK:   %[[SUM:.*]] = scf.for {{.*}} -> (bf16)
+// CHECK:   %[[MU:.*]] = arith.divf %[[SUM]]
+// CHECK:   %[[SQ:.*]] = scf.for {{.*}} -> (bf16)
+// CHECK:   %[[VAR:.*]] = arith.divf %[[SQ]]
+// CHECK:   %[[RS:.*]] = math.rsqrt
+// CHECK:   memref.store {{.*}}[%[[ROW]]] : memref<?xf32>
+// CHECK:   memref.store {{.*}}[%[[ROW]]] : memref<?xf32>
+// CHECK:   scf.for
+// CHECK:     memref.store {{.*}} : memref<?x?xf32>
+// CHECK:     memref.store {{.*}} : memref<?x?xbf16>
+// CHECK: norm.stage = "forward"
+func.func @layer_norm_forward(%x: memref<?x?xbf16>, %w: memref<?xf32>, %b: memref<?xf32>,
+                              %y: memref<?x?xbf16>, %mean: memref<?xf32>, %rstd: memref<?xf32>,
+                              %xhat: memref<?x?xf32>) {
+  norm.layer_norm x(%x : memref<?x?xbf16>) weight(%w : memref<?xf32>) bias(%b : memref<?xf32>)
+      outs y(%y : memref<?x?xbf16>) mean(%mean : memref<?xf32>) rstd(%rstd : memref<?xf32>)
+      xhat(%xhat : memref<?x?xf32>)
+  return
+}
