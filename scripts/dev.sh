@@ -61,8 +61,8 @@ build() {
 run_example() {
   local opt=$BUILD_DIR/bin/norm-opt
   for f in examples/layer_norm_grad.mlir examples/rms_norm_grad.mlir; do
-    log "$f: parsed and verified"
-    "$opt" "$f"
+    log "$f: norm-lower-to-loops (bufferize, split, recompute, promote, fuse)"
+    "$opt" "$f" --norm-lower-to-loops
   done
   log "examples/kernel.mlir: through norm-gpu-to-binary to PTX (sm_90)"
   "$opt" examples/kernel.mlir --norm-gpu-to-binary="chip=sm_90" | python3 scripts/extract-ptx.py

@@ -185,6 +185,30 @@ void dedupeLoads(Block &block) {
   }
 }
 
+/// Loads in `loop`'s body whose indices are loop-invariant, from memrefs
+/// nothing in the loop writes, move before the loop (the per-row statistics
+/// the recomputation reloads per element).
+void hoistInvariantLoads(scf::ForOp loop) {
+  DenseSet<Value> written;
+  loop.walk([&](Operation *op) {
+    auto effects = dyn_cast<MemoryEffectOpInterface>(op);
+    for (Value operand : op->getOperands())
+      if (isa<MemRefType>(operand.getType()) &&
+          (!effects ||
+           effects.getEffectOnValue<MemoryEffects::Write>(operand)))
+        written.insert(operand);
+  });
+  for (Operation &op : llvm::make_early_inc_range(*loop.getBody())) {
+    auto load = dyn_cast<memref::LoadOp>(op);
+    if (!load || written.contains(load.getMemRef()) ||
+        !llvm::all_of(load.getIndices(), [&](Value i) {
+          return loop.isDefinedOutsideOfLoop(i);
+        }))
+      continue;
+    load->moveBefore(loop);
+  }
+}
+
 /// The value a load stands for once promoted: its only extf, or itself.
 Value promotedValue(memref::LoadOp load) {
   if (load->hasOneUse())
@@ -205,6 +229,9 @@ void cacheRows(Value r, Block &rowBody, Operation *nest) {
   scf::ForOp first = cols.front();
   Location loc = first.getLoc();
   Value j0 = first.getInductionVar();
+  for (scf::ForOp col : cols)
+    hoistInvariantLoads(col);
+  dedupeLoads(rowBody);
   dedupeLoads(*first.getBody());
 
   // Rows loaded at [r, j] by the first loop.

@@ -1,0 +1,24 @@
+// RUN: norm-opt %s --norm-fuse-partials --verify-diagnostics
+
+// The partial and dx nests must walk the same programs.
+func.func @different_programs(%ws: memref<?x?xf32>, %a: index, %b: index, %n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %v = arith.constant 1.0 : f32
+  // expected-error @+1 {{norm-fuse-partials: cannot fuse: the partial and dx nests do not walk the same programs}}
+  scf.for %p = %c0 to %a step %c1 {
+    scf.for %r = %c0 to %n step %c1 {
+      scf.for %j = %c0 to %n step %c1 {
+        memref.store %v, %ws[%p, %j] : memref<?x?xf32>
+      }
+    }
+  } {norm.stage = "partials", norm.id = 0 : i64, norm.accumulate = f32}
+  scf.for %p = %c0 to %b step %c1 {
+    scf.for %r = %c0 to %n step %c1 {
+      scf.for %j = %c0 to %n step %c1 {
+        memref.store %v, %ws[%r, %j] : memref<?x?xf32>
+      }
+    }
+  } {norm.stage = "dx", norm.id = 0 : i64, norm.accumulate = f32}
+  return
+}

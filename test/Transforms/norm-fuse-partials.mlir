@@ -1,0 +1,83 @@
+// RUN: norm-opt %s --split-input-file --norm-split --norm-recompute --norm-promote --norm-fuse-partials --cse | FileCheck %s
+
+// The partial dweight/dbias sums join the dx nest's first column loop; x and
+// dy go to per-program row caches there and the dx loop reads the caches;
+// the fixed-order reduce runs after the dx nest.
+// CHECK-LABEL: func @layer_norm_grad_fused
+// CHECK-SAME: (%[[DY:[^:]+]]: memref<?x?xbf16>, %[[X:[^:]+]]: memref<?x?xbf16>
+// CHECK-NOT: norm.stage = "partials"
+// CHECK: %[[WSW:.*]] = memref.alloc({{.*}}) : memref<?x?xf32>
+// CHECK: %[[WSB:.*]] = memref.alloc({{.*}}) : memref<?x?xf32>
+// CHECK: norm.stage = "zero"
+// CHECK: %[[CDY:.*]] = memref.alloc(%{{.*}}) {norm.private} : memref<?xf32>
+// CHECK: %[[CX:.*]] = memref.alloc(%{{.*}}) {norm.private} : memref<?xf32>
+// CHECK: scf.for %[[P:.*]] =
+// CHECK:   scf.for %[[R:.*]] =
+// CHECK:     scf.for %[[J:.*]] = {{.*}} iter_args
+// CHECK:       %[[DYV:.*]] = memref.load %[[DY]][%[[R]], %[[J]]]
+// CHECK:       %[[DYE:.*]] = arith.extf %[[DYV]]
+// CHECK:       memref.store %[[DYE]], %[[CDY]][%[[J]]]
+// CHECK:       %[[XV:.*]] = memref.load %[[X]][%[[R]], %[[J]]]
+// CHECK:       %[[XE:.*]] = arith.extf %[[XV]]
+// CHECK:       memref.store %[[XE]], %[[CX]][%[[J]]]
+// CHECK:       memref.store {{.*}}, %[[WSW]][%[[P]], %[[J]]]
+// CHECK:       memref.store {{.*}}, %[[WSB]][%[[P]], %[[J]]]
+// CHECK:       scf.yield
+// CHECK:     scf.for %[[K:.*]] =
+// CHECK-NOT:     memref.load %[[X]]
+// CHECK-NOT:     memref.load %[[DY]]
+// CHECK:       memref.load %[[CDY]][%[[K]]]
+// CHECK:       memref.load %[[CX]][%[[K]]]
+// CHECK:       memref.store
+// CHECK: norm.stage = "dx"
+// CHECK: memref.dealloc %[[CX]]
+// CHECK: memref.dealloc %[[CDY]]
+// CHECK: norm.stage = "reduce"
+func.func @layer_norm_grad_fused(%dy: memref<?x?xbf16>, %x: memref<?x?xbf16>, %mean: memref<?xf32>,
+                                 %rstd: memref<?xf32>, %w: memref<?xf32>, %dx: memref<?x?xbf16>,
+                                 %dw: memref<?xf32>, %db: memref<?xf32>) {
+  norm.layer_norm_grad dy(%dy : memref<?x?xbf16>) x(%x : memref<?x?xbf16>)
+      mean(%mean : memref<?xf32>) rstd(%rstd : memref<?xf32>) weight(%w : memref<?xf32>)
+      outs dx(%dx : memref<?x?xbf16>) dweight(%dw : memref<?xf32>) dbias(%db : memref<?xf32>)
+  return
+}
+
+// -----
+
+// locked: the lock is taken before the fused column loop and released after
+// it, so the partial update stays inside the critical section.
+// CHECK-LABEL: func @rms_norm_grad_locked
+// CHECK: scf.while
+// CHECK: scf.for {{.*}} iter_args
+// CHECK:   memref.store {{.*}} : memref<?x?xf32>
+// CHECK: }
+// CHECK: memref.atomic_rmw assign
+// CHECK: norm.stage = "dx"
+func.func @rms_norm_grad_locked(%dy: memref<?x?xf32>, %x: memref<?x?xf32>, %rstd: memref<?xf32>,
+                                %w: memref<?xf32>, %dx: memref<?x?xf32>, %dw: memref<?xf32>) {
+  norm.rms_norm_grad dy(%dy : memref<?x?xf32>) x(%x : memref<?x?xf32>) rstd(%rstd : memref<?xf32>)
+      weight(%w : memref<?xf32>) outs dx(%dx : memref<?x?xf32>) dweight(%dw : memref<?xf32>)
+      {strategy = #norm.strategy<locked>}
+  return
+}
+
+// -----
+
+// The forward row nest reads x once as well: the variance and y loops read
+// the cache the mean loop filled.
+// CHECK-LABEL: func @layer_norm_forward_cached
+// CHECK: %[[C:.*]] = memref.alloc(%{{.*}}) {norm.private} : memref<?xf32>
+// CHECK: scf.for
+// CHECK:   scf.for
+// CHECK:     memref.store %{{.*}}, %[[C]]
+// CHECK:   scf.for
+// CHECK:     memref.load %[[C]]
+// CHECK:   scf.for
+// CHECK:     memref.load %[[C]]
+// CHECK: norm.stage = "forward"
+func.func @layer_norm_forward_cached(%x: memref<?x?xf16>, %y: memref<?x?xf16>, %mean: memref<?xf32>,
+                                     %rstd: memref<?xf32>) {
+  norm.layer_norm x(%x : memref<?x?xf16>) outs y(%y : memref<?x?xf16>) mean(%mean : memref<?xf32>)
+      rstd(%rstd : memref<?xf32>)
+  return
+}
