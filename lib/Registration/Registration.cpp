@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "norm/InitNorm.h"
+#include "norm/Conversion/Passes.h"
 #include "norm/Dialect/Norm/IR/NormDialect.h"
 #include "norm/Dialect/Norm/Transforms/BufferizableOpInterfaceImpl.h"
 #include "norm/Dialect/Norm/Transforms/Passes.h"
@@ -34,6 +35,8 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/UB/IR/UBOps.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVM.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Target/LLVM/NVVM/Target.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
@@ -62,7 +65,8 @@ void norm::registerNormDialects(DialectRegistry &registry) {
                   cf::ControlFlowDialect, func::FuncDialect, gpu::GPUDialect,
                   index::IndexDialect, LLVM::LLVMDialect, math::MathDialect,
                   memref::MemRefDialect, NVVM::NVVMDialect, scf::SCFDialect,
-                  tensor::TensorDialect, ub::UBDialect>();
+                  tensor::TensorDialect, ub::UBDialect,
+                  vector::VectorDialect>();
 
   // convert-to-llvm / convert-gpu-to-nvvm find their patterns through these.
   arith::registerConvertArithToLLVMInterface(registry);
@@ -73,6 +77,7 @@ void norm::registerNormDialects(DialectRegistry &registry) {
   registerConvertMemRefToLLVMInterface(registry);
   registerConvertNVVMToLLVMInterface(registry);
   ub::registerConvertUBToLLVMInterface(registry);
+  vector::registerConvertVectorToLLVMInterface(registry);
 
   // One-Shot Bufferize: our ops, and the upstream ops around them.
   registerBufferizableOpInterfaceExternalModels(registry);
@@ -92,6 +97,7 @@ void norm::registerNormDialects(DialectRegistry &registry) {
 
 void norm::registerNormPasses() {
   registerNormTransformsPasses();
+  registerNormConversionPasses();
   registerNormPipelinePasses();
   registerNormPipelines();
 }
@@ -107,6 +113,7 @@ void norm::registerNormAndUpstreamPasses() {
   registerGpuNVVMAttachTarget();
   registerGpuModuleToBinaryPass();
   registerGpuKernelOutliningPass();
+  registerGpuLaunchSinkIndexComputationsPass();
   registerConvertGpuOpsToNVVMOps();
   registerSCFToControlFlowPass();
   registerReconcileUnrealizedCastsPass();

@@ -251,9 +251,11 @@ void cacheRows(Value r, Block &rowBody, Operation *nest) {
       return cache;
     Value v = firstValue.lookup(memref);
     OpBuilder pb(nest);
-    Value n = first.getUpperBound();
-    auto type = MemRefType::get({ShapedType::kDynamic}, v.getType());
-    auto alloc = memref::AllocOp::create(pb, loc, type, ValueRange{n});
+    // Static when N is (canonicalisation would otherwise rebuild the alloc
+    // and drop the tag).
+    OpFoldResult n = getAsOpFoldResult(first.getUpperBound());
+    auto alloc = memref::AllocOp::create(pb, loc, ArrayRef<OpFoldResult>{n},
+                                         v.getType());
     alloc->setAttr(norm::stage::kPrivateAttr, pb.getUnitAttr());
     cache = alloc;
     pb.setInsertionPointAfter(nest);
