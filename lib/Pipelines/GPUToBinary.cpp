@@ -56,6 +56,11 @@ void norm::registerNormPipelines() {
       "Bufferize norm ops and lower them to fused f32 loop nests "
       "(split, recompute, promote, fuse-partials)",
       buildLowerToLoopsPipeline);
+  PassPipelineRegistration<NormToNVVMOptions>(
+      "norm-to-nvvm",
+      "Compile norm ops to GPU kernels: lower to loops, map to the GPU, "
+      "outline, and serialise to PTX / cubin / fatbin",
+      buildNormToNVVMPipeline);
   PassPipelineRegistration<CPUToLLVMOptions>(
       "norm-cpu-to-llvm",
       "Lower loop nests to the LLVM dialect for execution on the host CPU",

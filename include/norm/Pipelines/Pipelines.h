@@ -87,6 +87,50 @@ struct CPUToLLVMOptions : public PassPipelineOptions<CPUToLLVMOptions> {};
 /// Post-condition: only LLVM dialect ops remain.
 void buildCPUToLLVMPipeline(OpPassManager &pm, const CPUToLLVMOptions &options);
 
+/// Options of the whole compiler: norm ops -> PTX / cubin.
+struct NormToNVVMOptions : public PassPipelineOptions<NormToNVVMOptions> {
+  PassOptions::Option<std::string> chip{
+      *this, "chip", llvm::cl::desc("Target SM architecture"),
+      llvm::cl::init("sm_90")};
+  PassOptions::Option<std::string> features{
+      *this, "features", llvm::cl::desc("PTX features, e.g. +ptx80"),
+      llvm::cl::init("+ptx80")};
+  PassOptions::Option<unsigned> optLevel{
+      *this, "opt-level", llvm::cl::desc("LLVM optimisation level (0-3)"),
+      llvm::cl::init(3)};
+  PassOptions::Option<std::string> format{
+      *this, "format",
+      llvm::cl::desc("Output: isa (PTX text), bin (cubin) or fatbin"),
+      llvm::cl::init("isa")};
+  PassOptions::Option<std::string> toolkit{
+      *this, "toolkit",
+      llvm::cl::desc("CUDA toolkit root; empty: $CUDA_HOME, $CUDA_PATH, "
+                     "$CUDA_ROOT, then the build's default"),
+      llvm::cl::init("")};
+  PassOptions::Option<std::string> strategy{
+      *this, "strategy",
+      llvm::cl::desc("Override the ops' reduction strategy; empty keeps "
+                     "them"),
+      llvm::cl::init("")};
+  PassOptions::Option<int64_t> groups{
+      *this, "groups",
+      llvm::cl::desc("Partial rows for ops without a `groups` attribute "
+                     "(0: chosen from M and N)"),
+      llvm::cl::init(0)};
+  PassOptions::Option<int64_t> threads{
+      *this, "threads", llvm::cl::desc("Threads per block of row kernels"),
+      llvm::cl::init(256)};
+};
+
+/// norm-lower-to-loops, norm-map-to-gpu, gpu-kernel-outlining, then the
+/// norm-gpu-to-binary tail.
+///
+/// Post-condition: the host functions hold allocations and
+/// gpu.launch_func ops (and a `norm.kernels` record each); the kernels are
+/// in one gpu.binary per function.
+void buildNormToNVVMPipeline(OpPassManager &pm,
+                             const NormToNVVMOptions &options);
+
 /// Registers the pipelines with the global pass registry (norm-opt).
 void registerNormPipelines();
 
