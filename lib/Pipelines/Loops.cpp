@@ -37,8 +37,9 @@ void norm::buildLowerToLoopsPipeline(OpPassManager &pm,
   fn.addPass(createNormRecompute());
   fn.addPass(createNormPromote());
   fn.addPass(createNormFusePartials());
-  fn.addPass(createCanonicalizerPass());
-  fn.addPass(createCSEPass());
+  // No canonicalize here: it folds single-iteration loops (N = 1, one
+  // group) together with their norm.stage tags, which norm-map-to-gpu
+  // needs. norm-to-nvvm cleans up after the mapping.
 }
 
 void norm::buildCPUToLLVMPipeline(OpPassManager &pm,

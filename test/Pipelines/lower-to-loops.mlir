@@ -11,9 +11,10 @@
 // CHECK-NOT: tensor<
 // CHECK-NOT: norm.rms_norm_grad
 // CHECK: %[[WS:[^ ]+]] = memref.alloc(%{{.*}}) : memref<?x4096xf32>
+// CHECK: norm.stage = "zero"
 // CHECK: scf.for %[[P:[^ ]+]] =
 // CHECK:   scf.for %[[R:[^ ]+]] =
-// CHECK:     scf.for %[[J:[^ ]+]] = {{.*}} -> (f32)
+// CHECK:     scf.for %[[J:[^ ]+]] = {{.*}} -> (f32
 // CHECK:       arith.extf {{.*}} : bf16 to f32
 // CHECK:       memref.store {{.*}}, %[[WS]][%[[P]], %[[J]]]
 // CHECK:     scf.for

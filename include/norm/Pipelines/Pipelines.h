@@ -68,9 +68,9 @@ struct LowerToLoopsOptions : public PassPipelineOptions<LowerToLoopsOptions> {
 };
 
 /// Value-form ops are bufferized (One-Shot Bufferize), then norm-split,
-/// norm-recompute, norm-promote and norm-fuse-partials run on each function,
-/// followed by canonicalize and cse. Graph-level recomputation runs first,
-/// on tensors.
+/// norm-recompute, norm-promote and norm-fuse-partials run on each function.
+/// Graph-level recomputation runs first, on tensors. No canonicalization:
+/// the output keeps its norm.stage tags for norm-map-to-gpu.
 ///
 /// Post-condition: no norm op and no tensor remain; x and dy are read once
 /// per row; all arithmetic is f32 (or the ops' accumulation type).

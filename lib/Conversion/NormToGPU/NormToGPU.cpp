@@ -80,8 +80,10 @@ Geometry chooseGeometry(std::optional<int64_t> n, int64_t eltBytes,
   g.n = n;
   g.lanes = threads;
   g.rows = 1;
-  if (!n)
+  if (!n) {
+    g.vec = 1; // no 16-byte chunks without a static N: coalesced elements
     return g;
+  }
   int64_t chunks = llvm::divideCeil(*n, g.vec);
   int64_t lanes = std::min<int64_t>(threads, llvm::PowerOf2Ceil(chunks));
   if (wholeBlockRows)
@@ -387,17 +389,29 @@ void RowMapper::emitColumnLoop(OpBuilder &rb, scf::ForOp loop, IRMapping &m,
   Value n = materialize(rb, loop.getUpperBound(), m);
   Value chunks = arith::CeilDivUIOp::create(rb, loc, n,
                                             cIndex(rb, loc, g.vec));
-  // Vector accesses need whole chunks (N a multiple of V) and, at run time,
-  // 16-byte aligned rows.
-  bool mayVectorize = g.n && *g.n % g.vec == 0 && g.vec > 1;
+  // Vector accesses need, at run time, 16-byte aligned rows and a whole
+  // chunk (only the last chunk of a row whose N is not a multiple of V is
+  // partial: it takes the element path).
+  bool mayVectorize = g.n && g.vec > 1;
+  bool partialLast = g.n && *g.n % g.vec != 0;
   auto chunkBody = [&](OpBuilder &cb, Value chunk, std::optional<int64_t> k,
                        SmallVector<Value> &vals) {
     if (!mayVectorize) {
       emitChunk(cb, loop, m, chunk, k, /*vectorized=*/false, vals);
       return;
     }
+    Value useVector = aligned;
+    if (partialLast) {
+      Value end = arith::AddIOp::create(
+          cb, loc,
+          arith::MulIOp::create(cb, loc, chunk, cIndex(cb, loc, g.vec)),
+          cIndex(cb, loc, g.vec));
+      useVector = arith::AndIOp::create(
+          cb, loc, useVector,
+          arith::CmpIOp::create(cb, loc, arith::CmpIPredicate::ule, end, n));
+    }
     auto ifOp = scf::IfOp::create(cb, loc, TypeRange(ValueRange(vals)),
-                                  aligned, /*withElseRegion=*/true);
+                                  useVector, /*withElseRegion=*/true);
     OpBuilder tb = ifOp.getThenBodyBuilder();
     SmallVector<Value> v1 = vals;
     emitChunk(tb, loop, m, chunk, k, /*vectorized=*/true, v1);
@@ -1009,7 +1023,8 @@ struct MapToGPUPass : public norm::impl::NormMapToGPUBase<MapToGPUPass> {
         !llvm::isPowerOf2_64(threads)) {
       func.emitError() << "norm-map-to-gpu: threads must be a power of two, "
                           "a multiple of 32 and at most "
-                       << target->maxThreadsPerBlock << ", got " << threads;
+                       << target->maxThreadsPerBlock << ", got "
+                       << static_cast<int64_t>(threads);
       return signalPassFailure();
     }
     SmallVector<scf::ForOp> nests;
@@ -1042,6 +1057,20 @@ struct MapToGPUPass : public norm::impl::NormMapToGPUBase<MapToGPUPass> {
         return signalPassFailure();
     }
     eraseHostCaches(func);
+    // Post-condition: the host only allocates and launches. A loop left
+    // outside the launches lost its tag on the way here.
+    WalkResult leftover = func.walk([&](scf::ForOp loop) {
+      if (loop->getParentOfType<gpu::LaunchOp>())
+        return WalkResult::advance();
+      loop.emitError()
+          << "norm-map-to-gpu: this loop is not a tagged norm nest and would "
+             "run on the host; was it canonicalised after "
+             "norm-lower-to-loops (single-iteration loops are folded with "
+             "their norm.stage tag)? Run canonicalize after the mapping";
+      return WalkResult::interrupt();
+    });
+    if (leftover.wasInterrupted())
+      return signalPassFailure();
     func.walk([](gpu::LaunchOp launch) { sinkIntoLaunch(launch); });
     func->setAttr("norm.kernels", b.getArrayAttr(kernels));
   }

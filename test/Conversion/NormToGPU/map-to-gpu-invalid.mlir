@@ -1,0 +1,14 @@
+// RUN: not norm-opt %s --norm-map-to-gpu=chip=sm_10 2>&1 | FileCheck %s --check-prefix=CHIP
+// RUN: not norm-opt %s --norm-map-to-gpu=threads=100 2>&1 | FileCheck %s --check-prefix=THREADS
+// RUN: norm-opt %s --norm-split --norm-map-to-gpu --verify-diagnostics
+
+// CHIP: norm-map-to-gpu: unknown chip 'sm_10'
+// THREADS: norm-map-to-gpu: threads must be a power of two, a multiple of 32 and at most 1024, got 100
+
+// The faithful form (unfused, materialised xhat) has stages the mapping
+// does not take: it needs the whole norm-lower-to-loops first.
+func.func @not_lowered_fully(%dy: memref<?x8xf32>, %x: memref<?x8xf32>, %r: memref<?xf32>, %dx: memref<?x8xf32>) {
+  // expected-error @+1 {{norm-map-to-gpu: stage 'xhat' cannot be mapped; run norm-lower-to-loops fully first}}
+  norm.rms_norm_grad dy(%dy : memref<?x8xf32>) x(%x : memref<?x8xf32>) rstd(%r : memref<?xf32>) outs dx(%dx : memref<?x8xf32>)
+  return
+}

@@ -1,0 +1,111 @@
+// RUN: norm-opt %s --split-input-file --norm-lower-to-loops --norm-map-to-gpu | FileCheck %s
+
+// N = 24 (the tall-skinny case): 3 chunks of 8 bf16 per row, so 4 lanes per
+// row and 64 rows in flight per 256-thread block; row caches and the
+// deterministic partial row in registers (private arrays), combined across
+// the 64 sub-groups through shared memory in a fixed order.
+// CHECK-LABEL: func @rms_norm_grad_n24
+// CHECK-SAME: norm.kernels = [{{.*}}kind = "zero"{{.*}}, {block = 256 : i64, grid = "programs", kind = "dx", lanes = 4 : i64, name = "rms_norm_grad_n24_dx_1", registers = true, rows = 64 : i64, vector = 8 : i64}, {{.*}}kind = "reduce"
+// CHECK: gpu.launch {{.*}} threads({{.*}}) in ({{.*}} = %c256{{.*}}) module(@rms_norm_grad_n24_kernels) function(@rms_norm_grad_n24_zero_0)
+// CHECK: gpu.launch {{.*}} function(@rms_norm_grad_n24_dx_1) workgroup(%[[SMEM:.*]] : memref<64x24xf32, #gpu.address_space<workgroup>>)
+// CHECK:   memref.extract_aligned_pointer_as_index
+// CHECK:   memref.alloca() : memref<8xf32>
+// CHECK:   scf.for
+// CHECK:     vector.load {{.*}} {alignment = 16 : i64} : memref<?x24xbf16>, vector<8xbf16>
+// CHECK:     gpu.shuffle  xor %{{.*}}, %c2_i32, %c32_i32 : f32
+// CHECK:     vector.store {{.*}} {alignment = 16 : i64} : memref<?x24xbf16>, vector<8xbf16>
+// CHECK:   memref.store {{.*}}, %[[SMEM]]
+// CHECK:   gpu.barrier
+// CHECK: gpu.launch {{.*}} function(@rms_norm_grad_n24_reduce_2)
+// CHECK-NOT: norm.stage
+func.func @rms_norm_grad_n24(%dy: memref<?x24xbf16>, %x: memref<?x24xbf16>, %rstd: memref<?xf32>,
+                             %w: memref<24xbf16>, %dx: memref<?x24xbf16>, %dw: memref<24xbf16>) {
+  norm.rms_norm_grad dy(%dy : memref<?x24xbf16>) x(%x : memref<?x24xbf16>) rstd(%rstd : memref<?xf32>)
+      weight(%w : memref<24xbf16>) outs dx(%dx : memref<?x24xbf16>) dweight(%dw : memref<24xbf16>)
+  return
+}
+
+// -----
+
+// N = 4096 bf16: 512 chunks, the whole block on one row (2 chunks per
+// lane); the in-row sums go across the 8 warps through shared memory.
+// CHECK-LABEL: func @layer_norm_grad_n4096
+// CHECK-SAME: lanes = 256 : i64, name = "layer_norm_grad_n4096_dx_1", registers = true, rows = 1 : i64, vector = 8 : i64
+// CHECK: gpu.launch {{.*}} function(@layer_norm_grad_n4096_dx_1) workgroup(%{{.*}} : memref<8xf32, #gpu.address_space<workgroup>>, %{{.*}} : memref<8xf32, #gpu.address_space<workgroup>>)
+// CHECK:   gpu.shuffle  xor %{{.*}}, %c16_i32, %c32_i32 : f32
+// CHECK:   gpu.barrier
+func.func @layer_norm_grad_n4096(%dy: memref<?x4096xbf16>, %x: memref<?x4096xbf16>, %mean: memref<?xf32>,
+                                 %rstd: memref<?xf32>, %w: memref<4096xf32>, %dx: memref<?x4096xbf16>,
+                                 %dw: memref<4096xf32>, %db: memref<4096xf32>) {
+  norm.layer_norm_grad dy(%dy : memref<?x4096xbf16>) x(%x : memref<?x4096xbf16>)
+      mean(%mean : memref<?xf32>) rstd(%rstd : memref<?xf32>) weight(%w : memref<4096xf32>)
+      outs dx(%dx : memref<?x4096xbf16>) dweight(%dw : memref<4096xf32>) dbias(%db : memref<4096xf32>)
+  return
+}
+
+// -----
+
+// Dynamic N: no registers; a block per row walks its chunks in a loop and
+// re-reads the row (from L2) in the dx loop; element accesses (no
+// guarantee of whole 16-byte chunks).
+// CHECK-LABEL: func @rms_norm_grad_dynamic_n
+// CHECK-SAME: lanes = 256 : i64, name = "rms_norm_grad_dynamic_n_dx_0", registers = false, rows = 1 : i64
+// CHECK: function(@rms_norm_grad_dynamic_n_dx_0)
+// CHECK-NOT: memref.alloca
+// CHECK-NOT: vector.load
+// CHECK: scf.for {{.*}} iter_args
+func.func @rms_norm_grad_dynamic_n(%dy: memref<?x?xf32>, %x: memref<?x?xf32>, %rstd: memref<?xf32>,
+                                   %dx: memref<?x?xf32>) {
+  norm.rms_norm_grad dy(%dy : memref<?x?xf32>) x(%x : memref<?x?xf32>) rstd(%rstd : memref<?xf32>)
+      outs dx(%dx : memref<?x?xf32>)
+  return
+}
+
+// -----
+
+// Atomic strategies keep their atomics in the kernel.
+// CHECK-LABEL: func @rms_norm_grad_grouped_atomic
+// CHECK: function(@rms_norm_grad_grouped_atomic_dx_1)
+// CHECK:   memref.atomic_rmw addf
+func.func @rms_norm_grad_grouped_atomic(%dy: memref<?x128xf16>, %x: memref<?x128xf16>, %rstd: memref<?xf32>,
+                                        %w: memref<128xf16>, %dx: memref<?x128xf16>, %dw: memref<128xf16>) {
+  norm.rms_norm_grad dy(%dy : memref<?x128xf16>) x(%x : memref<?x128xf16>) rstd(%rstd : memref<?xf32>)
+      weight(%w : memref<128xf16>) outs dx(%dx : memref<?x128xf16>) dweight(%dw : memref<128xf16>)
+      {strategy = #norm.strategy<grouped_atomic>}
+  return
+}
+
+// -----
+
+// locked: the whole block takes a row; thread 0 spins on the group's lock,
+// fences, and releases after a barrier.
+// CHECK-LABEL: func @layer_norm_grad_locked
+// CHECK-SAME: lanes = 256 : i64, name = "layer_norm_grad_locked_dx_1"
+// CHECK: function(@layer_norm_grad_locked_dx_1)
+// CHECK:   scf.while
+// CHECK:   nvvm.memory.barrier <gpu>
+// CHECK:   gpu.barrier
+// CHECK:   gpu.barrier
+// CHECK:   nvvm.memory.barrier <gpu>
+// CHECK:   memref.atomic_rmw assign
+func.func @layer_norm_grad_locked(%dy: memref<?x64xf32>, %x: memref<?x64xf32>, %mean: memref<?xf32>,
+                                  %rstd: memref<?xf32>, %dx: memref<?x64xf32>, %db: memref<64xf32>) {
+  norm.layer_norm_grad dy(%dy : memref<?x64xf32>) x(%x : memref<?x64xf32>)
+      mean(%mean : memref<?xf32>) rstd(%rstd : memref<?xf32>)
+      outs dx(%dx : memref<?x64xf32>) dbias(%db : memref<64xf32>) {strategy = #norm.strategy<locked>}
+  return
+}
+
+// -----
+
+// Forward: blocks of S rows; mean / rstd written once per row by lane 0.
+// CHECK-LABEL: func @layer_norm_forward_n1000
+// CHECK-SAME: grid = "row_blocks", kind = "forward", lanes = 128 : i64
+// CHECK: function(@layer_norm_forward_n1000_forward_0)
+// CHECK:   math.rsqrt
+func.func @layer_norm_forward_n1000(%x: memref<?x1000xbf16>, %w: memref<1000xbf16>, %b: memref<1000xbf16>,
+                                    %y: memref<?x1000xbf16>, %mean: memref<?xf32>, %rstd: memref<?xf32>) {
+  norm.layer_norm x(%x : memref<?x1000xbf16>) weight(%w : memref<1000xbf16>) bias(%b : memref<1000xbf16>)
+      outs y(%y : memref<?x1000xbf16>) mean(%mean : memref<?xf32>) rstd(%rstd : memref<?xf32>)
+  return
+}
