@@ -60,12 +60,18 @@ build() {
 
 run_example() {
   local opt=$BUILD_DIR/bin/norm-opt
-  for f in examples/layer_norm_grad.mlir examples/rms_norm_grad.mlir; do
-    log "$f: norm-lower-to-loops (bufferize, split, recompute, promote, fuse)"
-    "$opt" "$f" --norm-lower-to-loops
-  done
-  log "examples/kernel.mlir: through norm-gpu-to-binary to PTX (sm_90)"
-  "$opt" examples/kernel.mlir --norm-gpu-to-binary="chip=sm_90" | python3 scripts/extract-ptx.py
+  log "examples/rms_norm_grad.mlir: norm-lower-to-loops (bufferize, split, recompute, promote, fuse)"
+  "$opt" examples/rms_norm_grad.mlir --norm-lower-to-loops
+  log "examples/layer_norm_grad.mlir: norm-to-nvvm, the PTX (sm_90)"
+  "$opt" examples/layer_norm_grad.mlir --norm-to-nvvm="chip=sm_90" |
+    python3 scripts/extract-ptx.py
+  log "the same op from a spec, as kernels + launch manifest: build/examples/"
+  mkdir -p "$BUILD_DIR/examples"
+  "$BUILD_DIR/bin/norm-compile" --op=layer_norm_grad --n=4096 --dtype=bf16 \
+    --weight-dtype=f32 --name=layer_norm_grad_bf16_n4096 \
+    -o "$BUILD_DIR/examples/layer_norm_grad.ptx" \
+    --manifest "$BUILD_DIR/examples/layer_norm_grad.json"
+  ls -l "$BUILD_DIR/examples"
 }
 
 run_tests() {

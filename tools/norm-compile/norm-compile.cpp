@@ -415,6 +415,13 @@ int main(int argc, char **argv) {
                  << " kernel binaries)\n";
     return 1;
   }
+  if (funcs.front().getNumResults() != 0) {
+    funcs.front().emitError()
+        << "norm-compile: this function returns buffers it allocates; for a "
+           "launchable module write the op in buffer form (outputs as "
+           "`outs` memref arguments), or use norm-opt --norm-to-nvvm";
+    return 1;
+  }
   auto object =
       cast<gpu::ObjectAttr>(binaries.front().getObjects().getValue().front());
   std::string error;
