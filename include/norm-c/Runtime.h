@@ -16,6 +16,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The functions libnormrt.so exports (it hides everything else). */
+#if defined(__GNUC__) || defined(__clang__)
+#define NORMRT_API __attribute__((visibility("default")))
+#else
+#define NORMRT_API
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -52,32 +59,119 @@ enum {
 /// Loads compiled kernels (PTX text, cubin or fatbin bytes) and their
 /// manifest (JSON text). Initialises the CUDA driver and uses the current
 /// context of the calling thread, or the primary context of device 0.
-int normrt_module_load(const void *image, size_t image_size,
-                       const char *manifest_json, NormrtModule **module);
+///
+/// The driver is libcuda.so.1, or the file $NORMRT_LIBCUDA names; if it
+/// cannot be opened the call fails with NORMRT_ERROR_DRIVER and
+/// "CUDA driver not found (dlopen libcuda.so.1: <reason>)". The calling
+/// thread's current context is left as it was. The manifest is checked
+/// first, then the kernels' chip against the device, every kernel's presence
+/// in the image, its block size against its register-limited maximum and,
+/// where the driver can tell (CUDA 12.4+), its parameter count against the
+/// manifest.
+NORMRT_API int normrt_module_load(const void *image, size_t image_size,
+                                  const char *manifest_json,
+                                  NormrtModule **module);
 
 /// Convenience: both from files.
-int normrt_module_load_files(const char *image_path,
-                             const char *manifest_path, NormrtModule **module);
+NORMRT_API int normrt_module_load_files(const char *image_path,
+                                        const char *manifest_path,
+                                        NormrtModule **module);
 
-void normrt_module_destroy(NormrtModule *module);
+/// Reads and checks a manifest without loading kernels or the driver: the
+/// module answers every query and normrt_validate / normrt_dry_run, but
+/// normrt_launch fails on it (unless M = 0). For tests and for planning on
+/// machines without a GPU.
+NORMRT_API int normrt_module_load_manifest_only(const char *manifest_json,
+                                                NormrtModule **module);
+
+/// Unloads the kernels and releases the primary context if the load
+/// retained it. NULL is ignored.
+NORMRT_API void normrt_module_destroy(NormrtModule *module);
 
 /// Workspace bytes a launch with `rows` (M) rows needs (0 if none). Plan it
 /// once and pass it to every launch: nothing is allocated inside a launch,
 /// so the launch sequence can be captured in a CUDA graph.
-int normrt_workspace_bytes(const NormrtModule *module, int64_t rows,
-                           size_t *bytes);
+///
+/// The workspaces lie in the buffer one after another, each at a multiple
+/// of 256 bytes from its start. The size never decreases with M, so a
+/// buffer for the largest M serves every smaller one; it is 0 for M = 0.
+NORMRT_API int normrt_workspace_bytes(const NormrtModule *module, int64_t rows,
+                                      size_t *bytes);
 
 /// Validates every tensor against the manifest (names, dtypes, ranks,
 /// shapes, unit inner strides, non-null and element-aligned pointers,
 /// 64-bit sizes), then launches all kernels on `stream` (a CUstream; NULL is
 /// the default stream). `workspace` may be NULL only when the module needs
 /// none; it must be 16-byte aligned and at least normrt_workspace_bytes.
-int normrt_launch(const NormrtModule *module, const NormrtTensor *tensors,
-                  int32_t num_tensors, void *workspace, size_t workspace_size,
-                  void *stream);
+///
+/// Tensors bind to arguments by name, in any order; a tensor whose name is
+/// NULL binds to the argument at its own index. M is the row count of 'x'
+/// (else of the first row argument); every other M extent must equal it.
+/// Row strides must be at least N when a view has more than one row; views
+/// with no elements may have a NULL pointer. `dx` may be the `dy` buffer.
+///
+/// The kernels clear the workspaces they accumulate into themselves; a
+/// workspace the manifest gives no "zero" kernel for is cleared with
+/// cuMemsetD8Async on `stream` first. With M = 0 nothing is launched and
+/// nothing is written (dweight and dbias keep their contents).
+///
+/// The launch runs in the module's context: if it is not current on the
+/// calling thread, it is made current for the call and the previous one
+/// restored. A module does not change after its load, so threads may launch
+/// from one module concurrently.
+NORMRT_API int normrt_launch(const NormrtModule *module,
+                             const NormrtTensor *tensors, int32_t num_tensors,
+                             void *workspace, size_t workspace_size,
+                             void *stream);
+
+/// Runs every check of normrt_launch (tensors and workspace) and launches
+/// nothing; it needs no driver. Returns what normrt_launch would have
+/// returned before its first launch.
+NORMRT_API int normrt_validate(const NormrtModule *module,
+                               const NormrtTensor *tensors, int32_t num_tensors,
+                               void *workspace, size_t workspace_size);
+
+/// normrt_validate, and on success writes the launches normrt_launch would
+/// make, as text, into `buffer` (NUL-terminated, truncated to `capacity`
+/// bytes; `buffer` may be NULL when `capacity` is 0). `*length` (if not
+/// NULL) receives the full text length without the NUL. One line per step:
+///   m <M> groups <G> workspace <bytes>
+///   slice <k> offset <bytes> bytes <bytes>
+///   clear <address> <bytes>
+///   launch <kernel> grid <blocks> block <threads> params <count>: <memrefs>
+/// where each memref is "[allocated aligned offset sizes... strides...]".
+NORMRT_API int normrt_dry_run(const NormrtModule *module,
+                              const NormrtTensor *tensors, int32_t num_tensors,
+                              void *workspace, size_t workspace_size,
+                              char *buffer, size_t capacity, size_t *length);
+
+/// The number of partial rows G the dweight/dbias reduction uses for M rows
+/// of N columns, when the manifest fixes none:
+/// max(1, min(clamp(2^21 / N, 32, 2048), ceil(M / 16))). Never fails.
+NORMRT_API int64_t normrt_default_groups(int64_t rows, int64_t n);
+
+/// G for `rows` rows of this module: the manifest's fixed groups
+/// (spec.groups > 0), else normrt_default_groups(rows, N).
+NORMRT_API int normrt_module_groups(const NormrtModule *module, int64_t rows,
+                                    int64_t *groups);
+
+/// One argument of the compiled function, as the manifest describes it.
+typedef struct {
+  const char *name;  /* valid while the module lives */
+  int32_t dtype;     /* NormrtDtype */
+  int32_t rank;      /* 1 or 2 */
+  int64_t shape[2];  /* -1 for the row count M */
+  int32_t is_output; /* written by the kernels */
+} NormrtArgumentInfo;
+
+/// The number of arguments and one of them by index (manifest order).
+NORMRT_API int normrt_module_num_arguments(const NormrtModule *module,
+                                           int32_t *count);
+NORMRT_API int normrt_module_argument(const NormrtModule *module, int32_t index,
+                                      NormrtArgumentInfo *info);
 
 /// The message of the last failed call on this thread ("" if none).
-const char *normrt_last_error(void);
+NORMRT_API const char *normrt_last_error(void);
 
 #ifdef __cplusplus
 }

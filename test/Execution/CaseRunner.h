@@ -35,6 +35,10 @@ enum class SelfTest {
   Nondeterministic,
   /// Compares against a reference computed with rstd * (1 + 2^-10).
   Reference,
+  /// Dies of SIGSEGV at the first run (checks the crash report).
+  Crash,
+  /// Sleeps at the first run (checks the timeout).
+  Hang,
 };
 
 /// One kernel configuration and the strategies and shapes to run it on.
@@ -48,6 +52,11 @@ struct Family {
   std::vector<int64_t> ms, ns;
 };
 
+/// PASS/FAIL counts.
+struct Tally {
+  int64_t passed = 0, failed = 0;
+};
+
 /// How a family is run.
 struct RunOptions {
   /// JIT-compile the MLIR (the subject) or run the host f32 implementation.
@@ -55,15 +64,14 @@ struct RunOptions {
   JitOptions jit;
   uint64_t seed = 0;
   SelfTest selfTest = SelfTest::None;
+  /// f16/bf16 outputs may be off by this many unit roundoffs (norm-wise).
+  double roundingSlack = 1.5;
   /// Print compile and run times.
   bool timing = false;
-  /// Called with a description before each run (for crash reports).
-  std::function<void(const std::string &)> onStart;
-};
-
-/// PASS/FAIL counts.
-struct Tally {
-  int64_t passed = 0, failed = 0;
+  /// Called before each run with its name, the command that reproduces it
+  /// and the counts so far (for crash reports).
+  std::function<void(const std::string &, const std::string &, const Tally &)>
+      onStart;
 };
 
 /// Compiles the family's kernels and runs them on every (m, n); prints one

@@ -14,10 +14,10 @@
 
 using namespace norm_exec;
 
-double norm_exec::errorBound(DType t) {
+double norm_exec::errorBound(DType t, double roundingSlack) {
   if (t == DType::F32)
     return 1e-5;
-  return 1.5 * unitRoundoff(t);
+  return roundingSlack * unitRoundoff(t);
 }
 
 double norm_exec::norm2(const std::vector<double> &v) {
@@ -29,40 +29,50 @@ double norm_exec::norm2(const std::vector<double> &v) {
 
 namespace {
 
-/// Describes the first non-finite element of `out`, and how many there are.
-std::string nonFiniteProblem(const HostBuffer &out) {
-  int64_t count = 0, firstI = -1, firstJ = -1;
+/// One pass over an output: the squared error and the non-finite elements.
+struct Scan {
+  double squaredError = 0;
+  int64_t nonFinite = 0, firstI = -1, firstJ = -1;
   bool firstIsPoison = false;
-  uint32_t poison = poisonBits(out.type());
-  for (int64_t i = 0; i < out.rows(); ++i)
-    for (int64_t j = 0; j < out.cols(); ++j) {
-      uint32_t bits = out.getBits(i, j);
-      if (std::isfinite(decode(out.type(), bits)))
-        continue;
-      if (count++ == 0) {
-        firstI = i;
-        firstJ = j;
-        firstIsPoison = bits == poison;
+
+  Scan(const HostBuffer &out, const std::vector<double> &ref) {
+    uint32_t poison = poisonBits(out.type());
+    for (int64_t i = 0; i < out.rows(); ++i)
+      for (int64_t j = 0; j < out.cols(); ++j) {
+        uint32_t bits = out.getBits(i, j);
+        double v = decode(out.type(), bits);
+        if (std::isfinite(v)) {
+          double d = v - ref[i * out.cols() + j];
+          squaredError += d * d;
+        } else if (nonFinite++ == 0) {
+          firstI = i;
+          firstJ = j;
+          firstIsPoison = bits == poison;
+        }
       }
-    }
-  if (!count)
-    return "";
-  std::string s;
-  llvm::raw_string_ostream os(s);
-  os << count << " non-finite, first at (" << firstI << ", " << firstJ << ")"
-     << (firstIsPoison ? " still poisoned: not written" : "");
-  return s;
-}
+  }
+
+  std::string problem() const {
+    if (!nonFinite)
+      return "";
+    std::string s;
+    llvm::raw_string_ostream os(s);
+    os << nonFinite << " non-finite, first at (" << firstI << ", " << firstJ
+       << ")" << (firstIsPoison ? " still poisoned: not written" : "");
+    return s;
+  }
+};
 
 } // namespace
 
 OutputCheck norm_exec::compareOutput(const char *name, const HostBuffer &out,
                                      const std::vector<double> &ref,
-                                     double floor) {
+                                     double floor, double bound) {
   OutputCheck c;
   c.name = name;
-  c.bound = errorBound(out.type());
-  c.problem = nonFiniteProblem(out);
+  c.bound = bound;
+  Scan scan(out, ref);
+  c.problem = scan.problem();
   if (!c.problem.empty()) {
     c.error = INFINITY;
     return c;
@@ -73,11 +83,8 @@ OutputCheck norm_exec::compareOutput(const char *name, const HostBuffer &out,
     c.error = INFINITY;
     return c;
   }
-  double diff = 0;
-  std::vector<double> got = out.values();
-  for (size_t k = 0; k < got.size(); ++k)
-    diff += (got[k] - ref[k]) * (got[k] - ref[k]);
   double den = std::max(norm2(ref), floor);
-  c.error = den > 0 ? std::sqrt(diff) / den : std::sqrt(diff);
+  double diff = std::sqrt(scan.squaredError);
+  c.error = den > 0 ? diff / den : diff;
   return c;
 }

@@ -33,18 +33,20 @@ struct OutputCheck {
   bool ok() const { return problem.empty() && error <= bound; }
 };
 
-/// The bound for an output stored in `t` (see the file comment).
-double errorBound(DType t);
+/// The bound for an output stored in `t`: 1e-5 for f32, `roundingSlack`
+/// unit roundoffs for f16/bf16 (see the file comment).
+double errorBound(DType t, double roundingSlack = 1.5);
 
 /// The Euclidean norm of `v`.
 double norm2(const std::vector<double> &v);
 
-/// Compares the view of `out` with `ref` (row-major). The error is
-/// ||out - ref|| / max(||ref||, floor), or the absolute ||out - ref|| when
-/// both are 0. `floor` is the size of the terms an ill-conditioned output is
-/// a difference of (0: none).
+/// Compares the view of `out` with `ref` (row-major) against `bound`. The
+/// error is ||out - ref|| / max(||ref||, floor), or the absolute
+/// ||out - ref|| when both are 0. `floor` is the size of the terms an
+/// ill-conditioned output is a difference of (0: none).
 OutputCheck compareOutput(const char *name, const HostBuffer &out,
-                          const std::vector<double> &ref, double floor = 0);
+                          const std::vector<double> &ref, double floor,
+                          double bound);
 
 } // namespace norm_exec
 

@@ -52,14 +52,6 @@ void HostBuffer::setBits(int64_t i, int64_t j, uint32_t bits) {
   std::memcpy(p, &v, 2);
 }
 
-std::vector<double> HostBuffer::values() const {
-  std::vector<double> v(size());
-  for (int64_t i = 0; i < numRows; ++i)
-    for (int64_t j = 0; j < numCols; ++j)
-      v[i * numCols + j] = get(i, j);
-  return v;
-}
-
 void HostBuffer::setValues(const std::vector<double> &v) {
   for (int64_t i = 0; i < numRows; ++i)
     for (int64_t j = 0; j < numCols; ++j)
@@ -67,11 +59,19 @@ void HostBuffer::setValues(const std::vector<double> &v) {
 }
 
 void HostBuffer::poison() {
-  std::memset(bytes.data(), kGuardByte, bytes.size());
+  unsigned width = dtypeBytes(elementType);
+  if (rowStride != numCols || offset != 0)
+    std::memset(bytes.data(), kGuardByte, bytes.size());
+  else // only the tail is outside the view
+    std::memset(bytes.data() + size() * width, kGuardByte,
+                bytes.size() - size() * width);
+  // One poisoned row, copied into each row of the view.
   uint32_t nan = poisonBits(elementType);
+  std::vector<uint8_t> row(numCols * width);
+  for (int64_t j = 0; j < numCols; ++j)
+    std::memcpy(row.data() + j * width, &nan, width); // little endian
   for (int64_t i = 0; i < numRows; ++i)
-    for (int64_t j = 0; j < numCols; ++j)
-      setBits(i, j, nan);
+    std::memcpy(bytes.data() + index(i, 0) * width, row.data(), row.size());
 }
 
 void HostBuffer::copyFrom(const HostBuffer &other) {
@@ -143,15 +143,15 @@ void *HostBuffer::descriptor() {
   bool wide = elementType == DType::F32;
   if (rank == 1) {
     if (wide)
-      desc = makeDescriptor<float, 1>(base, offset, numRows, numCols,
-                                      rowStride);
+      desc =
+          makeDescriptor<float, 1>(base, offset, numRows, numCols, rowStride);
     else
       desc = makeDescriptor<uint16_t, 1>(base, offset, numRows, numCols,
                                          rowStride);
   } else {
     if (wide)
-      desc = makeDescriptor<float, 2>(base, offset, numRows, numCols,
-                                      rowStride);
+      desc =
+          makeDescriptor<float, 2>(base, offset, numRows, numCols, rowStride);
     else
       desc = makeDescriptor<uint16_t, 2>(base, offset, numRows, numCols,
                                          rowStride);

@@ -57,8 +57,6 @@ public:
     setBits(i, j, encode(elementType, v));
   }
 
-  /// The view, row-major, rounded values as doubles.
-  std::vector<double> values() const;
   /// Sets the view from row-major values (rounding them to the type).
   void setValues(const std::vector<double> &v);
 

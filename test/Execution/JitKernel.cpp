@@ -38,8 +38,8 @@ class JitKernel : public Kernel {
 public:
   JitKernel(std::unique_ptr<mlir::ExecutionEngine> engine,
             void (*entry)(void **), std::vector<Operand> operands)
-      : engine(std::move(engine)), entry(entry),
-        operands(std::move(operands)) {}
+      : engine(std::move(engine)), entry(entry), operands(std::move(operands)) {
+  }
 
   void run(Bindings &buffers) override {
     // The C interface takes a pointer to each descriptor; the packed
@@ -65,10 +65,11 @@ llvm::Error failure(llvm::StringRef stage, const std::string &diagnostics) {
 }
 
 /// Parses and lowers the kernel; diagnostics go to `diag`.
-mlir::OwningOpRef<mlir::ModuleOp>
-lowerKernel(mlir::MLIRContext &context, const std::string &source,
-            const JitOptions &options, llvm::raw_ostream &diag,
-            llvm::StringRef &stage) {
+mlir::OwningOpRef<mlir::ModuleOp> lowerKernel(mlir::MLIRContext &context,
+                                              const std::string &source,
+                                              const JitOptions &options,
+                                              llvm::raw_ostream &diag,
+                                              llvm::StringRef &stage) {
   stage = "parse";
   mlir::OwningOpRef<mlir::ModuleOp> module =
       mlir::parseSourceString<mlir::ModuleOp>(source, &context, "kernel.mlir");
@@ -128,8 +129,8 @@ norm_exec::compileJitKernel(const KernelSpec &spec, const JitOptions &options) {
 
   auto engine = mlir::ExecutionEngine::create(*module, engineOptions);
   if (!engine)
-    return failure("jit", llvm::toString(engine.takeError()) + "\n" +
-                              diagnostics);
+    return failure("jit",
+                   llvm::toString(engine.takeError()) + "\n" + diagnostics);
   (*engine)->initialize();
   auto entry = (*engine)->lookupPacked("_mlir_ciface_kernel");
   if (!entry)

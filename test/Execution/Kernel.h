@@ -27,8 +27,8 @@ namespace norm_exec {
 
 /// The buffer bound to each operand (null: not an operand of the kernel).
 /// Two operands may share a buffer (dx written in place of dy).
-using Bindings = std::array<HostBuffer *, static_cast<size_t>(
-                                              Operand::XhatOut) + 1>;
+using Bindings =
+    std::array<HostBuffer *, static_cast<size_t>(Operand::XhatOut) + 1>;
 
 inline HostBuffer *&bound(Bindings &b, Operand o) {
   return b[static_cast<size_t>(o)];
@@ -55,8 +55,8 @@ struct JitOptions {
 
 /// Parses kernelSource(spec), runs the pipeline, JIT-compiles the result.
 /// Errors carry the diagnostics.
-llvm::Expected<std::unique_ptr<Kernel>> compileJitKernel(
-    const KernelSpec &spec, const JitOptions &options);
+llvm::Expected<std::unique_ptr<Kernel>>
+compileJitKernel(const KernelSpec &spec, const JitOptions &options);
 
 /// The f32 host implementation of `spec` (ignores the strategy and form).
 std::unique_ptr<Kernel> makeHostKernel(const KernelSpec &spec);

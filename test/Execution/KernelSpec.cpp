@@ -268,9 +268,9 @@ private:
   void writeValueBody() {
     for (Operand o : operands)
       if (!isOutput(o))
-        os << "  " << use(o) << " = bufferization.to_tensor %"
-           << operandName(o) << " restrict : " << memrefType(o) << " to "
-           << tensorType(o) << "\n";
+        os << "  " << use(o) << " = bufferization.to_tensor %" << operandName(o)
+           << " restrict : " << memrefType(o) << " to " << tensorType(o)
+           << "\n";
     auto outs = outputs();
     os << "  ";
     bool first = true;
@@ -288,8 +288,7 @@ private:
     for (auto &p : outs)
       os << "  bufferization.materialize_in_destination " << use(p.second)
          << " in restrict writable %" << operandName(p.second) << " : ("
-         << tensorType(p.second) << ", " << memrefType(p.second)
-         << ") -> ()\n";
+         << tensorType(p.second) << ", " << memrefType(p.second) << ") -> ()\n";
   }
 
   const KernelSpec &spec;

@@ -46,8 +46,8 @@ double effectiveWeight(const KernelSpec &spec, const Problem &p, int64_t j) {
 
 } // namespace
 
-Problem norm_exec::generateProblem(const KernelSpec &spec, int64_t m,
-                                   int64_t n, uint64_t seed) {
+Problem norm_exec::generateProblem(const KernelSpec &spec, int64_t m, int64_t n,
+                                   uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::normal_distribution<double> normal(0.0, 1.0);
   std::uniform_real_distribution<double> uniform(-1.0, 1.0);

@@ -1,4 +1,5 @@
-//===- StorageTypes.h - f32/f16/bf16 storage for execution tests -*- C++ -*-===//
+//===- StorageTypes.h - f32/f16/bf16 storage for execution tests -*- C++
+//-*-===//
 //
 // Part of mlir-norm.
 //

@@ -23,8 +23,8 @@
 // CHECK: } {norm.accumulate = f32, norm.id = 0 : i64, norm.stage = "xhat"}
 // CHECK: %[[G:.*]] = memref.alloc(%[[M]], %[[N]]) {norm.recomputable} : memref<?x?xbf16>
 // CHECK: norm.stage = "g"
-// The number of partial rows: max(1, min(clamp(2^19 / N, 32, 2048), ceil(M / 16))).
-// CHECK: arith.constant 524288 : index
+// The number of partial rows: max(1, min(clamp(2^21 / N, 32, 2048), ceil(M / 16))).
+// CHECK: arith.constant 2097152 : index
 // CHECK: arith.ceildivui %[[M]], %c16
 // CHECK: arith.minui
 // CHECK: %[[GROUPS:.*]] = arith.maxui

@@ -189,8 +189,13 @@ private:
   Value tid, lane, subgroup, rowIV, rowActive, aligned;
   IRMapping base; // program-level values -> kernel values
   DenseMap<Value, Value> reduced;           // loop results -> reduced sums
-  DenseMap<Value, Value> privateArrays;     // cache memref -> private array
-  DenseMap<Value, Value> partialArrays;     // workspace -> private acc
+  // Ordered maps: kernel parameters and code follow their order, and the
+  // output must be the same on every run.
+  llvm::MapVector<Value, Value> privateArrays; // cache memref -> private array
+  llvm::MapVector<Value, Value> partialArrays; // workspace -> accumulator
+  /// Accumulators in shared memory, indexed by column (one row in flight:
+  /// each column has one owner thread), instead of registers.
+  bool partialsByColumn = false;
   SmallVector<Value> shuffleScratch;        // cross-warp reduce buffers
 
   Value c(int64_t v) { return cIndex(b, loc, v); }
@@ -274,6 +279,12 @@ void RowMapper::emitElement(OpBuilder &rb, scf::ForOp loop, IRMapping m,
                                         (*vectors)[load.getMemRef()], e));
         continue;
       }
+      if (Value acc = partialArrays.lookup(load.getMemRef());
+          acc && partialsByColumn) {
+        m.map(load.getResult(),
+              memref::LoadOp::create(rb, loc, acc, ValueRange{j}));
+        continue;
+      }
       Value arr = privateArrays.lookup(load.getMemRef());
       if (!arr)
         arr = partialArrays.lookup(load.getMemRef());
@@ -288,6 +299,12 @@ void RowMapper::emitElement(OpBuilder &rb, scf::ForOp loop, IRMapping m,
                                 store.getIndices())) {
         (*stores)[store.getMemRef()].push_back(
             materialize(rb, store.getValue(), m));
+        continue;
+      }
+      if (Value acc = partialArrays.lookup(store.getMemRef());
+          acc && partialsByColumn) {
+        memref::StoreOp::create(rb, loc, materialize(rb, store.getValue(), m),
+                                acc, ValueRange{j});
         continue;
       }
       Value arr = privateArrays.lookup(store.getMemRef());
@@ -506,9 +523,21 @@ void RowMapper::combinePartials() {
   // column j = t, t + T, ... over the sub-groups in order 0..S-1.
   int64_t n = *g.n;
   Value p = base.lookup(nest.programIV);
+  if (partialsByColumn)
+    gpu::BarrierOp::create(b, loc);
   for (auto [ws, acc] : partialArrays) {
     Value wsK = base.lookupOrDefault(ws);
     int64_t numChunks = llvm::divideCeil(n, g.vec);
+    if (partialsByColumn) {
+      scf::ForOp::create(
+          b, loc, tid, c(n), c(g.threads), ValueRange{},
+          [&](OpBuilder &fb, Location, Value j, ValueRange) {
+            Value v = memref::LoadOp::create(fb, loc, acc, ValueRange{j});
+            memref::StoreOp::create(fb, loc, v, wsK, ValueRange{p, j});
+            scf::YieldOp::create(fb, loc);
+          });
+      continue;
+    }
     if (g.rows == 1) {
       // One row in flight: each thread owns its columns of the partial row.
       for (int64_t k = 0; k < g.chunksPerLane; ++k)
@@ -637,20 +666,46 @@ LogicalResult RowMapper::emit(Value lo, Value hi,
             b, loc,
             MemRefType::get({size}, store.getValue().getType()));
     });
+    SmallVector<memref::StoreOp> partialStores;
     if (nest.deterministicPartials)
       rowBody->walk([&](memref::StoreOp store) {
         if (store.getIndices().size() == 2 &&
             store.getIndices()[0] == nest.programIV &&
-            !partialArrays.count(store.getMemRef())) {
-          Value acc = memref::AllocaOp::create(
-              b, loc, MemRefType::get({size}, store.getValue().getType()));
-          Value zero = arith::ConstantOp::create(
-              b, loc, b.getZeroAttr(store.getValue().getType()));
-          for (int64_t i = 0; i < size; ++i)
-            memref::StoreOp::create(b, loc, zero, acc, ValueRange{c(i)});
-          partialArrays[store.getMemRef()] = acc;
-        }
+            !llvm::any_of(partialStores, [&](memref::StoreOp s) {
+              return s.getMemRef() == store.getMemRef();
+            }))
+          partialStores.push_back(store);
       });
+    // One row in flight: the partial rows live in shared memory (registers
+    // are better spent on the row cache, so more rows are in flight per SM).
+    int64_t n = *g.n;
+    partialsByColumn = g.rows == 1 && !partialStores.empty() &&
+                       int64_t(partialStores.size()) * n * 4 <= 32 * 1024;
+    for (memref::StoreOp store : partialStores) {
+      Type t = store.getValue().getType();
+      Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(t));
+      if (partialsByColumn) {
+        Value acc = launch.addWorkgroupAttribution(
+            MemRefType::get({n}, t, AffineMap(),
+                            gpu::AddressSpaceAttr::get(
+                                b.getContext(), gpu::AddressSpace::Workgroup)),
+            loc);
+        scf::ForOp::create(b, loc, tid, c(n), c(g.threads), ValueRange{},
+                           [&](OpBuilder &fb, Location, Value j, ValueRange) {
+                             memref::StoreOp::create(fb, loc, zero, acc,
+                                                     ValueRange{j});
+                             scf::YieldOp::create(fb, loc);
+                           });
+        partialArrays[store.getMemRef()] = acc;
+        continue;
+      }
+      Value acc = memref::AllocaOp::create(b, loc, MemRefType::get({size}, t));
+      for (int64_t i = 0; i < size; ++i)
+        memref::StoreOp::create(b, loc, zero, acc, ValueRange{c(i)});
+      partialArrays[store.getMemRef()] = acc;
+    }
+    if (partialsByColumn)
+      gpu::BarrierOp::create(b, loc);
   }
   if (g.lanes > kWarp)
     for (int i = 0; i < 2; ++i)

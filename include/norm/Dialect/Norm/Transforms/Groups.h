@@ -23,13 +23,14 @@ namespace mlir::norm {
 /// Rows a program must own at least, so partial traffic (G * N * 8 bytes)
 /// stays small next to the 3 * M * N * s bytes of the dx pass.
 constexpr int64_t kMinRowsPerGroup = 16;
-/// Cap on G as a function of N: about 2^19 partial elements, between 32 and
-/// 2048 rows (thousands of programs for N = 24, 128 for N = 4096).
-constexpr int64_t kPartialElements = int64_t(1) << 19;
+/// Cap on G as a function of N: about 2^21 partial elements, between 32 and
+/// 2048 rows (2048 programs for N = 24, 512 for N = 4096: several per SM,
+/// for 4% extra traffic).
+constexpr int64_t kPartialElements = int64_t(1) << 21;
 constexpr int64_t kMinGroupCap = 32;
 constexpr int64_t kMaxGroupCap = 2048;
 
-/// G = max(1, min(clamp(2^19 / N, 32, 2048), ceil(M / 16))).
+/// G = max(1, min(clamp(2^21 / N, 32, 2048), ceil(M / 16))).
 int64_t defaultGroups(int64_t m, int64_t n);
 
 /// The same formula as IR on index values.

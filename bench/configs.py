@@ -1,0 +1,493 @@
+#!/usr/bin/env python3
+"""Kernel configurations and test cases for the GPU checks and benchmarks.
+
+One source of truth, used three ways:
+
+* ``scripts/gpu-prepare.sh`` (on the build machine, no torch) runs
+  ``python3 bench/configs.py jobs`` to list every configuration to compile
+  and ``python3 bench/configs.py index ...`` to write ``.dev/gpu/configs.json``;
+* ``bench/gpu_check.py`` takes its cases from ``check_cases()``;
+* ``bench/bench.py`` takes its rows from ``bench_shapes()``.
+
+A configuration is one ``norm-compile`` spec (op, N, dtypes, strategy,
+flags); its name is also its file name under ``.dev/gpu/kernels/``.
+Standard library only (runs under python 3.11 here and 3.12 there).
+"""
+
+import argparse
+import dataclasses
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+
+GRAD_OPS = ("layer_norm_grad", "rms_norm_grad")
+FWD_OPS = ("layer_norm", "rms_norm")
+DTYPES = ("f32", "f16", "bf16")
+STRATEGIES = ("deterministic", "grouped_atomic", "atomic", "locked")
+EPS = 1e-5  # the ops' default eps (norm-compile does not set one)
+
+
+@dataclasses.dataclass(frozen=True)
+class Cfg:
+    """One norm-compile spec."""
+
+    op: str
+    n: int
+    dtype: str
+    wdtype: str = ""  # "" = same as dtype
+    strategy: str = ""  # grad ops only; "" = deterministic
+    groups: int = 0
+    nw: bool = False  # --no-weight
+    nb: bool = False  # --no-bias (LayerNorm)
+    dres: bool = False  # --dresidual (grad)
+    zc: bool = False  # --zero-centered
+    xhat: bool = False  # --xhat (forward)
+
+    @property
+    def grad(self):
+        return self.op.endswith("_grad")
+
+    @property
+    def layer(self):
+        return self.op.startswith("layer_norm")
+
+    @property
+    def weight_dtype(self):
+        return self.wdtype or self.dtype
+
+    @property
+    def has_weight(self):
+        return not self.nw
+
+    @property
+    def has_bias(self):
+        return self.layer and not self.nb
+
+    @property
+    def strat(self):
+        return self.strategy or "deterministic"
+
+    @property
+    def name(self):
+        parts = [self.op, "n%d" % self.n, self.dtype]
+        if self.wdtype and self.wdtype != self.dtype:
+            parts.append("w" + self.wdtype)
+        if self.grad:
+            parts.append(self.strat)
+        if self.groups:
+            parts.append("g%d" % self.groups)
+        for flag, tag in ((self.nw, "nw"), (self.nb, "nb"), (self.dres, "dres"),
+                          (self.zc, "zc"), (self.xhat, "xhat")):
+            if flag:
+                parts.append(tag)
+        return "-".join(parts)
+
+    def flags(self):
+        f = ["--op=" + self.op, "--n=%d" % self.n, "--dtype=" + self.dtype]
+        if self.wdtype and self.wdtype != self.dtype:
+            f.append("--weight-dtype=" + self.wdtype)
+        if self.grad:
+            f.append("--strategy=" + self.strat)
+            if self.groups:
+                f.append("--groups=%d" % self.groups)
+        if self.nw:
+            f.append("--no-weight")
+        if self.nb:
+            f.append("--no-bias")
+        if self.dres:
+            f.append("--dresidual")
+        if self.zc:
+            f.append("--zero-centered")
+        if self.xhat:
+            f.append("--xhat")
+        return f
+
+    def expected_args(self, m="?"):
+        """(name, role, dtype, shape) in the order norm-compile declares them.
+
+        This is what the checks believe the manifest says; gpu_check compares
+        it with the real manifest and fails a case on any difference.
+        """
+        n, x, w = self.n, self.dtype, self.weight_dtype
+        rows, col, stat = [m, n], [n], [m]
+        a = []
+        if self.grad:
+            a += [("dy", "input", x, rows), ("x", "input", x, rows)]
+            if self.layer:
+                a.append(("mean", "input", "f32", stat))
+            a.append(("rstd", "input", "f32", stat))
+            if self.has_weight:
+                a.append(("weight", "input", w, col))
+            if self.dres:
+                a.append(("dresidual", "input", x, rows))
+            a.append(("dx", "output", x, rows))
+            if self.has_weight:
+                a.append(("dweight", "output", w, col))
+            if self.has_bias:
+                a.append(("dbias", "output", w, col))
+        else:
+            a.append(("x", "input", x, rows))
+            if self.has_weight:
+                a.append(("weight", "input", w, col))
+            if self.has_bias:
+                a.append(("bias", "input", w, col))
+            a.append(("y", "output", x, rows))
+            if self.layer:
+                a.append(("mean", "output", "f32", stat))
+            a.append(("rstd", "output", "f32", stat))
+            if self.xhat:
+                a.append(("xhat", "output", x, rows))
+        return a
+
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+    """One GPU check: a configuration, a row count and a memory layout.
+
+    layout: "contig"; "strided" (rows are column slices of [M, N + 8]
+    tensors, so the row stride is N + 8); "offset" (slices [:, 1:N+1] of
+    [M, N + 5] tensors and 1-D tensors offset by one element: pointers that
+    are element- but not 16-byte-aligned, odd row stride).
+    inplace: dx is the dy tensor itself (grad ops).
+    """
+
+    cfg: Cfg
+    m: int
+    layout: str = "contig"
+    inplace: bool = False
+
+    @property
+    def name(self):
+        s = "%s m%d %s" % (self.cfg.name, self.m, self.layout)
+        if self.inplace:
+            s += " dx=dy"
+        return s
+
+
+# ---------------------------------------------------------------- the checks
+
+def _grad_base_cases(op, dt, st):
+    c = lambda n, **kw: Cfg(op, n, dt, strategy=st, **kw)
+    return [
+        Case(c(4096), 1),
+        Case(c(4096), 2061),
+        Case(c(4096), 2061, "strided"),
+        Case(c(4096), 2061, "contig", inplace=True),
+        Case(c(1), 1000),
+        Case(c(24), 401408),
+        Case(c(4095), 777),
+        Case(c(4095), 777, "offset"),
+        Case(c(65536), 130),
+    ]
+
+
+def _grad_feature_cases(op, dt, st):
+    layer = op.startswith("layer")
+    c = lambda **kw: Cfg(op, 4096, dt, strategy=st, **kw)
+    cases = []
+    if dt != "f32":
+        cases += [Case(c(wdtype="f32"), 2061),
+                  Case(Cfg(op, 24, dt, wdtype="f32", strategy=st), 401408),
+                  Case(Cfg(op, 4095, dt, wdtype="f32", strategy=st), 777, "offset")]
+    cases += [Case(c(dres=True), 2061),
+              Case(c(dres=True), 2061, "strided", inplace=True),
+              Case(c(zc=True), 2061),
+              Case(c(nw=True), 2061)]
+    if layer:
+        cases += [Case(c(nb=True), 2061), Case(c(nw=True, nb=True), 2061)]
+    combo = dict(dres=True, zc=True, nb=layer)
+    if dt != "f32":
+        combo["wdtype"] = "f32"
+    cases.append(Case(c(**combo), 2061, "strided"))
+    return cases
+
+
+def _fwd_cases(op, dt):
+    layer = op == "layer_norm"
+    c = lambda n, **kw: Cfg(op, n, dt, **kw)
+    cases = [
+        Case(c(4096), 1),
+        Case(c(4096), 2061),
+        Case(c(4096, xhat=True), 2061, "strided"),
+        Case(c(1, xhat=True), 1000),
+        Case(c(24, xhat=True), 401408),
+        Case(c(4095, xhat=True), 777, "offset"),
+        Case(c(65536, xhat=True), 130),
+        Case(c(4096, zc=True), 2061),
+        Case(c(4096, nw=True), 2061),
+    ]
+    if dt != "f32":
+        cases.append(Case(c(4096, wdtype="f32", xhat=True), 2061))
+    if layer:
+        cases += [Case(c(4096, nb=True), 2061),
+                  Case(c(4096, nw=True, nb=True, xhat=True), 777, "offset")]
+    return cases
+
+
+def check_cases(subset="full"):
+    """The GPU correctness cases: subset is "full", "quick" or "sanitizer"."""
+    cases = []
+    if subset == "full":
+        for op in GRAD_OPS:
+            for dt in DTYPES:
+                for st in STRATEGIES:
+                    cases += _grad_base_cases(op, dt, st)
+                for st in (STRATEGIES if dt == "bf16" else ("deterministic",)):
+                    cases += _grad_feature_cases(op, dt, st)
+        for op in FWD_OPS:
+            for dt in DTYPES:
+                cases += _fwd_cases(op, dt)
+    elif subset == "quick":
+        for op in GRAD_OPS:
+            for dt in DTYPES:
+                for st in STRATEGIES:
+                    cases.append(Case(Cfg(op, 4096, dt, strategy=st), 2061))
+            cases += [c for c in _grad_base_cases(op, "bf16", "deterministic")
+                      if c.cfg.n != 4096 or c.m == 1 or c.inplace]
+            cases += _grad_feature_cases(op, "bf16", "deterministic")
+        for op in FWD_OPS:
+            for dt in ("f32", "bf16"):
+                cases += [Case(Cfg(op, 4096, dt, xhat=True), 2061, "strided"),
+                          Case(Cfg(op, 24, dt, xhat=True), 401408),
+                          Case(Cfg(op, 4095, dt, xhat=True), 777, "offset")]
+    elif subset == "sanitizer":
+        # Small shapes: compute-sanitizer slows every launch a lot.
+        L, R = "layer_norm_grad", "rms_norm_grad"
+        for st in STRATEGIES:
+            cases.append(Case(Cfg(L, 4096, "bf16", strategy=st), 67))
+        cases += [
+            Case(Cfg(R, 4096, "f32"), 67),
+            Case(Cfg(R, 4096, "bf16", strategy="locked"), 67),
+            Case(Cfg(L, 24, "bf16"), 1000),
+            Case(Cfg(L, 24, "f32", strategy="atomic"), 1000),
+            Case(Cfg(L, 4095, "f16"), 33, "offset"),
+            Case(Cfg(L, 65536, "bf16"), 3),
+            Case(Cfg(L, 1, "f32"), 100),
+            Case(Cfg(L, 4096, "bf16"), 1),
+            Case(Cfg(L, 4096, "bf16", dres=True), 67, "strided", inplace=True),
+            Case(Cfg("layer_norm", 4095, "bf16", xhat=True), 33, "offset"),
+            Case(Cfg("rms_norm", 24, "bf16", xhat=True), 1000),
+            Case(Cfg("layer_norm", 65536, "f32"), 3),
+        ]
+    else:
+        raise ValueError("unknown subset " + subset)
+    return cases
+
+
+# The configuration the error-path checks use.
+ERROR_PATH_CFG = Cfg("layer_norm_grad", 4096, "bf16", wdtype="f32")
+
+
+# ------------------------------------------------------------ the benchmark
+
+BENCH_SHAPES = ((16384, 4096), (4096, 8192), (401408, 24), (1024, 65536))
+BENCH_DTYPES = ("bf16", "f32")
+BENCH_STRATEGIES = ("deterministic", "grouped_atomic")
+
+
+def bench_shapes():
+    """(op, dtype, M, N) rows of the benchmark, weight dtype = x dtype."""
+    # bf16 first: if the time budget cuts torch.compile rows, it cuts f32.
+    return [(op, dt, m, n) for dt in BENCH_DTYPES for op in GRAD_OPS
+            for (m, n) in BENCH_SHAPES]
+
+
+def bench_cfgs():
+    return [Cfg(op, n, dt, strategy=st) for (op, dt, m, n) in bench_shapes()
+            for st in BENCH_STRATEGIES]
+
+
+# ------------------------------------------------------------ compile list
+
+def all_cfgs():
+    seen = {}
+    for subset in ("full", "quick", "sanitizer"):
+        for c in check_cases(subset):
+            seen.setdefault(c.cfg.name, c.cfg)
+    seen.setdefault(ERROR_PATH_CFG.name, ERROR_PATH_CFG)
+    for c in bench_cfgs():
+        seen.setdefault(c.name, c)
+    return list(seen.values())
+
+
+def default_gpu_dir():
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                        ".dev", "gpu")
+
+
+def image_paths(gpu_dir, entry, image="auto"):
+    """The kernel images to try, in order: the cubin (when there is one and
+    image is auto or cubin), then the PTX (unless image is cubin)."""
+    paths = []
+    if image in ("auto", "cubin") and entry.get("cubin"):
+        paths.append(os.path.join(gpu_dir, entry["cubin"]))
+    if image in ("auto", "ptx"):
+        paths.append(os.path.join(gpu_dir, entry["ptx"]))
+    return paths
+
+
+def load_index(gpu_dir):
+    path = os.path.join(gpu_dir, "configs.json")
+    with open(path) as f:
+        return json.load(f)
+
+
+# ----------------------------------------------------------------- ptxas -v
+
+_RES_ENTRY = re.compile(r"Compiling entry function '([^']+)'")
+_RES_REGS = re.compile(r"Used (\d+) registers")
+_RES_SMEM = re.compile(r"(\d+) bytes smem")
+_RES_STACK = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, "
+                        r"(\d+) bytes spill loads")
+
+
+def parse_ptxas(text):
+    """{kernel: {registers, smem, stack, spill_stores, spill_loads}}."""
+    out, cur = {}, None
+    for line in text.splitlines():
+        m = _RES_ENTRY.search(line)
+        if m:
+            cur = out.setdefault(m.group(1), {})
+            continue
+        if cur is None:
+            continue
+        m = _RES_STACK.search(line)
+        if m:
+            cur["stack"], cur["spill_stores"], cur["spill_loads"] = map(
+                int, m.groups())
+        m = _RES_REGS.search(line)
+        if m:
+            cur["registers"] = int(m.group(1))
+            s = _RES_SMEM.search(line)
+            cur["smem"] = int(s.group(1)) if s else 0
+    return out
+
+
+# --------------------------------------------------------------------- CLI
+
+def cmd_jobs(args):
+    for c in all_cfgs():
+        print("\t".join([c.name] + c.flags()))
+
+
+def cmd_index(args):
+    gpu_dir = args.dir
+    kdir = os.path.join(gpu_dir, "kernels")
+    configs, failed, total = {}, {}, 0
+    res_lines = []
+    for c in sorted(all_cfgs(), key=lambda c: c.name):
+        ptx = os.path.join(kdir, c.name + ".ptx")
+        man = os.path.join(kdir, c.name + ".json")
+        err = os.path.join(kdir, c.name + ".err")
+        if not (os.path.isfile(ptx) and os.path.isfile(man)):
+            msg = ""
+            if os.path.isfile(err):
+                with open(err) as f:
+                    msg = f.read().strip()
+            failed[c.name] = {"flags": c.flags(), "error": msg or "no output"}
+            continue
+        with open(man) as f:
+            manifest = json.load(f)
+        entry = {
+            "flags": c.flags(),
+            "ptx": "kernels/%s.ptx" % c.name,
+            "manifest": "kernels/%s.json" % c.name,
+            "ptx_bytes": os.path.getsize(ptx),
+            "kernels": [{k: v for k, v in kern.items() if k != "params"}
+                        for kern in manifest.get("kernels", [])],
+        }
+        cubin = os.path.join(kdir, c.name + ".cubin")
+        if os.path.isfile(cubin):
+            entry["cubin"] = "kernels/%s.cubin" % c.name
+            entry["cubin_bytes"] = os.path.getsize(cubin)
+        total += entry["ptx_bytes"]
+        if args.resources:
+            rpath = os.path.join(args.resources, c.name + ".txt")
+            if os.path.isfile(rpath):
+                with open(rpath) as f:
+                    text = f.read()
+                res = parse_ptxas(text)
+                entry["resources"] = res
+                if not res:
+                    entry["resources_error"] = text.strip()[-500:]
+                for kname, r in sorted(res.items()):
+                    flag = ""
+                    if r.get("spill_stores") or r.get("spill_loads") or \
+                            r.get("stack"):
+                        flag = "   <-- stack/spills"
+                    res_lines.append(
+                        "%-62s %-24s regs %3s smem %6s stack %5s spill st/ld "
+                        "%s/%s%s" % (c.name, kname, r.get("registers"),
+                                     r.get("smem"), r.get("stack"),
+                                     r.get("spill_stores"),
+                                     r.get("spill_loads"), flag))
+        configs[c.name] = entry
+    rev, dirty = "", ""
+    here = os.path.dirname(os.path.abspath(__file__))
+    try:  # read-only git queries: which commit the kernels come from
+        rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"],
+                             capture_output=True, text=True,
+                             cwd=here).stdout.strip()
+        st = subprocess.run(["git", "status", "--porcelain",
+                             "--untracked-files=no"], capture_output=True,
+                            text=True, cwd=here).stdout
+        dirty = len([l for l in st.splitlines() if l.strip()])
+    except OSError:
+        pass
+    index = {
+        "format_version": 1,
+        "generated_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "git_head": rev,
+        "git_dirty": dirty,
+        "runtime": "libnormrt.so" if os.path.isfile(
+            os.path.join(gpu_dir, "libnormrt.so")) else None,
+        "eps": EPS,
+        "configs": configs,
+        "failed": failed,
+    }
+    with open(os.path.join(gpu_dir, "configs.json"), "w") as f:
+        json.dump(index, f, indent=1, sort_keys=True)
+        f.write("\n")
+    if res_lines:
+        with open(os.path.join(gpu_dir, "resources.txt"), "w") as f:
+            f.write("# ptxas -v -arch=sm_90 per kernel (registers, shared "
+                    "memory, stack, spills)\n")
+            f.write("\n".join(res_lines) + "\n")
+    print("configs.json: %d configurations, %d failed, %.1f MiB of PTX"
+          % (len(configs), len(failed), total / 2**20))
+    for name, f in sorted(failed.items()):
+        print("  FAILED %s (%s): %s" % (name, " ".join(f["flags"]),
+                                        f["error"].splitlines()[0]
+                                        if f["error"] else ""))
+    return 1 if failed else 0
+
+
+def cmd_list(args):
+    cases = check_cases(args.subset)
+    for c in cases:
+        print(c.name)
+    print("%d cases over %d configurations" %
+          (len(cases), len({c.cfg.name for c in cases})), file=sys.stderr)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="cmd", required=True)
+    sub.add_parser("jobs", help="print 'name<TAB>flags...' per configuration")
+    pi = sub.add_parser("index", help="write <dir>/configs.json")
+    pi.add_argument("--dir", default=default_gpu_dir())
+    pi.add_argument("--resources", default="",
+                    help="folder of <name>.txt ptxas -v outputs")
+    pl = sub.add_parser("cases", help="list the check cases")
+    pl.add_argument("--subset", default="full",
+                    choices=("full", "quick", "sanitizer"))
+    args = p.parse_args()
+    return {"jobs": cmd_jobs, "index": cmd_index, "cases": cmd_list}[
+        args.cmd](args) or 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,122 @@
+//===- Manifest.h - the launch manifest norm-compile writes -----*- C++ -*-===//
+//
+// Part of mlir-norm.
+//
+// norm-compile writes, next to the kernels, a JSON manifest of the compiled
+// function: its memref arguments, the host workspaces it allocates, and the
+// kernels it launches in order, each with its launch configuration as a
+// function of M and its parameter list. parseManifest reads and checks it
+// once, so a launch only evaluates it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NORM_RUNTIME_MANIFEST_H
+#define NORM_RUNTIME_MANIFEST_H
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace mlir::norm::runtime {
+
+/// Element types of arguments and workspaces; the first three equal the C
+/// API's NormrtDtype.
+enum class Dtype : int32_t { F32 = 0, F16 = 1, BF16 = 2, I32 = 3 };
+
+/// "f32", "f16", "bf16", "i32".
+const char *dtypeName(Dtype dtype);
+/// Bytes per element.
+int64_t dtypeBytes(Dtype dtype);
+
+/// In a shape: the dynamic row count M ("?" in the manifest).
+constexpr int64_t kRowsExtent = -1;
+/// In a workspace shape: the number of groups G ("groups").
+constexpr int64_t kGroupsExtent = -2;
+
+/// One memref argument of the compiled function.
+struct ArgumentSpec {
+  std::string name;
+  bool output = false;
+  Dtype dtype = Dtype::F32;
+  /// Rank 1 or 2; kRowsExtent for M (only as the leading extent).
+  std::vector<int64_t> shape;
+};
+
+/// One host allocation of the compiled function: contiguous, row-major.
+struct WorkspaceSpec {
+  Dtype dtype = Dtype::F32;
+  /// Rank 1 or 2; kGroupsExtent for G.
+  std::vector<int64_t> shape;
+};
+
+/// How a kernel's grid (blocks in x) follows from M.
+enum class GridRule {
+  Constant,      ///< `grid`: a number
+  WorkspaceRows, ///< the leading extent of the kernel's workspaces (G or a
+                 ///< constant)
+  Programs,      ///< G
+  RowBlocks,     ///< ceil(M / rows)
+  Columns,       ///< ceil(N / block)
+};
+
+/// One memref parameter of a kernel: a function argument or a workspace.
+struct KernelParam {
+  bool isWorkspace = false;
+  int32_t index = 0;
+  int32_t rank = 0;
+};
+
+/// One kernel, in launch order.
+struct KernelSpec {
+  std::string name;
+  /// "zero", "dx", "reduce", "forward" (empty if the manifest has none).
+  std::string kind;
+  int64_t block = 0;
+  GridRule grid = GridRule::Constant;
+  /// The grid of GridRule::Constant.
+  int64_t gridConstant = 0;
+  /// Rows per block of GridRule::RowBlocks.
+  int64_t rows = 0;
+  std::vector<KernelParam> params;
+
+  /// Kernel parameters after MLIR's default memref expansion: 3 + 2 * rank
+  /// per memref (allocated and aligned pointers, offset, sizes, strides).
+  int64_t numScalarParams() const;
+};
+
+/// A parsed, checked manifest.
+struct Manifest {
+  int64_t formatVersion = 0;
+  std::string function;
+  /// "sm_90", ... (empty if absent).
+  std::string chip;
+  /// "isa", "bin", "fatbin" (empty if absent).
+  std::string format;
+  /// The hidden size N: the static trailing extent of the row arguments.
+  int64_t n = 0;
+  /// spec.groups when positive (a fixed G), else 0: G = defaultGroups(M, N).
+  int64_t fixedGroups = 0;
+  std::vector<ArgumentSpec> arguments;
+  std::vector<WorkspaceSpec> workspaces;
+  std::vector<KernelSpec> kernels;
+  /// The argument M is read from: 'x' if it is a row argument, else the
+  /// first argument with a leading M extent; -1 if none has one.
+  int32_t rowsArgument = -1;
+  /// Per workspace: no kernel of kind "zero" takes it, so the runtime clears
+  /// it (cuMemsetD8Async) before the first kernel.
+  std::vector<bool> clearWorkspace;
+
+  /// The index of the argument called `name`, or -1.
+  int32_t findArgument(std::string_view name) const;
+};
+
+/// Parses and checks `json`. On failure returns false and sets `error` to a
+/// message that starts with "manifest: " and names the offending entry, e.g.
+/// "manifest: kernels[1].params[3]: argument 9 out of range (8 arguments)".
+bool parseManifest(std::string_view json, Manifest &manifest,
+                   std::string &error);
+
+} // namespace mlir::norm::runtime
+
+#endif // NORM_RUNTIME_MANIFEST_H

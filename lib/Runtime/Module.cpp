@@ -1,0 +1,258 @@
+//===- Module.cpp - a loaded manifest and its kernels ---------------------===//
+//
+// Part of mlir-norm.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Module.h"
+
+#include <cstdlib>
+#include <cstring>
+
+using namespace mlir::norm::runtime;
+using namespace mlir::norm::runtime::cuda;
+
+namespace {
+
+/// Makes `context` current on this thread for the scope's lifetime, unless
+/// it already is, and restores the previous one after.
+class ContextScope {
+public:
+  ContextScope(const Driver &driver, CUcontext context) : driver(driver) {
+    CUcontext current = nullptr;
+    if (driver.cuCtxGetCurrent(&current) == CUDA_SUCCESS && current == context)
+      return;
+    result = driver.cuCtxPushCurrent(context);
+    pushed = result == CUDA_SUCCESS;
+  }
+  ~ContextScope() {
+    CUcontext popped;
+    if (pushed)
+      driver.cuCtxPopCurrent(&popped);
+  }
+  ContextScope(const ContextScope &) = delete;
+  ContextScope &operator=(const ContextScope &) = delete;
+
+  /// The push's result.
+  CUresult result = CUDA_SUCCESS;
+
+private:
+  const Driver &driver;
+  bool pushed = false;
+};
+
+Status driverError(const Driver &driver, const char *call, CUresult result,
+                   const std::string &context = "") {
+  return Status::error(NORMRT_ERROR_DRIVER,
+                       (context.empty() ? "" : context + ": ") +
+                           describeError(driver, call, result));
+}
+
+/// 90 for "sm_90" or "sm_90a"; 0 if `chip` is not of that form.
+int chipVersion(const std::string &chip) {
+  if (chip.rfind("sm_", 0) != 0)
+    return 0;
+  return std::atoi(chip.c_str() + 3);
+}
+
+/// The device's compute capability must run the kernels: at least the
+/// chip's (PTX is JIT-compiled forward), and the same major for a cubin.
+Status checkChip(const NormrtModule &m) {
+  int target = chipVersion(m.manifest.chip);
+  if (!target)
+    return Status::success();
+  const Driver &d = *m.driver;
+  int major = 0, minor = 0;
+  if (CUresult r = d.cuDeviceGetAttribute(
+          &major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, m.device))
+    return driverError(d, "cuDeviceGetAttribute", r);
+  if (CUresult r = d.cuDeviceGetAttribute(
+          &minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, m.device))
+    return driverError(d, "cuDeviceGetAttribute", r);
+  int device = major * 10 + minor;
+  bool cubin = m.manifest.format == "bin";
+  if (device < target || (cubin && major != target / 10))
+    return Status::error(
+        NORMRT_ERROR_DRIVER,
+        "the kernels are compiled for " + m.manifest.chip +
+            (cubin ? " (cubin)" : "") + " but device " +
+            std::to_string(m.device) + " is sm_" + std::to_string(device) +
+            "; compile them with --chip=sm_" + std::to_string(device));
+  return Status::success();
+}
+
+/// Resolves every manifest kernel and checks its block size and, where the
+/// driver can tell, its parameter count.
+Status resolveKernels(NormrtModule &m) {
+  const Driver &d = *m.driver;
+  for (const KernelSpec &k : m.manifest.kernels) {
+    CUfunction f = nullptr;
+    if (CUresult r = d.cuModuleGetFunction(&f, m.module, k.name.c_str()))
+      return driverError(d, "cuModuleGetFunction", r,
+                         "kernel '" + k.name + "' is not in the image");
+    int maxThreads = 0;
+    if (CUresult r = d.cuFuncGetAttribute(
+            &maxThreads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, f))
+      return driverError(d, "cuFuncGetAttribute", r, "kernel '" + k.name + "'");
+    if (maxThreads < k.block)
+      return Status::error(NORMRT_ERROR_DRIVER,
+                           "kernel '" + k.name + "' launches with blocks of " +
+                               std::to_string(k.block) +
+                               " threads but runs at most " +
+                               std::to_string(maxThreads) + " on this device");
+    if (d.cuFuncGetParamInfo) {
+      // Count the parameters (each must be 8 bytes). A driver that cannot
+      // answer for index 0 (no parameters, or no support) is not trusted.
+      size_t expected = size_t(k.numScalarParams()), count = 0;
+      size_t offset = 0, size = 0;
+      constexpr size_t kMaxParams = 4096;
+      while (count < kMaxParams &&
+             d.cuFuncGetParamInfo(f, count, &offset, &size) == CUDA_SUCCESS) {
+        if (size != 8)
+          return Status::error(
+              NORMRT_ERROR_MANIFEST,
+              "kernel '" + k.name + "' parameter " + std::to_string(count) +
+                  " is " + std::to_string(size) +
+                  " bytes; the manifest's memref expansion has only 8-byte "
+                  "parameters");
+        ++count;
+      }
+      if (count != expected && count > 0)
+        return Status::error(
+            NORMRT_ERROR_MANIFEST,
+            "kernel '" + k.name + "' takes " + std::to_string(count) +
+                " parameters but the manifest's " +
+                std::to_string(k.params.size()) + " memrefs expand to " +
+                std::to_string(expected) +
+                " (manifest and image out of date?)");
+    }
+    m.functions.push_back(f);
+  }
+  return Status::success();
+}
+
+} // namespace
+
+NormrtModule::~NormrtModule() {
+  if (!driver)
+    return;
+  if (module) {
+    ContextScope scope(*driver, context);
+    driver->cuModuleUnload(module);
+  }
+  if (retainedPrimary)
+    driver->cuDevicePrimaryCtxRelease(device);
+}
+
+Status
+mlir::norm::runtime::loadManifestOnly(std::string_view manifestJson,
+                                      std::unique_ptr<NormrtModule> &module) {
+  auto m = std::make_unique<NormrtModule>();
+  std::string error;
+  if (!parseManifest(manifestJson, m->manifest, error))
+    return Status::error(NORMRT_ERROR_MANIFEST, error);
+  module = std::move(m);
+  return Status::success();
+}
+
+Status mlir::norm::runtime::loadModule(const void *image, size_t imageSize,
+                                       std::string_view manifestJson,
+                                       std::unique_ptr<NormrtModule> &module) {
+  std::unique_ptr<NormrtModule> m;
+  if (Status s = loadManifestOnly(manifestJson, m); s.failed())
+    return s;
+  if (!image || !imageSize)
+    return Status::error(NORMRT_ERROR_INVALID_ARGUMENT,
+                         "the kernel image is NULL or empty");
+  std::string error;
+  const Driver *d = getDriver(error);
+  if (!d)
+    return Status::error(NORMRT_ERROR_DRIVER, error);
+  m->driver = d;
+
+  // The calling thread's context, or device 0's primary context.
+  if (CUresult r = d->cuCtxGetCurrent(&m->context))
+    return driverError(*d, "cuCtxGetCurrent", r);
+  if (!m->context) {
+    if (CUresult r = d->cuDeviceGet(&m->device, 0))
+      return driverError(*d, "cuDeviceGet", r);
+    if (CUresult r = d->cuDevicePrimaryCtxRetain(&m->context, m->device))
+      return driverError(*d, "cuDevicePrimaryCtxRetain", r);
+    m->retainedPrimary = true;
+  }
+  ContextScope scope(*d, m->context);
+  if (scope.result)
+    return driverError(*d, "cuCtxPushCurrent", scope.result);
+  if (CUresult r = d->cuCtxGetDevice(&m->device))
+    return driverError(*d, "cuCtxGetDevice", r);
+  if (Status s = checkChip(*m); s.failed())
+    return s;
+
+  // PTX must be NUL-terminated; a copy with one more byte serves every
+  // format.
+  std::vector<char> bytes(imageSize + 1, 0);
+  std::memcpy(bytes.data(), image, imageSize);
+  char log[8192] = {0};
+  CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER,
+                            CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+  void *values[] = {log, reinterpret_cast<void *>(uintptr_t(sizeof(log)))};
+  if (CUresult r =
+          d->cuModuleLoadDataEx(&m->module, bytes.data(), 2, options, values)) {
+    m->module = nullptr;
+    Status s =
+        driverError(*d, "cuModuleLoadDataEx", r,
+                    "loading the " +
+                        (m->manifest.format.empty() ? std::string("kernel")
+                                                    : m->manifest.format) +
+                        " image");
+    log[sizeof(log) - 1] = 0;
+    if (*log)
+      s.message += "; JIT log: " + std::string(log);
+    return s;
+  }
+  if (Status s = resolveKernels(*m); s.failed())
+    return s;
+  module = std::move(m);
+  return Status::success();
+}
+
+Status mlir::norm::runtime::launchModule(const NormrtModule &module,
+                                         const NormrtTensor *tensors,
+                                         int32_t numTensors, void *workspace,
+                                         size_t workspaceSize, void *stream) {
+  LaunchPlan plan;
+  if (Status s = planLaunch(module.manifest, tensors, numTensors, workspace,
+                            workspaceSize, plan);
+      s.failed())
+    return s;
+  if (plan.launches.empty() && plan.clears.empty())
+    return Status::success();
+  if (!module.driver)
+    return Status::error(NORMRT_ERROR_INVALID_ARGUMENT,
+                         "the module was loaded without kernels "
+                         "(normrt_module_load_manifest_only); it cannot "
+                         "launch");
+  const Driver &d = *module.driver;
+  ContextScope scope(d, module.context);
+  if (scope.result)
+    return driverError(d, "cuCtxPushCurrent", scope.result);
+  auto cuStream = static_cast<CUstream>(stream);
+  for (const auto &[address, bytes] : plan.clears)
+    if (CUresult r = d.cuMemsetD8Async(address, 0, bytes, cuStream))
+      return driverError(d, "cuMemsetD8Async", r, "clearing a workspace");
+  std::vector<void *> pointers;
+  for (KernelLaunch &l : plan.launches) {
+    pointers.clear();
+    for (uint64_t &p : l.params)
+      pointers.push_back(&p);
+    if (CUresult r = d.cuLaunchKernel(module.functions[l.kernel], l.grid, 1, 1,
+                                      l.block, 1, 1, /*sharedMemBytes=*/0,
+                                      cuStream, pointers.data(), nullptr))
+      return driverError(d, "cuLaunchKernel", r,
+                         "launching '" +
+                             module.manifest.kernels[l.kernel].name +
+                             "' (grid " + std::to_string(l.grid) + ", block " +
+                             std::to_string(l.block) + ")");
+  }
+  return Status::success();
+}

@@ -1,0 +1,230 @@
+//===- Plan.cpp - from tensors and a manifest to kernel launches ----------===//
+//
+// Part of mlir-norm.
+//
+//===----------------------------------------------------------------------===//
+
+#include "norm/Runtime/Plan.h"
+
+#include "Validate.h"
+
+#include <algorithm>
+#include <cinttypes>
+#include <climits>
+#include <cstdio>
+
+using namespace mlir::norm::runtime;
+
+int64_t mlir::norm::runtime::defaultGroups(int64_t m, int64_t n) {
+  // Keep these equal to Groups.h (kPartialElements, kMinGroupCap,
+  // kMaxGroupCap, kMinRowsPerGroup); normrt-groups-test compares them.
+  constexpr int64_t partialElements = int64_t(1) << 21;
+  constexpr int64_t minGroupCap = 32, maxGroupCap = 2048;
+  constexpr int64_t minRowsPerGroup = 16;
+  int64_t cap = std::clamp(partialElements / std::max<int64_t>(n, 1),
+                           minGroupCap, maxGroupCap);
+  // ceil(M / 16) without the overflow of M + 15.
+  int64_t byRows = m / minRowsPerGroup + (m % minRowsPerGroup > 0);
+  return std::max<int64_t>(1, std::min(cap, byRows));
+}
+
+int64_t mlir::norm::runtime::groupsFor(const Manifest &manifest, int64_t m) {
+  return manifest.fixedGroups > 0 ? manifest.fixedGroups
+                                  : defaultGroups(m, manifest.n);
+}
+
+Status mlir::norm::runtime::planWorkspaces(const Manifest &manifest, int64_t m,
+                                           WorkspaceLayout &layout) {
+  layout = WorkspaceLayout();
+  if (m < 0)
+    return Status::error(NORMRT_ERROR_INVALID_ARGUMENT,
+                         "rows must be >= 0, got " + std::to_string(m));
+  if (m == 0)
+    return Status::success();
+  layout.groups = groupsFor(manifest, m);
+  uint64_t end = 0;
+  for (size_t k = 0; k < manifest.workspaces.size(); ++k) {
+    const WorkspaceSpec &w = manifest.workspaces[k];
+    // Extents are at most 2^40 and G at most 2^31, so this cannot overflow
+    // before the check.
+    uint64_t bytes = uint64_t(dtypeBytes(w.dtype));
+    for (int64_t e : w.shape)
+      if (__builtin_mul_overflow(
+              bytes, uint64_t(e == kGroupsExtent ? layout.groups : e), &bytes))
+        return Status::error(NORMRT_ERROR_MANIFEST, "workspace " +
+                                                        std::to_string(k) +
+                                                        " overflows 64 bits");
+    uint64_t offset = (end + kWorkspaceSliceAlignment - 1) /
+                      kWorkspaceSliceAlignment * kWorkspaceSliceAlignment;
+    if (offset < end || __builtin_add_overflow(offset, bytes, &end) ||
+        end > uint64_t(INT64_MAX))
+      return Status::error(NORMRT_ERROR_MANIFEST,
+                           "the workspaces overflow 63 bits");
+    layout.offsets.push_back(offset);
+    layout.bytes.push_back(bytes);
+  }
+  layout.total = end;
+  return Status::success();
+}
+
+namespace {
+
+std::string hex(uint64_t v) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "0x%" PRIx64, v);
+  return buf;
+}
+
+/// The grid of `k` for M rows, or an error if it exceeds the driver's limit.
+Status gridOf(const Manifest &manifest, const KernelSpec &k, int64_t m,
+              int64_t groups, uint32_t &grid) {
+  int64_t g = 0;
+  switch (k.grid) {
+  case GridRule::Constant:
+    g = k.gridConstant;
+    break;
+  case GridRule::Programs:
+    g = groups;
+    break;
+  case GridRule::RowBlocks:
+    g = m / k.rows + (m % k.rows > 0);
+    break;
+  case GridRule::Columns:
+    g = manifest.n / k.block + (manifest.n % k.block > 0);
+    break;
+  case GridRule::WorkspaceRows:
+    for (const KernelParam &p : k.params)
+      if (p.isWorkspace) {
+        int64_t e = manifest.workspaces[p.index].shape[0];
+        g = e == kGroupsExtent ? groups : e;
+        break;
+      }
+    break;
+  }
+  if (g < 1 || g > INT32_MAX)
+    return Status::error(NORMRT_ERROR_INVALID_ARGUMENT,
+                         "kernel '" + k.name + "': a grid of " +
+                             std::to_string(g) + " blocks for M = " +
+                             std::to_string(m) + " is outside [1, 2^31 - 1]");
+  grid = uint32_t(g);
+  return Status::success();
+}
+
+/// Appends one memref in MLIR's default expansion: allocated pointer,
+/// aligned pointer, offset, sizes, strides.
+void appendMemref(std::vector<uint64_t> &params, uint64_t pointer,
+                  const int64_t *sizes, const int64_t *strides, int rank) {
+  params.push_back(pointer);
+  params.push_back(pointer);
+  params.push_back(0);
+  for (int i = 0; i < rank; ++i)
+    params.push_back(uint64_t(sizes[i]));
+  for (int i = 0; i < rank; ++i)
+    params.push_back(uint64_t(strides[i]));
+}
+
+} // namespace
+
+Status mlir::norm::runtime::planLaunch(const Manifest &manifest,
+                                       const NormrtTensor *tensors,
+                                       int32_t numTensors, void *workspace,
+                                       size_t workspaceSize, LaunchPlan &plan) {
+  plan = LaunchPlan();
+  std::vector<const NormrtTensor *> bound;
+  if (Status s = bindTensors(manifest, tensors, numTensors, bound, plan.m);
+      s.failed())
+    return s;
+  if (plan.m == 0)
+    return Status::success(); // Nothing to launch.
+  if (Status s = planWorkspaces(manifest, plan.m, plan.workspace); s.failed())
+    return s;
+
+  uint64_t base = reinterpret_cast<uint64_t>(workspace);
+  if (plan.workspace.total > 0) {
+    std::string needs = std::to_string(plan.workspace.total) +
+                        " bytes needed for M = " + std::to_string(plan.m);
+    if (!workspace)
+      return Status::error(NORMRT_ERROR_WORKSPACE,
+                           "workspace is NULL but " + needs +
+                               " (see normrt_workspace_bytes)");
+    if (base % kWorkspaceAlignment)
+      return Status::error(NORMRT_ERROR_WORKSPACE,
+                           "workspace pointer " + hex(base) + " not " +
+                               std::to_string(kWorkspaceAlignment) +
+                               "-byte aligned");
+    if (workspaceSize < plan.workspace.total)
+      return Status::error(NORMRT_ERROR_WORKSPACE,
+                           "workspace of " + std::to_string(workspaceSize) +
+                               " bytes < " + needs);
+    uint64_t end;
+    if (__builtin_add_overflow(base, plan.workspace.total, &end))
+      return Status::error(NORMRT_ERROR_WORKSPACE,
+                           "workspace " + hex(base) +
+                               " wraps around the address space");
+  }
+  for (size_t k = 0; k < manifest.workspaces.size(); ++k)
+    if (manifest.clearWorkspace[k] && plan.workspace.bytes[k])
+      plan.clears.emplace_back(base + plan.workspace.offsets[k],
+                               plan.workspace.bytes[k]);
+
+  int64_t groups = plan.workspace.groups;
+  for (size_t k = 0; k < manifest.kernels.size(); ++k) {
+    const KernelSpec &spec = manifest.kernels[k];
+    KernelLaunch launch;
+    launch.kernel = k;
+    launch.block = uint32_t(spec.block);
+    if (Status s = gridOf(manifest, spec, plan.m, groups, launch.grid);
+        s.failed())
+      return s;
+    for (const KernelParam &p : spec.params) {
+      if (!p.isWorkspace) {
+        const NormrtTensor &t = *bound[p.index];
+        appendMemref(launch.params, reinterpret_cast<uint64_t>(t.data), t.sizes,
+                     t.strides, p.rank);
+        continue;
+      }
+      // A contiguous row-major slice of the caller's buffer.
+      const WorkspaceSpec &w = manifest.workspaces[p.index];
+      int64_t sizes[2], strides[2];
+      for (int i = 0; i < p.rank; ++i)
+        sizes[i] = w.shape[i] == kGroupsExtent ? groups : w.shape[i];
+      strides[p.rank - 1] = 1;
+      for (int i = p.rank - 2; i >= 0; --i)
+        strides[i] = strides[i + 1] * sizes[i + 1];
+      appendMemref(launch.params, base + plan.workspace.offsets[p.index], sizes,
+                   strides, p.rank);
+    }
+    plan.launches.push_back(std::move(launch));
+  }
+  return Status::success();
+}
+
+std::string mlir::norm::runtime::describePlan(const Manifest &manifest,
+                                              const LaunchPlan &plan) {
+  std::string s = "m " + std::to_string(plan.m) + " groups " +
+                  std::to_string(plan.workspace.groups) + " workspace " +
+                  std::to_string(plan.workspace.total) + "\n";
+  for (size_t k = 0; k < plan.workspace.offsets.size(); ++k)
+    s += "slice " + std::to_string(k) + " offset " +
+         std::to_string(plan.workspace.offsets[k]) + " bytes " +
+         std::to_string(plan.workspace.bytes[k]) + "\n";
+  for (const auto &[address, bytes] : plan.clears)
+    s += "clear " + hex(address) + " " + std::to_string(bytes) + "\n";
+  for (const KernelLaunch &l : plan.launches) {
+    s += "launch " + manifest.kernels[l.kernel].name + " grid " +
+         std::to_string(l.grid) + " block " + std::to_string(l.block) +
+         " params " + std::to_string(l.params.size()) + ":";
+    // Memref by memref: pointers in hex, the rest in decimal.
+    size_t i = 0;
+    for (const KernelParam &p : manifest.kernels[l.kernel].params) {
+      s += " [" + hex(l.params[i]) + " " + hex(l.params[i + 1]) + " " +
+           std::to_string(int64_t(l.params[i + 2]));
+      for (int j = 0; j < 2 * p.rank; ++j)
+        s += " " + std::to_string(int64_t(l.params[i + 3 + j]));
+      s += "]";
+      i += 3 + 2 * p.rank;
+    }
+    s += "\n";
+  }
+  return s;
+}

@@ -1,0 +1,193 @@
+//===- Validate.cpp - tensors checked against the manifest ----------------===//
+//
+// Part of mlir-norm.
+//
+// Each message names the argument and gives the expected vs actual value,
+// e.g. "'weight': expected shape [4096], got [1024]".
+//
+//===----------------------------------------------------------------------===//
+
+#include "Validate.h"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+
+using namespace mlir::norm::runtime;
+
+namespace {
+
+std::string hex(uint64_t v) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "0x%" PRIx64, v);
+  return buf;
+}
+
+/// "[?, 4096]" for a manifest shape.
+std::string formatShape(const std::vector<int64_t> &shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i)
+      s += ", ";
+    s += shape[i] == kRowsExtent ? "?" : std::to_string(shape[i]);
+  }
+  return s + "]";
+}
+
+/// "[12, 4096]" for a tensor's sizes.
+std::string formatSizes(const NormrtTensor &t) {
+  std::string s = "[";
+  for (int32_t i = 0; i < t.rank; ++i) {
+    if (i)
+      s += ", ";
+    s += std::to_string(t.sizes[i]);
+  }
+  return s + "]";
+}
+
+Status invalid(const ArgumentSpec &a, const std::string &what) {
+  return Status::error(NORMRT_ERROR_INVALID_ARGUMENT,
+                       "'" + a.name + "': " + what);
+}
+
+/// The checks that need only the tensor and its argument.
+Status checkTensor(const ArgumentSpec &a, const NormrtTensor &t) {
+  int32_t rank = int32_t(a.shape.size());
+  if (t.rank != rank)
+    return invalid(a, "expected rank " + std::to_string(rank) + ", got " +
+                          std::to_string(t.rank));
+  if (t.dtype != int32_t(a.dtype)) {
+    bool known = t.dtype >= NORMRT_F32 && t.dtype <= NORMRT_BF16;
+    return invalid(a, std::string("expected dtype ") + dtypeName(a.dtype) +
+                          ", got " +
+                          (known ? dtypeName(Dtype(t.dtype))
+                                 : "dtype code " + std::to_string(t.dtype)));
+  }
+  for (int32_t i = 0; i < rank; ++i)
+    if (t.sizes[i] < 0)
+      return invalid(a, "negative size in " + formatSizes(t));
+  for (int32_t i = 0; i < rank; ++i)
+    if (a.shape[i] != kRowsExtent && t.sizes[i] != a.shape[i])
+      return invalid(a, "expected shape " + formatShape(a.shape) + ", got " +
+                            formatSizes(t));
+  if (t.strides[rank - 1] != 1)
+    return invalid(a, "inner stride must be 1, got " +
+                          std::to_string(t.strides[rank - 1]));
+  bool empty = false;
+  for (int32_t i = 0; i < rank; ++i)
+    empty |= t.sizes[i] == 0;
+  if (empty)
+    return Status::success(); // Never dereferenced.
+  auto address = reinterpret_cast<uint64_t>(t.data);
+  if (!address)
+    return invalid(a, "null data pointer");
+  uint64_t bytes = uint64_t(dtypeBytes(a.dtype));
+  if (address % bytes)
+    return invalid(a, "data pointer " + hex(address) + " not aligned to " +
+                          std::to_string(bytes) + " bytes");
+  return Status::success();
+}
+
+/// The checks against M and the extent of the view.
+Status checkExtent(const ArgumentSpec &a, const NormrtTensor &t, int64_t m,
+                   const ArgumentSpec &rowsArg, int64_t n) {
+  if (a.shape[0] == kRowsExtent && t.sizes[0] != m)
+    return invalid(a, "rows " + std::to_string(t.sizes[0]) + " but '" +
+                          rowsArg.name + "' has " + std::to_string(m));
+  int64_t rows = t.sizes[0];
+  int64_t elementBytes = dtypeBytes(a.dtype);
+  int64_t extent = rows; // Elements from the first to one past the last.
+  if (t.rank == 2) {
+    int64_t stride = t.strides[0];
+    // A single row's stride is never used.
+    if (rows > 1 && stride < n)
+      return invalid(a, "row stride " + std::to_string(stride) +
+                            " < N = " + std::to_string(n));
+    int64_t product;
+    if (__builtin_mul_overflow(rows, stride, &product))
+      return invalid(a,
+                     "M * stride overflows int64 (M = " + std::to_string(rows) +
+                         ", row stride = " + std::to_string(stride) + ")");
+    extent = rows ? (rows - 1) * std::max<int64_t>(stride, 0) + t.sizes[1] : 0;
+  }
+  int64_t bytes;
+  if (__builtin_mul_overflow(extent, elementBytes, &bytes))
+    return invalid(a, "the view's size in bytes overflows int64 (" +
+                          std::to_string(extent) + " elements of " +
+                          std::to_string(elementBytes) + " bytes)");
+  uint64_t end;
+  if (bytes && __builtin_add_overflow(reinterpret_cast<uint64_t>(t.data),
+                                      uint64_t(bytes), &end))
+    return invalid(a, "the view (" + std::to_string(bytes) + " bytes from " +
+                          hex(reinterpret_cast<uint64_t>(t.data)) +
+                          ") wraps around the address space");
+  return Status::success();
+}
+
+std::string argumentList(const Manifest &manifest) {
+  std::string s;
+  for (const ArgumentSpec &a : manifest.arguments)
+    s += (s.empty() ? "" : ", ") + a.name;
+  return s;
+}
+
+} // namespace
+
+Status mlir::norm::runtime::bindTensors(
+    const Manifest &manifest, const NormrtTensor *tensors, int32_t numTensors,
+    std::vector<const NormrtTensor *> &bound, int64_t &m) {
+  auto error = [](std::string message) {
+    return Status::error(NORMRT_ERROR_INVALID_ARGUMENT, std::move(message));
+  };
+  if (numTensors < 0)
+    return error("num_tensors is negative (" + std::to_string(numTensors) +
+                 ")");
+  if (!tensors && numTensors > 0)
+    return error("tensors is NULL but num_tensors is " +
+                 std::to_string(numTensors));
+
+  size_t numArguments = manifest.arguments.size();
+  bound.assign(numArguments, nullptr);
+  std::vector<int32_t> source(numArguments, -1);
+  for (int32_t j = 0; j < numTensors; ++j) {
+    const NormrtTensor &t = tensors[j];
+    int32_t index;
+    if (!t.name) {
+      if (size_t(j) >= numArguments)
+        return error("tensors[" + std::to_string(j) +
+                     "] has no name and the function has only " +
+                     std::to_string(numArguments) + " arguments");
+      index = j;
+    } else {
+      index = manifest.findArgument(t.name);
+      if (index < 0)
+        return error("unknown argument '" + std::string(t.name) +
+                     "'; the function takes " + argumentList(manifest));
+    }
+    if (bound[index])
+      return error("argument '" + manifest.arguments[index].name +
+                   "' given twice (tensors[" + std::to_string(source[index]) +
+                   "] and tensors[" + std::to_string(j) + "])");
+    bound[index] = &t;
+    source[index] = j;
+  }
+  for (size_t i = 0; i < numArguments; ++i)
+    if (!bound[i])
+      return error("missing argument '" + manifest.arguments[i].name + "'");
+
+  // M comes from the rows argument, so check it first.
+  const ArgumentSpec &rowsArg = manifest.arguments[manifest.rowsArgument];
+  if (Status s = checkTensor(rowsArg, *bound[manifest.rowsArgument]);
+      s.failed())
+    return s;
+  m = bound[manifest.rowsArgument]->sizes[0];
+  for (size_t i = 0; i < numArguments; ++i)
+    if (Status s = checkTensor(manifest.arguments[i], *bound[i]); s.failed())
+      return s;
+  for (size_t i = 0; i < numArguments; ++i)
+    if (Status s = checkExtent(manifest.arguments[i], *bound[i], m, rowsArg,
+                               manifest.n);
+        s.failed())
+      return s;
+  return Status::success();
+}

@@ -1,0 +1,176 @@
+#!/usr/bin/env bash
+#===- scripts/gpu-prepare.sh - build and compile what the GPU run needs ----===#
+#
+# Runs on the build machine (no GPU needed). Builds norm-compile and the
+# runtime library, compiles every kernel configuration that
+# bench/gpu_check.py and bench/bench.py use (listed by bench/configs.py)
+# into .dev/gpu/kernels/<config>.{ptx,json}, copies libnormrt.so to
+# .dev/gpu/, writes .dev/gpu/configs.json and, where ptxas is found,
+# <config>.cubin (sm_90; the scripts load it instead of the PTX, sparing
+# the driver's JIT on the GPU machine, and fall back to the PTX) and
+# .dev/gpu/resources.txt (registers, shared memory, stack, spills per
+# kernel). Then carry .dev/gpu to the GPU machine and run
+# scripts/gpu-run.sh there.
+#
+#   bash scripts/gpu-prepare.sh            BUILD_DIR (build), JOBS (2),
+#                                          PTXAS (auto) are honoured
+#   NO_PTXAS=1 bash scripts/gpu-prepare.sh skip the resource report
+#
+# Exit status: 0 when every configuration compiled (a missing runtime
+# library is a warning: the kernels are still prepared); 1 otherwise.
+#
+#===----------------------------------------------------------------------===#
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+BUILD_DIR=${BUILD_DIR:-$ROOT/build}
+JOBS=${JOBS:-2}
+OUTDIR=$ROOT/.dev/gpu
+KDIR=$OUTDIR/kernels
+CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
+
+log() { printf '\033[1m== %s\033[0m\n' "$*" >&2; }
+warn() { printf '\033[1;33mwarning: %s\033[0m\n' "$*" >&2; }
+
+t_start=$(date +%s)
+
+if [[ ! -f $BUILD_DIR/build.ninja ]]; then
+  echo "gpu-prepare: no $BUILD_DIR/build.ninja: run 'bash scripts/dev.sh test'" \
+       "(or configure the build) first" >&2
+  exit 1
+fi
+
+#--- build ----------------------------------------------------------------#
+log "building norm-compile"
+ninja -C "$BUILD_DIR" norm-compile
+
+# The runtime library's target: 'normrt' if CMake declares it, else its
+# output path. ninja regenerates build.ninja first if a CMakeLists changed.
+runtime_target=""
+targets=$(ninja -C "$BUILD_DIR" -t targets all 2>/dev/null || true)
+if grep -qE '^normrt:' <<<"$targets"; then
+  runtime_target=normrt
+elif grep -qE '^lib/libnormrt\.so:' <<<"$targets"; then
+  runtime_target=lib/libnormrt.so
+fi
+have_runtime=0
+if [[ -n $runtime_target ]]; then
+  log "building the runtime ($runtime_target)"
+  if ninja -C "$BUILD_DIR" "$runtime_target"; then
+    have_runtime=1
+  else
+    warn "building $runtime_target failed: gpu_check/bench cannot run" \
+         "without libnormrt.so"
+  fi
+else
+  if [[ -f lib/Runtime/CMakeLists.txt ]]; then
+    warn "lib/Runtime/CMakeLists.txt exists but the build declares no" \
+         "'normrt' target nor lib/libnormrt.so (is lib/Runtime added to" \
+         "lib/CMakeLists.txt?)"
+  else
+    warn "no runtime library yet (lib/Runtime does not exist): preparing" \
+         "the kernels only; gpu_check.py and bench.py need libnormrt.so"
+  fi
+fi
+
+NC=$BUILD_DIR/bin/norm-compile
+[[ -x $NC ]] || { echo "gpu-prepare: $NC not built" >&2; exit 1; }
+
+#--- compile every configuration ------------------------------------------#
+rm -rf "$KDIR"
+mkdir -p "$KDIR"
+rm -f "$OUTDIR/libnormrt.so" "$OUTDIR/configs.json" "$OUTDIR/resources.txt"
+python3 bench/configs.py jobs >"$OUTDIR/jobs.tsv"
+njobs=$(wc -l <"$OUTDIR/jobs.tsv")
+log "compiling $njobs configurations with $JOBS jobs into $KDIR"
+
+# One line of jobs.tsv: name<TAB>flag<TAB>flag...
+compile_one() {
+  local line=$1 name
+  IFS=$'\t' read -r -a f <<<"$line"
+  name=${f[0]}
+  if "$NC" "${f[@]:1}" -o "$KDIR/$name.ptx" --manifest "$KDIR/$name.json" \
+       2>"$KDIR/$name.err"; then
+    [[ -s $KDIR/$name.err ]] || rm -f "$KDIR/$name.err"
+  else
+    rm -f "$KDIR/$name.ptx" "$KDIR/$name.json"
+    echo "FAILED $name: $(head -c 300 "$KDIR/$name.err")" >&2
+  fi
+}
+export -f compile_one
+export NC KDIR
+
+t0=$(date +%s.%N)
+xargs -P "$JOBS" -d '\n' -n 1 bash -c 'compile_one "$1"' _ <"$OUTDIR/jobs.tsv" || true
+t1=$(date +%s.%N)
+compile_s=$(python3 -c "print('%.1f' % ($t1 - $t0))")
+
+#--- resource report (ptxas -v), optional --------------------------------#
+PTXAS=${PTXAS:-}
+if [[ -z $PTXAS ]]; then
+  if [[ -x $CUDA_HOME/bin/ptxas ]]; then PTXAS=$CUDA_HOME/bin/ptxas
+  elif command -v ptxas >/dev/null; then PTXAS=$(command -v ptxas); fi
+fi
+resdir=""
+ptxas_s=0
+if [[ -z ${NO_PTXAS:-} && -n $PTXAS ]]; then
+  resdir=$(mktemp -d)
+  trap 'rm -rf "$resdir"' EXIT
+  log "ptxas -v: cubins and the resource report ($PTXAS)"
+  export PTXAS resdir
+  t0=$(date +%s.%N)
+  find "$KDIR" -name '*.ptx' -print0 |
+    xargs -0 -P "$JOBS" -n 1 bash -c \
+      'n=$(basename "$1" .ptx); "$PTXAS" -arch=sm_90 -v "$1" \
+         -o "${1%.ptx}.cubin" >"$resdir/$n.txt" 2>&1 ||
+         { rm -f "${1%.ptx}.cubin"; echo "ptxas failed on $n" >&2; }' _ || true
+  t1=$(date +%s.%N)
+  ptxas_s=$(python3 -c "print('%.1f' % ($t1 - $t0))")
+elif [[ -z ${NO_PTXAS:-} ]]; then
+  warn "no ptxas found: no resources.txt"
+fi
+
+#--- the runtime library --------------------------------------------------#
+if ((have_runtime)) && [[ -f $BUILD_DIR/lib/libnormrt.so ]]; then
+  cp -L "$BUILD_DIR/lib/libnormrt.so" "$OUTDIR/libnormrt.so"
+  needed=$(readelf -d "$OUTDIR/libnormrt.so" 2>/dev/null |
+           sed -n 's/.*Shared library: \[\(.*\)\]/\1/p' | tr '\n' ' ')
+  log "libnormrt.so needs: $needed"
+  if grep -qiE 'LLVM|MLIR|libcuda' <<<"$needed"; then
+    warn "libnormrt.so links $needed: it must link no LLVM/MLIR and" \
+         "dlopen libcuda (the GPU machine has neither LLVM nor MLIR)"
+  fi
+elif ((have_runtime)); then
+  warn "built $runtime_target but found no $BUILD_DIR/lib/libnormrt.so"
+fi
+
+#--- index ----------------------------------------------------------------#
+rc=0
+python3 bench/configs.py index --dir "$OUTDIR" ${resdir:+--resources "$resdir"} || rc=$?
+python3 bench/gpu_check.py --dry-run --gpu-dir "$OUTDIR" >"$OUTDIR/dry-run.txt" 2>&1 || true
+# Manifests against what the checks expect, and (when the runtime has
+# normrt_validate) every case's tensors and the error path, offline.
+probs='^(MANIFEST|NOT COMPILED|VALIDATE|FAIL error-path)'
+nbad=$(grep -cE "$probs" "$OUTDIR/dry-run.txt" || true)
+if ((nbad)); then
+  warn "$nbad problems in the offline checks: see $OUTDIR/dry-run.txt"
+  grep -E "$probs" "$OUTDIR/dry-run.txt" | head -20 >&2
+fi
+grep -E '^(dry run:|normrt_validate:|error path)' "$OUTDIR/dry-run.txt" >&2 || true
+if [[ -f $OUTDIR/resources.txt ]]; then
+  nspill=$(grep -c 'stack/spills' "$OUTDIR/resources.txt" || true)
+  ((nspill == 0)) || warn "$nspill kernels with a stack frame or spills" \
+                          "(grep spills $OUTDIR/resources.txt)"
+fi
+
+size=$(du -sh "$OUTDIR" | cut -f1)
+t_end=$(date +%s)
+log "done in $((t_end - t_start)) s (norm-compile ${compile_s} s for" \
+    "$njobs configurations with $JOBS jobs; ptxas ${ptxas_s} s);" \
+    ".dev/gpu is $size"
+if [[ ! -f $OUTDIR/libnormrt.so ]]; then
+  warn ".dev/gpu has no libnormrt.so: the GPU run will stop at setup"
+fi
+echo "carry: .dev/gpu    then on the GPU machine: bash scripts/gpu-run.sh"
+exit $rc
