@@ -33,7 +33,12 @@ public:
     Type from = v.getType();
     if (from == to)
       return v;
-    if (llvm::cast<FloatType>(from).getWidth() < llvm::cast<FloatType>(to).getWidth())
+    unsigned fromWidth = llvm::cast<FloatType>(from).getWidth();
+    unsigned toWidth = llvm::cast<FloatType>(to).getWidth();
+    if (fromWidth == toWidth) // f16 <-> bf16: through the accumulation type
+      return arith::TruncFOp::create(b, to,
+                                     arith::ExtFOp::create(b, acc, v));
+    if (fromWidth < toWidth)
       return arith::ExtFOp::create(b, to, v);
     return arith::TruncFOp::create(b, to, v);
   }
