@@ -30,6 +30,7 @@ void norm::buildGPUToBinaryPipeline(OpPassManager &pm,
   pm.addPass(createGpuNVVMAttachTarget(target));
 
   OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>();
+  kernels.addPass(createNormAlignWorkgroupMemory());
   kernels.addPass(createSCFToControlFlowPass());
   kernels.addPass(createConvertGpuOpsToNVVMOps());
   NormCheckLibdeviceOptions check;

@@ -101,6 +101,8 @@ GradReference norm_exec::referenceGrad(const KernelSpec &spec,
   r.dxScale.resize(m * n);
   r.dw.assign(n, 0.0);
   r.db.assign(n, 0.0);
+  r.dwAbsSum.assign(n, 0.0);
+  r.dbAbsSum.assign(n, 0.0);
   std::vector<double> xhat(n), g(n);
   for (int64_t i = 0; i < m; ++i) {
     double sumG = 0, sumGX = 0;
@@ -112,6 +114,8 @@ GradReference norm_exec::referenceGrad(const KernelSpec &spec,
       sumGX += g[j] * xhat[j];
       r.dw[j] += dy * xhat[j];
       r.db[j] += dy;
+      r.dwAbsSum[j] += std::abs(dy * xhat[j]);
+      r.dbAbsSum[j] += std::abs(dy);
     }
     double meanG = spec.isLayerNorm() ? sumG / n : 0.0;
     double meanGX = sumGX / n;

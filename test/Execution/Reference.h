@@ -46,6 +46,9 @@ struct GradReference {
   std::vector<double> dx, dw, db;
   /// [m, n]: rstd * |g|, the size of the terms dx is the difference of.
   std::vector<double> dxScale;
+  /// [n]: the sums over rows of |dy * xhat| and |dy|, the size of the terms
+  /// dweight and dbias add up.
+  std::vector<double> dwAbsSum, dbAbsSum;
 };
 GradReference referenceGrad(const KernelSpec &spec, const Problem &p);
 

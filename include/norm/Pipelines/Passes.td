@@ -42,4 +42,26 @@ def NormCheckLibdevice : Pass<"norm-check-libdevice", "::mlir::gpu::GPUModuleOp"
   ];
 }
 
+def NormAlignWorkgroupMemory
+    : Pass<"norm-align-workgroup-memory", "::mlir::gpu::GPUModuleOp"> {
+  let summary = "Give every workgroup (shared) buffer 16-byte alignment";
+  let description = [{
+    Sets `llvm.align = 16` on each workgroup attribution of the kernels that
+    has no alignment yet. Without it the buffers are 4-byte aligned, and a
+    buffer of an odd size (N = 4095 floats) places the next one at an
+    address where LLVM's load/store vectorizer may still merge neighbouring
+    accesses into 8- or 16-byte ones: a misaligned-address fault at run time.
+
+    ```mlir
+    gpu.func @k() workgroup(%a : memref<4095xf32, #gpu.address_space<workgroup>>)
+    // becomes
+    gpu.func @k() workgroup(%a : memref<4095xf32, #gpu.address_space<workgroup>>
+                                 {llvm.align = 16 : i64})
+    ```
+
+    Post-condition: every workgroup attribution has an `llvm.align` of at
+    least 16.
+  }];
+}
+
 #endif // NORM_PIPELINES_PASSES_TD

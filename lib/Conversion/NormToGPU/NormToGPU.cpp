@@ -1017,8 +1017,10 @@ struct MapToGPUPass : public norm::impl::NormMapToGPUBase<MapToGPUPass> {
                     next.push_back(bm.lookupOrDefault(v));
                   scf::YieldOp::create(fb, loc, next);
                 });
-            (void)loopUnrollByFactor(slices, 4);
+            // Yield first: unrolling a loop of unknown trip count adds an
+            // epilogue loop and moves the uses of the results to it.
             scf::YieldOp::create(tb, loc, slices.getResults());
+            (void)loopUnrollByFactor(slices, 4);
             OpBuilder eb = ifOp.getElseBodyBuilder();
             scf::YieldOp::create(eb, loc, inits);
           }
