@@ -143,10 +143,10 @@ def dry_run(args, index):
 
 
 def C_groups(m, n):
-    """docs/Lowering.md: G = max(1, min(clamp(2^21 / N, 32, 2048),
-    ceil(M / 16)))."""
-    cap = min(max((1 << 21) // n, 32), 2048)
-    return max(1, min(cap, -(-m // 16)))
+    """docs/Lowering.md: G = max(1, min(clamp(2^21 / N, 128, 2048),
+    ceil(M / 8)))."""
+    cap = min(max((1 << 21) // n, 128), 2048)
+    return max(1, min(cap, -(-m // 8)))
 
 
 # --------------------------------------------------------------- GPU parts

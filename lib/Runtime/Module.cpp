@@ -100,31 +100,21 @@ Status resolveKernels(NormrtModule &m) {
                                std::to_string(k.block) +
                                " threads but runs at most " +
                                std::to_string(maxThreads) + " on this device");
-    if (d.cuFuncGetParamInfo) {
-      // Count the parameters (each must be 8 bytes). A driver that cannot
-      // answer for index 0 (no parameters, or no support) is not trusted.
-      size_t expected = size_t(k.numScalarParams()), count = 0;
+    if (d.cuFuncGetParamInfo && k.numScalarParams() > 0) {
+      // The manifest's last parameter must be the kernel's 8-byte parameter
+      // at offset 8 * (count - 1). Only indices that should exist are
+      // queried: probing past the end is an API error that sanitizers
+      // report.
+      size_t expected = size_t(k.numScalarParams());
       size_t offset = 0, size = 0;
-      constexpr size_t kMaxParams = 4096;
-      while (count < kMaxParams &&
-             d.cuFuncGetParamInfo(f, count, &offset, &size) == CUDA_SUCCESS) {
-        if (size != 8)
-          return Status::error(
-              NORMRT_ERROR_MANIFEST,
-              "kernel '" + k.name + "' parameter " + std::to_string(count) +
-                  " is " + std::to_string(size) +
-                  " bytes; the manifest's memref expansion has only 8-byte "
-                  "parameters");
-        ++count;
-      }
-      if (count != expected && count > 0)
+      CUresult r = d.cuFuncGetParamInfo(f, expected - 1, &offset, &size);
+      if (r != CUDA_SUCCESS || size != 8 || offset != 8 * (expected - 1))
         return Status::error(
             NORMRT_ERROR_MANIFEST,
-            "kernel '" + k.name + "' takes " + std::to_string(count) +
-                " parameters but the manifest's " +
-                std::to_string(k.params.size()) + " memrefs expand to " +
-                std::to_string(expected) +
-                " (manifest and image out of date?)");
+            "kernel '" + k.name + "' does not take the " +
+                std::to_string(expected) + " parameters the manifest's " +
+                std::to_string(k.params.size()) +
+                " memrefs expand to (manifest and image out of date?)");
     }
     m.functions.push_back(f);
   }

@@ -19,11 +19,11 @@ int64_t mlir::norm::runtime::defaultGroups(int64_t m, int64_t n) {
   // Keep these equal to Groups.h (kPartialElements, kMinGroupCap,
   // kMaxGroupCap, kMinRowsPerGroup); normrt-groups-test compares them.
   constexpr int64_t partialElements = int64_t(1) << 21;
-  constexpr int64_t minGroupCap = 32, maxGroupCap = 2048;
-  constexpr int64_t minRowsPerGroup = 16;
+  constexpr int64_t minGroupCap = 128, maxGroupCap = 2048;
+  constexpr int64_t minRowsPerGroup = 8;
   int64_t cap = std::clamp(partialElements / std::max<int64_t>(n, 1),
                            minGroupCap, maxGroupCap);
-  // ceil(M / 16) without the overflow of M + 15.
+  // ceil(M / 8) without the overflow of M + 7.
   int64_t byRows = m / minRowsPerGroup + (m % minRowsPerGroup > 0);
   return std::max<int64_t>(1, std::min(cap, byRows));
 }

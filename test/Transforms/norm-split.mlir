@@ -23,9 +23,9 @@
 // CHECK: } {norm.accumulate = f32, norm.id = 0 : i64, norm.stage = "xhat"}
 // CHECK: %[[G:.*]] = memref.alloc(%[[M]], %[[N]]) {norm.recomputable} : memref<?x?xbf16>
 // CHECK: norm.stage = "g"
-// The number of partial rows: max(1, min(clamp(2^21 / N, 32, 2048), ceil(M / 16))).
+// The number of partial rows: max(1, min(clamp(2^21 / N, 128, 2048), ceil(M / 8))).
 // CHECK: arith.constant 2097152 : index
-// CHECK: arith.ceildivui %[[M]], %c16
+// CHECK: arith.ceildivui %[[M]], %c8
 // CHECK: arith.minui
 // CHECK: %[[GROUPS:.*]] = arith.maxui
 // CHECK: %[[R:.*]] = arith.ceildivui %[[M]], %[[GROUPS]]

@@ -472,7 +472,15 @@ void RowMapper::emitColumnLoop(OpBuilder &rb, scf::ForOp loop, IRMapping &m,
         chunkBody(fb, chunk, std::nullopt, vals);
         scf::YieldOp::create(fb, loc, vals);
       });
-  carried.assign(forOp.getResults().begin(), forOp.getResults().end());
+  // Four chunks per iteration: their loads do not depend on each other's
+  // sums, so they are in flight together (the sums keep their order). With
+  // a trip count unknown here, unrolling adds an epilogue loop, whose
+  // results are then the final ones.
+  FailureOr<UnrolledLoopInfo> unrolled = loopUnrollByFactor(forOp, 4);
+  scf::ForOp last = forOp;
+  if (succeeded(unrolled) && unrolled->epilogueLoopOp)
+    last = *unrolled->epilogueLoopOp;
+  carried.assign(last.getResults().begin(), last.getResults().end());
 }
 
 SmallVector<Value> RowMapper::crossLaneReduce(ValueRange partials) {
