@@ -187,6 +187,7 @@ private:
 struct Expected {
   std::vector<double> values;
   double floor = 0;
+  double f32Bound = kF32Bound;
 };
 
 using Expectations = std::map<Operand, Expected>;
@@ -218,6 +219,18 @@ Expectations expectGrad(const KernelSpec &spec, Problem p, SelfTest selfTest) {
   return e;
 }
 
+/// The row statistics are f32 sums of N terms of one sign, which err by
+/// ~2^-24 sqrt(N) with a long tail: with bf16 inputs (few distinct
+/// mantissas) the rounding of a sequential sum is biased on some rows. A
+/// correct f32 two-pass kernel, 200000 bf16 rows of N = 4096: rstd errs by
+/// 3.7e-7 at the median, 5e-6 at the 99.9th percentile, 1.22e-5 at worst. So
+/// the statistics get 1e-5 up to N ~ 1000 and 4 * 2^-24 sqrt(N) above
+/// (1.5e-5 at N = 4096).
+double statisticBound(int64_t n) {
+  return std::max(kF32Bound,
+                  4 * std::ldexp(1.0, -24) * std::sqrt(static_cast<double>(n)));
+}
+
 Expectations expectForward(const KernelSpec &spec, const Problem &p,
                            SelfTest selfTest) {
   ForwardReference r = referenceForward(spec, p);
@@ -228,8 +241,8 @@ Expectations expectForward(const KernelSpec &spec, const Problem &p,
   e[Operand::Y] = {r.y, 0};
   // The mean sums terms of size |x|: its error is measured against mean(|x|)
   // (its condition), not against a mean that may be close to 0.
-  e[Operand::MeanOut] = {r.mean, norm2(r.meanScale)};
-  e[Operand::RstdOut] = {r.rstd, 0};
+  e[Operand::MeanOut] = {r.mean, norm2(r.meanScale), statisticBound(p.n)};
+  e[Operand::RstdOut] = {r.rstd, 0, statisticBound(p.n)};
   e[Operand::XhatOut] = {r.xhat, 0};
   return e;
 }
@@ -275,7 +288,7 @@ public:
       HostBuffer &out = buffers.output(o);
       result.checks.push_back(compareOutput(
           operandName(o), out, expected.at(o).values, expected.at(o).floor,
-          errorBound(out.type(), roundingSlack)));
+          errorBound(out.type(), roundingSlack, expected.at(o).f32Bound)));
     }
     if (checkDeterminism && result.ok())
       checkReproducible(result);

@@ -14,9 +14,9 @@
 
 using namespace norm_exec;
 
-double norm_exec::errorBound(DType t, double roundingSlack) {
+double norm_exec::errorBound(DType t, double roundingSlack, double f32Bound) {
   if (t == DType::F32)
-    return 1e-5;
+    return f32Bound;
   return roundingSlack * unitRoundoff(t);
 }
 
