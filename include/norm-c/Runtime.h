@@ -112,8 +112,8 @@ NORMRT_API int normrt_workspace_bytes(const NormrtModule *module, int64_t rows,
 ///
 /// The kernels clear the workspaces they accumulate into themselves; a
 /// workspace the manifest gives no "zero" kernel for is cleared with
-/// cuMemsetD8Async on `stream` first. With M = 0 nothing is launched and
-/// nothing is written (dweight and dbias keep their contents).
+/// cuMemsetD8Async on `stream` first. With M = 0 no kernel is launched; the
+/// vector outputs (dweight, dbias: sums over zero rows) are set to zero.
 ///
 /// The launch runs in the module's context: if it is not current on the
 /// calling thread, it is made current for the call and the previous one

@@ -134,8 +134,19 @@ Status mlir::norm::runtime::planLaunch(const Manifest &manifest,
   if (Status s = bindTensors(manifest, tensors, numTensors, bound, plan.m);
       s.failed())
     return s;
-  if (plan.m == 0)
-    return Status::success(); // Nothing to launch.
+  if (plan.m == 0) {
+    // No rows: no kernel runs, but dweight / dbias are sums over zero rows,
+    // so the vector outputs are cleared (as PyTorch returns zeros).
+    for (size_t i = 0; i < manifest.arguments.size(); ++i) {
+      const ArgumentSpec &a = manifest.arguments[i];
+      const NormrtTensor *t = bound[i];
+      if (!a.output || a.shape.size() != 1 || !t || !t->data)
+        continue;
+      plan.clears.emplace_back(reinterpret_cast<uint64_t>(t->data),
+                               uint64_t(t->sizes[0]) * dtypeBytes(a.dtype));
+    }
+    return Status::success();
+  }
   if (Status s = planWorkspaces(manifest, plan.m, plan.workspace); s.failed())
     return s;
 

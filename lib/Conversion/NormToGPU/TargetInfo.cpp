@@ -16,9 +16,11 @@ std::optional<TargetInfo> TargetInfo::get(llvm::StringRef chip) {
   // sm_80 (A100: 108 SMs) and sm_90 (H100/H200: 132 SMs) share every limit
   // the mapping uses.
   info.multiprocessors = llvm::StringSwitch<int64_t>(chip)
-                             .Cases("sm_90", "sm_90a", 132)
+                             .Case("sm_90", 132)
+                             .Case("sm_90a", 132)
                              .Case("sm_80", 108)
-                             .Cases("sm_86", "sm_89", 0)
+                             .Case("sm_86", 0)
+                             .Case("sm_89", 0)
                              .Default(-1);
   if (info.multiprocessors < 0)
     return std::nullopt;
