@@ -8,6 +8,7 @@
 # taken from one overall budget (GPU_RUN_BUDGET_S, default 450 s):
 #
 #   1. python3 bench/gpu_check.py             correctness, every case
+#  1b. python3 bench/big_check.py             > 2^31 elements per tensor
 #   2. python3 bench/bench.py                 bandwidth table
 #   3. compute-sanitizer --tool memcheck  python3 bench/gpu_check.py --sanitizer-subset
 #   4. compute-sanitizer --tool racecheck python3 bench/gpu_check.py --sanitizer-subset
@@ -101,6 +102,9 @@ step() {
 step check 130 200 "$OUT/check.log" -- \
   python3 bench/gpu_check.py --budget-s "${CHECK_BUDGET_S:-100}"
 
+#--- 1b. more than 2^31 elements per tensor -----------------------------------#
+step big 60 190 "$OUT/big.log" -- python3 bench/big_check.py
+
 #--- 2. benchmark ----------------------------------------------------------#
 step bench 230 70 "$OUT/bench.log" -- \
   python3 bench/bench.py --out "$OUT" --budget-s "${BENCH_BUDGET_S:-150}"
@@ -158,7 +162,7 @@ result_line() {
   esac
 }
 ok=1
-for s in check bench memcheck racecheck; do
+for s in check big bench memcheck racecheck; do
   [[ ${RC[$s]:-skip} == 0 ]] || ok=0
 done
 {
@@ -172,12 +176,12 @@ done
                        echo "$fails" | cut -c1-300; echo; }
   echo "| step | rc | seconds | result |"
   echo "| --- | --- | --- | --- |"
-  for s in check bench memcheck racecheck; do
+  for s in check big bench memcheck racecheck; do
     rc=${RC[$s]:-skip}
     echo "| $s | $rc | ${SECS[$s]:-0} | $(result $s "$OUT/$s.log" 2>/dev/null | cut -c1-160) |"
   done
   echo "gpu-run: $( ((ok)) && echo all steps passed || echo SOME STEPS FAILED)" \
-       "in $(elapsed) s; logs in $OUT (check.log bench.log bench.md bench.json" \
+       "in $(elapsed) s; logs in $OUT (check.log big.log bench.log bench.md bench.json" \
        "memcheck.log racecheck.log summary.txt)"
 } | tee -a "$OUT/summary.txt"
 ((ok)) && exit 0 || exit 1
