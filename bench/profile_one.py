@@ -1,0 +1,53 @@
+#!/usr/bin/env python3
+"""Launches one compiled configuration a few times, for a profiler.
+
+    ncu --kernel-name regex:dx --launch-count 1 --section SpeedOfLight \\
+        python3 bench/profile_one.py layer_norm_grad-n4096-bf16-deterministic 16384
+
+Inputs are fresh random data (never zeros); dtypes and shapes come from the
+configuration's manifest.
+"""
+
+import json
+import os
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import normrt  # noqa: E402
+
+GPU_DIR = os.environ.get("NORM_GPU_DIR", ".dev/gpu")
+DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
+
+
+def main():
+    name, m = sys.argv[1], int(sys.argv[2])
+    repeats = int(sys.argv[3]) if len(sys.argv) > 3 else 3
+    entry = json.load(open(os.path.join(GPU_DIR, "configs.json")))["configs"][name]
+    manifest = json.load(open(os.path.join(GPU_DIR, entry["manifest"])))
+    rt = normrt.Runtime(normrt.find_library(GPU_DIR))
+    rc, mod, msg, _, _ = normrt.load_config(rt, GPU_DIR, entry)
+    if rc:
+        sys.exit("profile_one: load failed: " + msg)
+    tensors, keep = [], []
+    for a in manifest["arguments"]:
+        shape = [m if d == "?" else d for d in a["shape"]]
+        t = torch.randn(*shape, device="cuda").to(DTYPES[a["dtype"]])
+        if a["name"] == "rstd":
+            t = t.abs() + 0.5
+        keep.append(t)
+        tensors.append(normrt.torch_tensor(a["name"], t))
+    rc, ws_bytes, msg = mod.workspace_bytes(m)
+    ws = torch.empty(max(ws_bytes, 1), device="cuda", dtype=torch.uint8)
+    for _ in range(repeats):
+        rc, msg = mod.launch(tensors, ws.data_ptr(), ws_bytes,
+                             torch.cuda.current_stream().cuda_stream)
+        if rc:
+            sys.exit("profile_one: launch failed: " + msg)
+    torch.cuda.synchronize()
+    print("profile_one: %s M=%d launched %d times" % (name, m, repeats))
+
+
+if __name__ == "__main__":
+    main()
