@@ -193,9 +193,15 @@ private:
   // output must be the same on every run.
   llvm::MapVector<Value, Value> privateArrays; // cache memref -> private array
   llvm::MapVector<Value, Value> partialArrays; // workspace -> accumulator
-  /// Accumulators in shared memory, indexed by column (one row in flight:
-  /// each column has one owner thread), instead of registers.
+  /// Accumulators in shared memory (one row in flight: each column has one
+  /// owner thread) instead of registers. Slot (k * V + e) * L + lane holds
+  /// element e of the lane's k-th chunk, so the lanes of a warp touch
+  /// consecutive words: no bank conflicts.
   bool partialsByColumn = false;
+  Value partialSlot(OpBuilder &rb, int64_t k, int64_t e) {
+    return arith::AddIOp::create(
+        rb, loc, cIndex(rb, loc, (k * g.vec + e) * g.lanes), lane);
+  }
   SmallVector<Value> shuffleScratch;        // cross-warp reduce buffers
 
   Value c(int64_t v) { return cIndex(b, loc, v); }
@@ -282,7 +288,8 @@ void RowMapper::emitElement(OpBuilder &rb, scf::ForOp loop, IRMapping m,
       if (Value acc = partialArrays.lookup(load.getMemRef());
           acc && partialsByColumn) {
         m.map(load.getResult(),
-              memref::LoadOp::create(rb, loc, acc, ValueRange{j}));
+              memref::LoadOp::create(rb, loc, acc,
+                                     ValueRange{partialSlot(rb, *k, e)}));
         continue;
       }
       Value arr = privateArrays.lookup(load.getMemRef());
@@ -304,7 +311,7 @@ void RowMapper::emitElement(OpBuilder &rb, scf::ForOp loop, IRMapping m,
       if (Value acc = partialArrays.lookup(store.getMemRef());
           acc && partialsByColumn) {
         memref::StoreOp::create(rb, loc, materialize(rb, store.getValue(), m),
-                                acc, ValueRange{j});
+                                acc, ValueRange{partialSlot(rb, *k, e)});
         continue;
       }
       Value arr = privateArrays.lookup(store.getMemRef());
@@ -540,7 +547,23 @@ void RowMapper::combinePartials() {
       scf::ForOp::create(
           b, loc, tid, c(n), c(g.threads), ValueRange{},
           [&](OpBuilder &fb, Location, Value j, ValueRange) {
-            Value v = memref::LoadOp::create(fb, loc, acc, ValueRange{j});
+            // Column j is element e of chunk c = j / V, which lane c % L
+            // holds as its chunk k = c / L.
+            auto ci = [&](int64_t v) { return cIndex(fb, loc, v); };
+            Value chunk = arith::DivUIOp::create(fb, loc, j, ci(g.vec));
+            Value e = arith::RemUIOp::create(fb, loc, j, ci(g.vec));
+            Value owner = arith::RemUIOp::create(fb, loc, chunk, ci(g.lanes));
+            Value k = arith::DivUIOp::create(fb, loc, chunk, ci(g.lanes));
+            Value slot = arith::AddIOp::create(
+                fb, loc,
+                arith::MulIOp::create(
+                    fb, loc,
+                    arith::AddIOp::create(
+                        fb, loc, arith::MulIOp::create(fb, loc, k, ci(g.vec)),
+                        e),
+                    ci(g.lanes)),
+                owner);
+            Value v = memref::LoadOp::create(fb, loc, acc, ValueRange{slot});
             memref::StoreOp::create(fb, loc, v, wsK, ValueRange{p, j});
             scf::YieldOp::create(fb, loc);
           });
@@ -686,19 +709,19 @@ LogicalResult RowMapper::emit(Value lo, Value hi,
       });
     // One row in flight: the partial rows live in shared memory (registers
     // are better spent on the row cache, so more rows are in flight per SM).
-    int64_t n = *g.n;
+    int64_t slots = g.chunksPerLane * g.vec * g.lanes;
     partialsByColumn = g.rows == 1 && !partialStores.empty() &&
-                       int64_t(partialStores.size()) * n * 4 <= 32 * 1024;
+                       int64_t(partialStores.size()) * slots * 4 <= 32 * 1024;
     for (memref::StoreOp store : partialStores) {
       Type t = store.getValue().getType();
       Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(t));
       if (partialsByColumn) {
         Value acc = launch.addWorkgroupAttribution(
-            MemRefType::get({n}, t, AffineMap(),
+            MemRefType::get({slots}, t, AffineMap(),
                             gpu::AddressSpaceAttr::get(
                                 b.getContext(), gpu::AddressSpace::Workgroup)),
             loc);
-        scf::ForOp::create(b, loc, tid, c(n), c(g.threads), ValueRange{},
+        scf::ForOp::create(b, loc, tid, c(slots), c(g.threads), ValueRange{},
                            [&](OpBuilder &fb, Location, Value j, ValueRange) {
                              memref::StoreOp::create(fb, loc, zero, acc,
                                                      ValueRange{j});
