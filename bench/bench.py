@@ -143,9 +143,9 @@ def dry_run(args, index):
 
 
 def C_groups(m, n):
-    """docs/Lowering.md: G = max(1, min(clamp(2^21 / N, 128, 2048),
+    """docs/Lowering.md: G = max(1, min(clamp(2^21 / N, 128, 512),
     ceil(M / 8)))."""
-    cap = min(max((1 << 21) // n, 128), 2048)
+    cap = min(max((1 << 21) // n, 128), 512)
     return max(1, min(cap, -(-m // 8)))
 
 

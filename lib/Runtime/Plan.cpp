@@ -19,7 +19,7 @@ int64_t mlir::norm::runtime::defaultGroups(int64_t m, int64_t n) {
   // Keep these equal to Groups.h (kPartialElements, kMinGroupCap,
   // kMaxGroupCap, kMinRowsPerGroup); normrt-groups-test compares them.
   constexpr int64_t partialElements = int64_t(1) << 21;
-  constexpr int64_t minGroupCap = 128, maxGroupCap = 2048;
+  constexpr int64_t minGroupCap = 128, maxGroupCap = 512;
   constexpr int64_t minRowsPerGroup = 8;
   int64_t cap = std::clamp(partialElements / std::max<int64_t>(n, 1),
                            minGroupCap, maxGroupCap);

@@ -7,7 +7,7 @@
 // version. A mismatch would launch too few programs and skip rows, so this
 // compares normrt_default_groups with norm::defaultGroups over a grid of
 // (M, N) that covers every branch: M around multiples of 16 and every cap
-// boundary, N around the powers of two where 2^21 / N crosses 32 and 2048.
+// boundary, N around the powers of two where 2^21 / N crosses 128 and 512.
 //
 //===----------------------------------------------------------------------===//
 

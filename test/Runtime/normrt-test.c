@@ -205,7 +205,7 @@ static int builtinChecks(void) {
   printf("NULL buffer: ");
   report(normrt_dry_run(m, t, 2, NULL, 0, NULL, 8, &length));
 
-  // CHECK: default groups: 1 2 3 512 2048 128
+  // CHECK: default groups: 1 2 3 512 512 128
   printf("default groups: %" PRId64 " %" PRId64 " %" PRId64 " %" PRId64
          " %" PRId64 " %" PRId64 "\n",
          normrt_default_groups(0, 4096), normrt_default_groups(16, 4096),

@@ -23,7 +23,7 @@
 // CHECK: } {norm.accumulate = f32, norm.id = 0 : i64, norm.stage = "xhat"}
 // CHECK: %[[G:.*]] = memref.alloc(%[[M]], %[[N]]) {norm.recomputable} : memref<?x?xbf16>
 // CHECK: norm.stage = "g"
-// The number of partial rows: max(1, min(clamp(2^21 / N, 128, 2048), ceil(M / 8))).
+// The number of partial rows: max(1, min(clamp(2^21 / N, 128, 512), ceil(M / 8))).
 // CHECK: arith.constant 2097152 : index
 // CHECK: arith.ceildivui %[[M]], %c8
 // CHECK: arith.minui

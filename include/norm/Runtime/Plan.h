@@ -24,7 +24,7 @@
 namespace mlir::norm::runtime {
 
 /// The runtime's copy of norm::defaultGroups (Groups.h), which it cannot
-/// link: G = max(1, min(clamp(2^21 / N, 128, 2048), ceil(M / 8))). A test
+/// link: G = max(1, min(clamp(2^21 / N, 128, 512), ceil(M / 8))). A test
 /// keeps the two equal.
 int64_t defaultGroups(int64_t m, int64_t n);
 

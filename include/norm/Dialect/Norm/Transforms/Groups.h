@@ -24,13 +24,13 @@ namespace mlir::norm {
 /// stays small next to the 3 * M * N * s bytes of the dx pass.
 constexpr int64_t kMinRowsPerGroup = 8;
 /// Cap on G as a function of N: about 2^21 partial elements, between 128 and
-/// 2048 rows (2048 programs for N = 24, 512 for N = 4096: several per SM,
+/// 512 rows (512 programs for N <= 4096, fewer above: several per SM,
 /// for 4% extra traffic).
 constexpr int64_t kPartialElements = int64_t(1) << 21;
 constexpr int64_t kMinGroupCap = 128;
-constexpr int64_t kMaxGroupCap = 2048;
+constexpr int64_t kMaxGroupCap = 512;
 
-/// G = max(1, min(clamp(2^21 / N, 128, 2048), ceil(M / 8))).
+/// G = max(1, min(clamp(2^21 / N, 128, 512), ceil(M / 8))).
 int64_t defaultGroups(int64_t m, int64_t n);
 
 /// The same formula as IR on index values.
