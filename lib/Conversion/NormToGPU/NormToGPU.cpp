@@ -168,6 +168,8 @@ struct RowNest {
   Geometry geometry;
   bool deterministicPartials = false;
   bool locked = false;
+  /// Limits of the target (shared memory); never the sum order.
+  const norm::TargetInfo *target = nullptr;
 };
 
 class RowMapper {
@@ -710,8 +712,11 @@ LogicalResult RowMapper::emit(Value lo, Value hi,
     // One row in flight: the partial rows live in shared memory (registers
     // are better spent on the row cache, so more rows are in flight per SM).
     int64_t slots = g.chunksPerLane * g.vec * g.lanes;
+    // Shared memory for the partial rows, leaving 16 KB of the static
+    // budget to the reductions' scratch.
+    int64_t budget = nest.target->maxStaticSharedBytes - 16 * 1024;
     partialsByColumn = g.rows == 1 && !partialStores.empty() &&
-                       int64_t(partialStores.size()) * slots * 4 <= 32 * 1024;
+                       int64_t(partialStores.size()) * slots * 4 <= budget;
     for (memref::StoreOp store : partialStores) {
       Type t = store.getValue().getType();
       Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(t));
@@ -925,6 +930,9 @@ void eraseHostCaches(func::FuncOp func) {
 struct MapToGPUPass : public norm::impl::NormMapToGPUBase<MapToGPUPass> {
   using Base::Base;
 
+  /// The chip's facts, set at the start of runOnOperation.
+  std::optional<norm::TargetInfo> target;
+
   SmallVector<Attribute> kernels;
 
   void record(OpBuilder &b, StringRef name, StringRef kind, int64_t threads,
@@ -1104,6 +1112,7 @@ struct MapToGPUPass : public norm::impl::NormMapToGPUBase<MapToGPUPass> {
   LogicalResult mapRows(scf::ForOp nest, StringRef name, bool forward) {
     RowNest rn;
     rn.nest = nest;
+    rn.target = &*target;
     if (forward) {
       rn.rows = nest;
     } else {
@@ -1135,7 +1144,7 @@ struct MapToGPUPass : public norm::impl::NormMapToGPUBase<MapToGPUPass> {
     rn.geometry = chooseGeometry(n, rowElementBytes(rn.rows), threads,
                                  maxRegisterElements, rn.locked);
     if (rn.deterministicPartials && rn.geometry.registers && n &&
-        rn.geometry.rows * *n * 4 * 2 > 48 * 1024)
+        rn.geometry.rows * *n * 4 * 2 > target->maxStaticSharedBytes)
       rn.geometry = chooseGeometry(n, rowElementBytes(rn.rows), threads,
                                    maxRegisterElements, /*whole=*/true);
     if (!rn.geometry.registers)
@@ -1186,7 +1195,7 @@ struct MapToGPUPass : public norm::impl::NormMapToGPUBase<MapToGPUPass> {
 
   void runOnOperation() override {
     func::FuncOp func = getOperation();
-    std::optional<norm::TargetInfo> target = norm::TargetInfo::get(chip);
+    target = norm::TargetInfo::get(chip);
     if (!target) {
       func.emitError() << "norm-map-to-gpu: unknown chip '" << chip << "'";
       return signalPassFailure();
