@@ -220,6 +220,17 @@ private:
                    DenseMap<Value, SmallVector<Value>> *stores,
                    SmallVector<Value> &carried);
   SmallVector<Value> crossLaneReduce(ValueRange partials);
+  /// `if (row active && thread 0) { body }`: the block's one lock holder.
+  void onLeader(function_ref<void(OpBuilder &, IRMapping &)> body) {
+    Value first =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid, c(0));
+    scf::IfOp::create(b, loc, arith::AndIOp::create(b, loc, rowActive, first),
+                      [&](OpBuilder &ib, Location) {
+                        IRMapping m = base;
+                        body(ib, m);
+                        scf::YieldOp::create(ib, loc);
+                      });
+  }
   bool isRowAccess(Operation *op, scf::ForOp loop, Value memref,
                    ValueRange indices);
   void combinePartials();
@@ -794,25 +805,15 @@ LogicalResult RowMapper::emit(Value lo, Value hi,
     }
     if (isa<scf::WhileOp>(op)) {
       // Lock acquire: one thread spins, then the block may proceed.
-      scf::IfOp::create(
-          b, loc,
-          arith::AndIOp::create(
-              b, loc, rowActive,
-              arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid,
-                                    c(0))),
-          [&](OpBuilder &ib, Location) {
-            IRMapping m = base;
-            for (Value operand : op.getOperands())
+      onLeader([&](OpBuilder &ib, IRMapping &m) {
+        op.walk([&](Operation *inner) {
+          for (Value operand : inner->getOperands())
+            if (!op.isAncestor(operand.getParentRegion()->getParentOp()))
               materialize(ib, operand, m);
-            op.walk([&](Operation *inner) {
-              for (Value operand : inner->getOperands())
-                if (!op.isAncestor(operand.getParentRegion()->getParentOp()))
-                  materialize(ib, operand, m);
-            });
-            ib.clone(op, m);
-            NVVM::MembarOp::create(ib, loc, NVVM::MemScopeKind::GPU);
-            scf::YieldOp::create(ib, loc);
-          });
+        });
+        ib.clone(op, m);
+        NVVM::MembarOp::create(ib, loc, NVVM::MemScopeKind::GPU);
+      });
       gpu::BarrierOp::create(b, loc);
       continue;
     }
@@ -820,20 +821,12 @@ LogicalResult RowMapper::emit(Value lo, Value hi,
         rmw && rmw.getKind() == arith::AtomicRMWKind::assign) {
       // Lock release: the block's writes first, then one thread releases.
       gpu::BarrierOp::create(b, loc);
-      scf::IfOp::create(
-          b, loc,
-          arith::AndIOp::create(
-              b, loc, rowActive,
-              arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid,
-                                    c(0))),
-          [&](OpBuilder &ib, Location) {
-            IRMapping m = base;
-            NVVM::MembarOp::create(ib, loc, NVVM::MemScopeKind::GPU);
-            for (Value operand : op.getOperands())
-              materialize(ib, operand, m);
-            ib.clone(op, m);
-            scf::YieldOp::create(ib, loc);
-          });
+      onLeader([&](OpBuilder &ib, IRMapping &m) {
+        NVVM::MembarOp::create(ib, loc, NVVM::MemScopeKind::GPU);
+        for (Value operand : op.getOperands())
+          materialize(ib, operand, m);
+        ib.clone(op, m);
+      });
       continue;
     }
     if (isMemoryEffectFree(&op) || isa<memref::LoadOp>(op))

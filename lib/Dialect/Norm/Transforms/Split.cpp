@@ -78,6 +78,17 @@ FailureOr<Value> asFlat(ImplicitLocOpBuilder &b, Operation *op, StringRef name,
   return memref::CollapseShapeOp::create(b, v, re).getResult();
 }
 
+/// The storage (element) type of a buffer-form op's reference activation;
+/// an error for the value form.
+template <typename OpT>
+FailureOr<FloatType> bufferFormStorage(OpT op, Value reference) {
+  if (!op.isBufferForm())
+    return op.emitOpError()
+           << "norm-split lowers the buffer form; bufferize first "
+              "(one-shot-bufferize, or the norm-lower-to-loops pipeline)";
+  return cast<FloatType>(cast<MemRefType>(reference.getType()).getElementType());
+}
+
 void tag(Operation *loop, StringRef stage, int64_t id, Type acc) {
   Builder b(loop->getContext());
   loop->setAttr(stage::kStageAttr, b.getStringAttr(stage));
@@ -180,15 +191,12 @@ struct PartialScheme {
 template <typename OpT>
 LogicalResult lowerGrad(OpT op, const SplitConfig &config, int64_t id) {
   ImplicitLocOpBuilder b(op.getLoc(), op);
-  if (!op.isBufferForm())
-    return op.emitOpError()
-           << "norm-split lowers the buffer form; bufferize first "
-              "(one-shot-bufferize, or the norm-lower-to-loops pipeline)";
+  FailureOr<FloatType> storage = bufferFormStorage(op, op.getInput());
+  if (failed(storage))
+    return failure();
   constexpr bool kLayer = isLayerNorm<OpT>();
-  auto storage = cast<FloatType>(
-      cast<MemRefType>(op.getInput().getType()).getElementType());
   FloatType acc = op.getAccumulationElementType();
-  Emitter e(b, storage, acc);
+  Emitter e(b, *storage, acc);
 
   FailureOr<Value> in = asRows(b, op, op.getX() ? "x" : "xhat", op.getInput());
   if (failed(in))
@@ -237,8 +245,8 @@ LogicalResult lowerGrad(OpT op, const SplitConfig &config, int64_t id) {
     xhat = allocRecomputable(e, mOfr, nOfr);
     scratch.push_back(xhat);
     scf::ForOp nest = e.loop(zero, m, [&](Value i) {
-      Value r = e.convert(e.load(*rstd, {i}), storage);
-      Value mu = mean ? e.convert(e.load(mean, {i}), storage) : Value();
+      Value r = e.convert(e.load(*rstd, {i}), e.storage);
+      Value mu = mean ? e.convert(e.load(mean, {i}), e.storage) : Value();
       e.loop(zero, n, [&](Value j) {
         Value v = e.load(*in, {i, j});
         if (mu)
@@ -252,7 +260,7 @@ LogicalResult lowerGrad(OpT op, const SplitConfig &config, int64_t id) {
   // 2. g = dy * w (w + 1 when zero-centred), materialised.
   Value g = *dy;
   auto effectiveWeight = [&](Value j) {
-    Value w = e.convert(e.load(weight, {j}), storage);
+    Value w = e.convert(e.load(weight, {j}), e.storage);
     if (op.getZeroCenteredWeight())
       w = arith::AddFOp::create(b, w, e.storageConstant(1.0));
     return w;
@@ -361,7 +369,7 @@ LogicalResult lowerGrad(OpT op, const SplitConfig &config, int64_t id) {
   // 4. dx, program by program, row by row: two in-row sums, then the row.
   scf::ForOp dxNest = programs.forEachRow(e, [&](Value, Value r) {
     Value nf = e.indexToStorage(n);
-    Value rs = e.convert(e.load(*rstd, {r}), storage);
+    Value rs = e.convert(e.load(*rstd, {r}), e.storage);
     Value z = e.storageConstant(0.0);
     scf::ForOp sums =
         e.reduction(zero, n, {z, z}, [&](Value j, ValueRange carried) {
@@ -401,15 +409,12 @@ LogicalResult lowerGrad(OpT op, const SplitConfig &config, int64_t id) {
 template <typename OpT>
 LogicalResult lowerForward(OpT op, int64_t id) {
   ImplicitLocOpBuilder b(op.getLoc(), op);
-  if (!op.isBufferForm())
-    return op.emitOpError()
-           << "norm-split lowers the buffer form; bufferize first "
-              "(one-shot-bufferize, or the norm-lower-to-loops pipeline)";
+  FailureOr<FloatType> storage = bufferFormStorage(op, op.getX());
+  if (failed(storage))
+    return failure();
   constexpr bool kLayer = isLayerNorm<OpT>();
-  auto storage = cast<FloatType>(
-      cast<MemRefType>(op.getX().getType()).getElementType());
   FloatType acc = op.getAccumulationElementType();
-  Emitter e(b, storage, acc);
+  Emitter e(b, *storage, acc);
 
   FailureOr<Value> x = asRows(b, op, "x", op.getX());
   if (failed(x))
@@ -480,14 +485,14 @@ LogicalResult lowerForward(OpT op, int64_t id) {
                 xhatOut, {r, j});
       Value out = h;
       if (weight) {
-        Value w = e.convert(e.load(weight, {j}), storage);
+        Value w = e.convert(e.load(weight, {j}), e.storage);
         if (op.getZeroCenteredWeight())
           w = arith::AddFOp::create(b, w, e.storageConstant(1.0));
         out = arith::MulFOp::create(b, out, w);
       }
       if (bias)
         out = arith::AddFOp::create(b, out,
-                                    e.convert(e.load(bias, {j}), storage));
+                                    e.convert(e.load(bias, {j}), e.storage));
       e.store(out, *y, {r, j});
     });
   });
