@@ -78,31 +78,11 @@ NC=$BUILD_DIR/bin/norm-compile
 [[ -x $NC ]] || { echo "gpu-prepare: $NC not built" >&2; exit 1; }
 
 #--- compile every configuration ------------------------------------------#
-rm -rf "$KDIR"
-mkdir -p "$KDIR"
 rm -f "$OUTDIR/libnormrt.so" "$OUTDIR/configs.json" "$OUTDIR/resources.txt"
-python3 bench/configs.py jobs >"$OUTDIR/jobs.tsv"
-njobs=$(wc -l <"$OUTDIR/jobs.tsv")
+njobs=$(python3 bench/configs.py jobs | wc -l)
 log "compiling $njobs configurations with $JOBS jobs into $KDIR"
-
-# One line of jobs.tsv: name<TAB>flag<TAB>flag...
-compile_one() {
-  local line=$1 name
-  IFS=$'\t' read -r -a f <<<"$line"
-  name=${f[0]}
-  if "$NC" "${f[@]:1}" -o "$KDIR/$name.ptx" --manifest "$KDIR/$name.json" \
-       2>"$KDIR/$name.err"; then
-    [[ -s $KDIR/$name.err ]] || rm -f "$KDIR/$name.err"
-  else
-    rm -f "$KDIR/$name.ptx" "$KDIR/$name.json"
-    echo "FAILED $name: $(head -c 300 "$KDIR/$name.err")" >&2
-  fi
-}
-export -f compile_one
-export NC KDIR
-
 t0=$(date +%s.%N)
-xargs -P "$JOBS" -d '\n' -n 1 bash -c 'compile_one "$1"' _ <"$OUTDIR/jobs.tsv" || true
+JOBS=$JOBS bash scripts/compile-configs.sh "$NC" "$KDIR" || true
 t1=$(date +%s.%N)
 compile_s=$(python3 -c "print('%.1f' % ($t1 - $t0))")
 

@@ -11,7 +11,7 @@
 // CHECK-NOT: tensor<
 // CHECK-NOT: norm.rms_norm_grad
 // CHECK: %[[WS:[^ ]+]] = memref.alloc(%{{.*}}) : memref<?x4096xf32>
-// CHECK: norm.stage = "zero"
+// CHECK: norm.stage = #norm.stage<zero>
 // CHECK: scf.for %[[P:[^ ]+]] =
 // CHECK:   scf.for %[[R:[^ ]+]] =
 // CHECK:     scf.for %[[J:[^ ]+]] = {{.*}} -> (f32
@@ -19,8 +19,8 @@
 // CHECK:       memref.store {{.*}}, %[[WS]][%[[P]], %[[J]]]
 // CHECK:     scf.for
 // CHECK:       arith.truncf {{.*}} : f32 to bf16
-// CHECK: norm.stage = "dx"
-// CHECK: norm.stage = "reduce"
+// CHECK: norm.stage = #norm.stage<dx>
+// CHECK: norm.stage = #norm.stage<reduce>
 
 // OPTS: arith.constant 32 : index
 // OPTS: memref.atomic_rmw addf

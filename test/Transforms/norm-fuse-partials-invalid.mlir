@@ -12,13 +12,13 @@ func.func @different_programs(%ws: memref<?x?xf32>, %a: index, %b: index, %n: in
         memref.store %v, %ws[%p, %j] : memref<?x?xf32>
       }
     }
-  } {norm.stage = "partials", norm.id = 0 : i64, norm.accumulate = f32}
+  } {norm.stage = #norm.stage<partials>, norm.id = 0 : i64, norm.accumulate = f32}
   scf.for %p = %c0 to %b step %c1 {
     scf.for %r = %c0 to %n step %c1 {
       scf.for %j = %c0 to %n step %c1 {
         memref.store %v, %ws[%r, %j] : memref<?x?xf32>
       }
     }
-  } {norm.stage = "dx", norm.id = 0 : i64, norm.accumulate = f32}
+  } {norm.stage = #norm.stage<dx>, norm.id = 0 : i64, norm.accumulate = f32}
   return
 }

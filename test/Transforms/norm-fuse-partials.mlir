@@ -5,12 +5,12 @@
 // the fixed-order reduce runs after the dx nest.
 // CHECK-LABEL: func @layer_norm_grad_fused
 // CHECK-SAME: (%[[DY:[^:]+]]: memref<?x?xbf16>, %[[X:[^:]+]]: memref<?x?xbf16>
-// CHECK-NOT: norm.stage = "partials"
+// CHECK-NOT: norm.stage = #norm.stage<partials>
 // CHECK: %[[WSW:.*]] = memref.alloc({{.*}}) : memref<?x?xf32>
 // CHECK: %[[WSB:.*]] = memref.alloc({{.*}}) : memref<?x?xf32>
-// CHECK: norm.stage = "zero"
-// CHECK: %[[CDY:.*]] = memref.alloc(%{{.*}}) {norm.private} : memref<?xf32>
-// CHECK: %[[CX:.*]] = memref.alloc(%{{.*}}) {norm.private} : memref<?xf32>
+// CHECK: norm.stage = #norm.stage<zero>
+// CHECK: %[[CDY:.*]] = memref.alloc(%{{.*}}) {norm.row_cache} : memref<?xf32>
+// CHECK: %[[CX:.*]] = memref.alloc(%{{.*}}) {norm.row_cache} : memref<?xf32>
 // CHECK: scf.for %[[P:.*]] =
 // CHECK:   scf.for %[[R:.*]] =
 // CHECK:     scf.for %[[J:.*]] = {{.*}} iter_args
@@ -29,10 +29,10 @@
 // CHECK:       memref.load %[[CDY]][%[[K]]]
 // CHECK:       memref.load %[[CX]][%[[K]]]
 // CHECK:       memref.store
-// CHECK: norm.stage = "dx"
+// CHECK: norm.stage = #norm.stage<dx>
 // CHECK: memref.dealloc %[[CX]]
 // CHECK: memref.dealloc %[[CDY]]
-// CHECK: norm.stage = "reduce"
+// CHECK: norm.stage = #norm.stage<reduce>
 func.func @layer_norm_grad_fused(%dy: memref<?x?xbf16>, %x: memref<?x?xbf16>, %mean: memref<?xf32>,
                                  %rstd: memref<?xf32>, %w: memref<?xf32>, %dx: memref<?x?xbf16>,
                                  %dw: memref<?xf32>, %db: memref<?xf32>) {
@@ -52,7 +52,7 @@ func.func @layer_norm_grad_fused(%dy: memref<?x?xbf16>, %x: memref<?x?xbf16>, %m
 // CHECK:   memref.store {{.*}} : memref<?x?xf32>
 // CHECK: }
 // CHECK: memref.atomic_rmw assign
-// CHECK: norm.stage = "dx"
+// CHECK: norm.stage = #norm.stage<dx>
 func.func @rms_norm_grad_locked(%dy: memref<?x?xf32>, %x: memref<?x?xf32>, %rstd: memref<?xf32>,
                                 %w: memref<?xf32>, %dx: memref<?x?xf32>, %dw: memref<?xf32>) {
   norm.rms_norm_grad dy(%dy : memref<?x?xf32>) x(%x : memref<?x?xf32>) rstd(%rstd : memref<?xf32>)
@@ -66,7 +66,7 @@ func.func @rms_norm_grad_locked(%dy: memref<?x?xf32>, %x: memref<?x?xf32>, %rstd
 // The forward row nest reads x once as well: the variance and y loops read
 // the cache the mean loop filled.
 // CHECK-LABEL: func @layer_norm_forward_cached
-// CHECK: %[[C:.*]] = memref.alloc(%{{.*}}) {norm.private} : memref<?xf32>
+// CHECK: %[[C:.*]] = memref.alloc(%{{.*}}) {norm.row_cache} : memref<?xf32>
 // CHECK: scf.for
 // CHECK:   scf.for
 // CHECK:     memref.store %{{.*}}, %[[C]]
@@ -74,7 +74,7 @@ func.func @rms_norm_grad_locked(%dy: memref<?x?xf32>, %x: memref<?x?xf32>, %rstd
 // CHECK:     memref.load %[[C]]
 // CHECK:   scf.for
 // CHECK:     memref.load %[[C]]
-// CHECK: norm.stage = "forward"
+// CHECK: norm.stage = #norm.stage<forward>
 func.func @layer_norm_forward_cached(%x: memref<?x?xf16>, %y: memref<?x?xf16>, %mean: memref<?xf32>,
                                      %rstd: memref<?xf32>) {
   norm.layer_norm x(%x : memref<?x?xf16>) outs y(%y : memref<?x?xf16>) mean(%mean : memref<?xf32>)

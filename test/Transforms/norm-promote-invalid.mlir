@@ -7,6 +7,6 @@ func.func @no_accumulate_type(%x: memref<?xbf16>, %n: index) {
   scf.for %j = %c0 to %n step %c1 {
     %v = memref.load %x[%j] : memref<?xbf16>
     memref.store %v, %x[%j] : memref<?xbf16>
-  } {norm.stage = "dx"}
+  } {norm.stage = #norm.stage<dx>}
   return
 }

@@ -15,7 +15,7 @@
 // CHECK:   %[[P:.*]] = arith.mulf %[[S]], %[[RS]] : f32
 // CHECK:   %[[T:.*]] = arith.truncf %[[P]] : f32 to bf16
 // CHECK:   memref.store %[[T]], %{{.*}}[%[[I]]] : memref<?xbf16>
-// CHECK: norm.stage = "dx"
+// CHECK: norm.stage = #norm.stage<dx>
 func.func @promote_bf16_row(%x: memref<?x?xbf16>, %r: memref<?xf32>, %out: memref<?xbf16>, %m: index, %n: index) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -30,7 +30,7 @@ func.func @promote_bf16_row(%x: memref<?x?xbf16>, %r: memref<?xf32>, %out: memre
     }
     %p = arith.mulf %s, %rst : bf16
     memref.store %p, %out[%i] : memref<?xbf16>
-  } {norm.stage = "dx", norm.id = 0 : i64, norm.accumulate = f32}
+  } {norm.stage = #norm.stage<dx>, norm.id = 0 : i64, norm.accumulate = f32}
   return
 }
 
@@ -63,6 +63,6 @@ func.func @outside_value_f64(%x: memref<?xf32>, %s: f32, %n: index) {
     %v = memref.load %x[%j] : memref<?xf32>
     %m = arith.mulf %v, %s : f32
     memref.store %m, %x[%j] : memref<?xf32>
-  } {norm.stage = "dx", norm.id = 0 : i64, norm.accumulate = f64}
+  } {norm.stage = #norm.stage<dx>, norm.id = 0 : i64, norm.accumulate = f64}
   return
 }

@@ -6,7 +6,7 @@
 // CHECK-LABEL: func @recompute_xhat
 // CHECK-SAME: (%[[X:[^:]+]]: memref<?x?xf32>, %[[R:[^:]+]]: memref<?xf32>, %[[OUT:[^:]+]]: memref<?x?xf32>
 // CHECK-NOT: memref.alloc
-// CHECK-NOT: norm.stage = "xhat"
+// CHECK-NOT: norm.stage = #norm.stage<xhat>
 // CHECK: scf.for %[[I:.*]] =
 // CHECK:   scf.for %[[J:.*]] =
 // CHECK:     %[[RS:.*]] = memref.load %[[R]][%[[I]]]
@@ -26,7 +26,7 @@ func.func @recompute_xhat(%x: memref<?x?xf32>, %r: memref<?xf32>, %out: memref<?
       %h = arith.mulf %v, %rs : f32
       memref.store %h, %xhat[%i, %j] : memref<?x?xf32>
     }
-  } {norm.stage = "xhat", norm.id = 0 : i64, norm.accumulate = f32}
+  } {norm.stage = #norm.stage<xhat>, norm.id = 0 : i64, norm.accumulate = f32}
   scf.for %i = %c0 to %m step %c1 {
     scf.for %j = %c0 to %n step %c1 {
       %h = memref.load %xhat[%i, %j] : memref<?x?xf32>
@@ -61,7 +61,7 @@ func.func @untagged_left_alone(%v: f32, %n: index) -> f32 {
 // SPLIT-LABEL: func @layer_norm_grad
 // SPLIT-NOT: norm.recomputable
 // SPLIT-NOT: memref<?x?xbf16> = memref.alloc
-// SPLIT: norm.stage = "zero"
+// SPLIT: norm.stage = #norm.stage<zero>
 // SPLIT: scf.for
 // SPLIT:   scf.for %[[ROW:.*]] =
 // SPLIT:     scf.for %[[C:.*]] =
@@ -70,7 +70,7 @@ func.func @untagged_left_alone(%v: f32, %n: index) -> f32 {
 // SPLIT:       %[[D:.*]] = arith.subf %[[XV]]
 // SPLIT:       %[[XH:.*]] = arith.mulf %[[D]]
 // SPLIT:       arith.mulf %[[DYV]], %[[XH]] : bf16
-// SPLIT: norm.stage = "partials"
+// SPLIT: norm.stage = #norm.stage<partials>
 // SPLIT-NOT: memref.dealloc {{.*}} : memref<?x?xbf16>
 func.func @layer_norm_grad(%dy: memref<?x?xbf16>, %x: memref<?x?xbf16>, %mean: memref<?xf32>,
                            %rstd: memref<?xf32>, %w: memref<?xf32>, %dx: memref<?x?xbf16>,

@@ -20,9 +20,9 @@
 // CHECK:     %[[D:.*]] = arith.subf %[[XV]], %{{.*}} : bf16
 // CHECK:     %[[H:.*]] = arith.mulf %[[D]], %{{.*}} : bf16
 // CHECK:     memref.store %[[H]], %[[XHAT]][%[[I]], %[[J]]]
-// CHECK: } {norm.accumulate = f32, norm.id = 0 : i64, norm.stage = "xhat"}
+// CHECK: } {norm.accumulate = f32, norm.id = 0 : i64, norm.stage = #norm.stage<xhat>}
 // CHECK: %[[G:.*]] = memref.alloc(%[[M]], %[[N]]) {norm.recomputable} : memref<?x?xbf16>
-// CHECK: norm.stage = "g"
+// CHECK: norm.stage = #norm.stage<g>
 // The number of partial rows: max(1, min(clamp(2^21 / N, 128, 512), ceil(M / 8))).
 // CHECK: arith.constant 2097152 : index
 // CHECK: arith.ceildivui %[[M]], %c8
@@ -31,7 +31,7 @@
 // CHECK: %[[R:.*]] = arith.ceildivui %[[M]], %[[GROUPS]]
 // CHECK: %[[WSW:.*]] = memref.alloc(%[[GROUPS]], %[[N]]) : memref<?x?xf32>
 // CHECK: %[[WSB:.*]] = memref.alloc(%[[GROUPS]], %[[N]]) : memref<?x?xf32>
-// CHECK: norm.stage = "zero"
+// CHECK: norm.stage = #norm.stage<zero>
 // Program p owns rows [p * R, min(p * R + R, M)) and adds into partial row p.
 // CHECK: scf.for %[[P:.*]] = %{{.*}} to %[[GROUPS]]
 // CHECK:   %[[LO:.*]] = arith.muli %[[P]], %[[R]]
@@ -40,19 +40,19 @@
 // CHECK:       memref.load %[[WSW]][%[[P]], %[[C]]]
 // CHECK:       arith.addf {{.*}} : f32
 // CHECK:       memref.store {{.*}}, %[[WSW]][%[[P]], %[[C]]]
-// CHECK: norm.stage = "partials"
+// CHECK: norm.stage = #norm.stage<partials>
 // CHECK: scf.for %[[COL:.*]] =
 // CHECK:   %[[SUMS:.*]]:2 = scf.for %[[Q:.*]] = %{{.*}} to %[[GROUPS]] {{.*}} -> (f32, f32)
 // CHECK:   memref.store %[[SUMS]]#0, %[[DW]][%[[COL]]] : memref<?xf32>
 // CHECK:   memref.store %[[SUMS]]#1, %[[DB]][%[[COL]]] : memref<?xf32>
-// CHECK: norm.stage = "reduce"
+// CHECK: norm.stage = #norm.stage<reduce>
 // CHECK: scf.for %{{.*}} = %{{.*}} to %[[GROUPS]]
 // CHECK:   %[[S:.*]]:2 = scf.for {{.*}} -> (bf16, bf16)
 // CHECK:   arith.divf %[[S]]#0
 // CHECK:   arith.divf %[[S]]#1
 // CHECK:   scf.for
 // CHECK:     memref.store {{.*}}, %[[DX]]
-// CHECK: norm.stage = "dx"
+// CHECK: norm.stage = #norm.stage<dx>
 // CHECK: memref.dealloc %[[WSW]]
 // CHECK: memref.dealloc %[[WSB]]
 // CHECK: memref.dealloc %[[XHAT]]
@@ -77,8 +77,9 @@ func.func @layer_norm_grad_bf16(%dy: memref<?x?xbf16>, %x: memref<?x?xbf16>, %me
 // CHECK-LABEL: func @rms_norm_grad_no_weight
 // CHECK: memref.alloc({{.*}}) {norm.recomputable} : memref<?x128xf32>
 // CHECK-NOT: norm.recomputable
-// CHECK-NOT: norm.stage = "partials"
-// CHECK: norm.stage = "dx"
+// CHECK-NOT: norm.stage = #norm.stage<partials>
+// No partial rows, so no strategy on the dx nest.
+// CHECK: {norm.accumulate = f32, norm.id = 0 : i64, norm.stage = #norm.stage<dx>}
 func.func @rms_norm_grad_no_weight(%dy: memref<?x128xf32>, %x: memref<?x128xf32>,
                                    %rstd: memref<?xf32>, %dx: memref<?x128xf32>) {
   norm.rms_norm_grad dy(%dy : memref<?x128xf32>) x(%x : memref<?x128xf32>)
@@ -96,7 +97,10 @@ func.func @rms_norm_grad_no_weight(%dy: memref<?x128xf32>, %x: memref<?x128xf32>
 // CHECK:   scf.for %[[ROW:.*]] =
 // CHECK:     %[[T:.*]] = arith.remui %[[ROW]], %[[G64]]
 // CHECK:       memref.atomic_rmw addf %{{.*}}, %{{.*}}[%[[T]], %{{.*}}]
-// CHECK: norm.stage = "partials"
+// The strategy is recorded on every nest of the reduction, and on dx.
+// CHECK: norm.stage = #norm.stage<partials>, norm.strategy = #norm.strategy<grouped_atomic>
+// CHECK: norm.stage = #norm.stage<reduce>, norm.strategy = #norm.strategy<grouped_atomic>
+// CHECK: norm.stage = #norm.stage<dx>, norm.strategy = #norm.strategy<grouped_atomic>
 func.func @rms_norm_grad_grouped_atomic(%dy: memref<?x24xbf16>, %x: memref<?x24xbf16>,
                                         %rstd: memref<?xf32>, %w: memref<24xbf16>,
                                         %dx: memref<?x24xbf16>, %dw: memref<24xbf16>) {
@@ -117,7 +121,7 @@ func.func @rms_norm_grad_grouped_atomic(%dy: memref<?x24xbf16>, %x: memref<?x24x
 // CHECK:   scf.condition
 // CHECK: scf.for
 // CHECK: memref.atomic_rmw assign %{{.*}}, %[[LOCKS]]
-// CHECK: norm.stage = "partials"
+// CHECK: norm.stage = #norm.stage<partials>, norm.strategy = #norm.strategy<locked>
 func.func @layer_norm_grad_locked(%dy: memref<?x8xf32>, %x: memref<?x8xf32>, %mean: memref<?xf32>,
                                   %rstd: memref<?xf32>, %dx: memref<?x8xf32>, %db: memref<8xf32>) {
   norm.layer_norm_grad dy(%dy : memref<?x8xf32>) x(%x : memref<?x8xf32>)
@@ -134,11 +138,11 @@ func.func @layer_norm_grad_locked(%dy: memref<?x8xf32>, %x: memref<?x8xf32>, %me
 // CHECK: memref.collapse_shape %{{.*}} {{\[\[}}0, 1], [2]] : memref<2x?x24xf16> into memref<?x24xf16>
 // CHECK: memref.collapse_shape %{{.*}} {{\[\[}}0, 1]] : memref<2x?xf32> into memref<?xf32>
 // CHECK: arith.constant 1.000000e+00 : f32
-// CHECK: norm.stage = "g"
-// CHECK: norm.stage = "partials"
+// CHECK: norm.stage = #norm.stage<g>
+// CHECK: norm.stage = #norm.stage<partials>
 // CHECK: arith.addf
 // CHECK: memref.store
-// CHECK: norm.stage = "dx"
+// CHECK: norm.stage = #norm.stage<dx>
 func.func @rms_norm_grad_rank3(%dy: memref<2x?x24xf16>, %x: memref<2x?x24xf16>, %rstd: memref<2x?xf32>,
                                %w: memref<24xf16>, %res: memref<2x?x24xf16>, %dx: memref<2x?x24xf16>,
                                %dw: memref<24xf16>) {
@@ -152,8 +156,8 @@ func.func @rms_norm_grad_rank3(%dy: memref<2x?x24xf16>, %x: memref<2x?x24xf16>, 
 
 // A stored xhat is used as is: no xhat nest.
 // CHECK-LABEL: func @layer_norm_grad_from_xhat
-// CHECK-NOT: norm.stage = "xhat"
-// CHECK: norm.stage = "dx"
+// CHECK-NOT: norm.stage = #norm.stage<xhat>
+// CHECK: norm.stage = #norm.stage<dx>
 func.func @layer_norm_grad_from_xhat(%dy: memref<?x64xf32>, %xhat: memref<?x64xf32>,
                                      %rstd: memref<?xf32>, %dx: memref<?x64xf32>) {
   norm.layer_norm_grad dy(%dy : memref<?x64xf32>) xhat(%xhat : memref<?x64xf32>)
@@ -176,7 +180,7 @@ func.func @layer_norm_grad_from_xhat(%dy: memref<?x64xf32>, %xhat: memref<?x64xf
 // CHECK:   scf.for
 // CHECK:     memref.store {{.*}} : memref<?x?xf32>
 // CHECK:     memref.store {{.*}} : memref<?x?xbf16>
-// CHECK: norm.stage = "forward"
+// CHECK: norm.stage = #norm.stage<forward>
 func.func @layer_norm_forward(%x: memref<?x?xbf16>, %w: memref<?xf32>, %b: memref<?xf32>,
                               %y: memref<?x?xbf16>, %mean: memref<?xf32>, %rstd: memref<?xf32>,
                               %xhat: memref<?x?xf32>) {

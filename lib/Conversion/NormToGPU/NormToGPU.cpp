@@ -13,6 +13,7 @@
 
 #include "norm/Conversion/NormToGPU/TargetInfo.h"
 #include "norm/Conversion/Passes.h"
+#include "norm/Dialect/Norm/IR/StageContract.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -36,16 +37,13 @@ using namespace mlir;
 
 namespace {
 
-// The tags of norm-split (lib/Dialect/Norm/Transforms/Stages.h).
-constexpr StringLiteral kStage = "norm.stage";
-constexpr StringLiteral kPrivate = "norm.private";
 constexpr int64_t kWarp = 32;
 constexpr int64_t kVectorBytes = 16;
 
-StringRef stageOf(Operation *op) {
-  if (auto s = op->getAttrOfType<StringAttr>(kStage))
-    return s.getValue();
-  return {};
+/// A per-program row cache (norm.row_cache), by the value of the buffer.
+bool isRowCacheBuffer(Value memref) {
+  Operation *def = memref.getDefiningOp();
+  return def && norm::isRowCache(def);
 }
 
 /// Terminates an scf.if branch built by `getThenBodyBuilder` /
@@ -269,7 +267,7 @@ bool RowMapper::isRowAccess(Operation *op, scf::ForOp loop, Value memref,
   auto type = dyn_cast<MemRefType>(memref.getType());
   if (!type || privateArrays.count(memref) || partialArrays.count(memref))
     return false;
-  if (Operation *def = memref.getDefiningOp(); def && def->hasAttr(kPrivate))
+  if (isRowCacheBuffer(memref))
     return false;
   if (type.getRank() == 2 && indices.size() == 2)
     return indices[0] == nest.rows.getInductionVar() &&
@@ -673,8 +671,7 @@ LogicalResult RowMapper::emit(Value lo, Value hi,
   });
   aligned = arith::ConstantIntOp::create(b, loc, 1, 1);
   for (Value mem : rowMemrefs) {
-    if (mem.getDefiningOp() &&
-        mem.getDefiningOp()->hasAttr(kPrivate))
+    if (isRowCacheBuffer(mem))
       continue;
     Value km = base.lookupOrDefault(mem);
     auto type = cast<MemRefType>(mem.getType());
@@ -703,8 +700,7 @@ LogicalResult RowMapper::emit(Value lo, Value hi,
   if (g.registers) {
     int64_t size = g.chunksPerLane * g.vec;
     rowBody->walk([&](memref::StoreOp store) {
-      Operation *def = store.getMemRef().getDefiningOp();
-      if (def && def->hasAttr(kPrivate) &&
+      if (isRowCacheBuffer(store.getMemRef()) &&
           !privateArrays.count(store.getMemRef()))
         privateArrays[store.getMemRef()] = memref::AllocaOp::create(
             b, loc,
@@ -870,7 +866,7 @@ void uncacheRows(scf::ForOp rows) {
   SmallVector<memref::AllocOp> caches;
   rows.walk([&](memref::StoreOp store) {
     auto alloc = store.getMemRef().getDefiningOp<memref::AllocOp>();
-    if (!alloc || !alloc->hasAttr(kPrivate))
+    if (!alloc || !norm::isRowCache(alloc))
       return;
     // value = extf(load src[r, j]) or load src[r, j]
     Value v = store.getValue();
@@ -906,7 +902,7 @@ void uncacheRows(scf::ForOp rows) {
 void eraseHostCaches(func::FuncOp func) {
   SmallVector<memref::AllocOp> caches;
   func.walk([&](memref::AllocOp alloc) {
-    if (alloc->hasAttr(kPrivate))
+    if (norm::isRowCache(alloc))
       caches.push_back(alloc);
   });
   for (memref::AllocOp alloc : caches) {
@@ -1117,15 +1113,12 @@ struct MapToGPUPass : public norm::impl::NormMapToGPUBase<MapToGPUPass> {
     if (!rn.rows)
       return nest.emitError() << "norm-map-to-gpu: no row loop in this nest";
 
-    // Strategy, from the partial updates the row body carries.
-    rn.rows.walk([&](Operation *op) {
-      if (isa<scf::WhileOp>(op))
-        rn.locked = true;
-      if (auto store = dyn_cast<memref::StoreOp>(op);
-          store && rn.programIV && store.getIndices().size() == 2 &&
-          store.getIndices()[0] == rn.programIV)
-        rn.deterministicPartials = true;
-    });
+    // The strategy, as norm-split recorded it on the nest.
+    std::optional<norm::ReductionStrategy> strategy =
+        norm::getNestStrategy(nest);
+    rn.locked = strategy == norm::ReductionStrategy::Locked;
+    rn.deterministicPartials =
+        !forward && strategy == norm::ReductionStrategy::Deterministic;
 
     // N: the column loops' bound.
     std::optional<int64_t> n;
@@ -1203,7 +1196,7 @@ struct MapToGPUPass : public norm::impl::NormMapToGPUBase<MapToGPUPass> {
     }
     SmallVector<scf::ForOp> nests;
     func.walk<WalkOrder::PreOrder>([&](scf::ForOp loop) {
-      if (stageOf(loop).empty())
+      if (!norm::getStage(loop))
         return WalkResult::advance();
       nests.push_back(loop);
       return WalkResult::skip();
@@ -1211,21 +1204,22 @@ struct MapToGPUPass : public norm::impl::NormMapToGPUBase<MapToGPUPass> {
     OpBuilder b(func);
     int counter = 0;
     for (scf::ForOp nest : nests) {
-      StringRef stage = stageOf(nest);
-      std::string name =
-          (func.getName() + "_" + stage + "_" + Twine(counter++)).str();
+      norm::Stage stage = *norm::getStage(nest);
+      std::string name = (func.getName() + "_" + norm::stringifyStage(stage) +
+                          "_" + Twine(counter++))
+                             .str();
       LogicalResult r = success();
-      if (stage == "zero")
+      if (stage == norm::Stage::Zero)
         r = mapZero(nest, name);
-      else if (stage == "reduce")
+      else if (stage == norm::Stage::Reduce)
         r = mapReduce(nest, name);
-      else if (stage == "dx")
+      else if (stage == norm::Stage::Dx)
         r = mapRows(nest, name, /*forward=*/false);
-      else if (stage == "forward")
+      else if (stage == norm::Stage::Forward)
         r = mapRows(nest, name, /*forward=*/true);
       else
         r = nest.emitError()
-            << "norm-map-to-gpu: stage '" << stage
+            << "norm-map-to-gpu: stage '" << norm::stringifyStage(stage)
             << "' cannot be mapped; run norm-lower-to-loops fully first";
       if (failed(r))
         return signalPassFailure();

@@ -14,13 +14,15 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Stages.h"
+#include "norm/Dialect/Norm/IR/StageContract.h"
 #include "norm/Dialect/Norm/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/IRMapping.h"
+
+#include <map>
 
 namespace mlir::norm {
 #define GEN_PASS_DEF_NORMFUSEPARTIALS
@@ -256,7 +258,7 @@ void cacheRows(Value r, Block &rowBody, Operation *nest) {
     OpFoldResult n = getAsOpFoldResult(first.getUpperBound());
     auto alloc = memref::AllocOp::create(pb, loc, ArrayRef<OpFoldResult>{n},
                                          v.getType());
-    alloc->setAttr(norm::stage::kPrivateAttr, pb.getUnitAttr());
+    norm::setRowCache(alloc);
     cache = alloc;
     pb.setInsertionPointAfter(nest);
     memref::DeallocOp::create(pb, loc, cache);
@@ -295,26 +297,26 @@ struct FusePartialsPass
   using Base::Base;
 
   void runOnOperation() override {
-    namespace st = norm::stage;
-    // Nests by op id.
-    DenseMap<int64_t, DenseMap<StringRef, scf::ForOp>> byId;
+    using norm::Stage;
+    // Nests by op id (an ordered map: any int64_t is a valid id).
+    std::map<int64_t, DenseMap<Stage, scf::ForOp>> byId;
     SmallVector<scf::ForOp> forwards;
     getOperation().walk([&](scf::ForOp loop) {
-      StringRef stage = st::getStage(loop);
-      auto id = loop->getAttrOfType<IntegerAttr>(st::kIdAttr);
-      if (stage.empty() || !id)
+      std::optional<Stage> stage = norm::getStage(loop);
+      std::optional<int64_t> id = norm::getNestId(loop);
+      if (!stage || !id)
         return;
-      if (stage == st::kForward)
+      if (*stage == Stage::Forward)
         forwards.push_back(loop);
-      byId[id.getInt()][stage] = loop;
+      byId[*id][*stage] = loop;
     });
 
     for (auto &[id, nests] : byId) {
-      scf::ForOp dx = nests.lookup(st::kDx);
+      scf::ForOp dx = nests.lookup(Stage::Dx);
       if (!dx)
         continue;
-      if (scf::ForOp partials = nests.lookup(st::kPartials))
-        if (failed(fuse(partials, dx, nests.lookup(st::kReduce))))
+      if (scf::ForOp partials = nests.lookup(Stage::Partials))
+        if (failed(fuse(partials, dx, nests.lookup(Stage::Reduce))))
           return signalPassFailure();
       if (scf::ForOp rows = soleLoop(*dx.getBody()))
         cacheRows(rows.getInductionVar(), *rows.getBody(), dx);

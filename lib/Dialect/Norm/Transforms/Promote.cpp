@@ -10,7 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Stages.h"
+#include "norm/Dialect/Norm/IR/StageContract.h"
 #include "norm/Dialect/Norm/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -137,19 +137,16 @@ struct PromotePass : public norm::impl::NormPromoteBase<PromotePass> {
   void runOnOperation() override {
     SmallVector<Operation *> nests;
     getOperation().walk<WalkOrder::PreOrder>([&](Operation *op) {
-      if (norm::stage::getStage(op).empty())
+      if (!norm::getStage(op))
         return WalkResult::advance();
       nests.push_back(op);
       return WalkResult::skip();
     });
     for (Operation *nest : nests) {
-      auto acc = nest->getAttrOfType<TypeAttr>(norm::stage::kAccumulateAttr);
-      FloatType accType =
-          acc ? dyn_cast<FloatType>(acc.getValue()) : FloatType();
+      auto accType = dyn_cast_or_null<FloatType>(norm::getAccumulateType(nest));
       if (!accType) {
-        nest->emitError() << "norm-promote: a '" << norm::stage::kStageAttr
-                          << "' nest needs a float '"
-                          << norm::stage::kAccumulateAttr << "' attribute";
+        nest->emitError() << "norm-promote: a 'norm.stage' nest needs a "
+                             "float 'norm.accumulate' attribute";
         return signalPassFailure();
       }
       promoteNest(nest, accType);

@@ -12,7 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Stages.h"
+#include "norm/Dialect/Norm/IR/StageContract.h"
 #include "norm/Dialect/Norm/IR/NormOps.h"
 #include "norm/Dialect/Norm/Transforms/Passes.h"
 #include "norm/Dialect/Norm/Transforms/Transforms.h"
@@ -159,7 +159,7 @@ struct RecomputePass : public norm::impl::NormRecomputeBase<RecomputePass> {
     // Loop level.
     SmallVector<memref::AllocOp> buffers;
     func.walk([&](memref::AllocOp alloc) {
-      if (alloc->hasAttr(norm::stage::kRecomputableAttr))
+      if (norm::isRecomputable(alloc))
         buffers.push_back(alloc);
     });
     DominanceInfo dom(func);

@@ -5,13 +5,14 @@
 // The faithful lowering: every intermediate is materialised and computed in
 // the storage type, exactly as the formulas read. Later passes
 // (norm-recompute, norm-promote, norm-fuse-partials) turn it into the fast
-// form; each of them finds its work by the tags of Stages.h.
+// form; each of them finds its work by the tags of
+// norm/Dialect/Norm/IR/StageContract.h.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Emitter.h"
-#include "Stages.h"
 #include "norm/Dialect/Norm/IR/NormOps.h"
+#include "norm/Dialect/Norm/IR/StageContract.h"
 #include "norm/Dialect/Norm/Transforms/Groups.h"
 #include "norm/Dialect/Norm/Transforms/Passes.h"
 
@@ -89,18 +90,11 @@ FailureOr<FloatType> bufferFormStorage(OpT op, Value reference) {
   return cast<FloatType>(cast<MemRefType>(reference.getType()).getElementType());
 }
 
-void tag(Operation *loop, StringRef stage, int64_t id, Type acc) {
-  Builder b(loop->getContext());
-  loop->setAttr(stage::kStageAttr, b.getStringAttr(stage));
-  loop->setAttr(stage::kIdAttr, b.getI64IntegerAttr(id));
-  loop->setAttr(stage::kAccumulateAttr, TypeAttr::get(acc));
-}
-
 /// A [rows, N] scratch buffer of the storage type, tagged recomputable.
 Value allocRecomputable(Emitter &e, OpFoldResult m, OpFoldResult n) {
   auto alloc = memref::AllocOp::create(e.b, ArrayRef<OpFoldResult>{m, n},
                                        e.storage);
-  alloc->setAttr(stage::kRecomputableAttr, e.b.getUnitAttr());
+  setRecomputable(alloc);
   return alloc;
 }
 
@@ -254,7 +248,7 @@ LogicalResult lowerGrad(OpT op, const SplitConfig &config, int64_t id) {
         e.store(arith::MulFOp::create(b, v, r), xhat, {i, j});
       });
     });
-    tag(nest, stage::kXhat, id, acc);
+    setStage(nest, Stage::Xhat, id, acc);
   }
 
   // 2. g = dy * w (w + 1 when zero-centred), materialised.
@@ -275,7 +269,7 @@ LogicalResult lowerGrad(OpT op, const SplitConfig &config, int64_t id) {
         e.store(v, g, {i, j});
       });
     });
-    tag(nest, stage::kG, id, acc);
+    setStage(nest, Stage::G, id, acc);
   }
 
   // 3. Programs and partial rows.
@@ -322,7 +316,8 @@ LogicalResult lowerGrad(OpT op, const SplitConfig &config, int64_t id) {
             e.store(z, ws, {w, j});
       });
     });
-    tag(zeroNest, stage::kZero, id, acc);
+    setStage(zeroNest, Stage::Zero, id, acc);
+    setNestStrategy(zeroNest, strategy);
 
     // The partial sums, program by program, row by row.
     scf::ForOp partials = programs.forEachRow(e, [&](Value p, Value r) {
@@ -339,7 +334,8 @@ LogicalResult lowerGrad(OpT op, const SplitConfig &config, int64_t id) {
       });
       scheme.release(e, t);
     });
-    tag(partials, stage::kPartials, id, acc);
+    setStage(partials, Stage::Partials, id, acc);
+    setNestStrategy(partials, strategy);
 
     // The fixed-order reduce over the partial rows.
     scf::ForOp reduce = e.loop(zero, n, [&](Value j) {
@@ -363,7 +359,8 @@ LogicalResult lowerGrad(OpT op, const SplitConfig &config, int64_t id) {
         e.store(e.convert(s, cast<MemRefType>(out.getType()).getElementType()),
                 out, {j});
     });
-    tag(reduce, stage::kReduce, id, acc);
+    setStage(reduce, Stage::Reduce, id, acc);
+    setNestStrategy(reduce, strategy);
   }
 
   // 4. dx, program by program, row by row: two in-row sums, then the row.
@@ -394,7 +391,9 @@ LogicalResult lowerGrad(OpT op, const SplitConfig &config, int64_t id) {
       e.store(out, *dx, {r, j});
     });
   });
-  tag(dxNest, stage::kDx, id, acc);
+  setStage(dxNest, Stage::Dx, id, acc);
+  if (wantDw || wantDb)
+    setNestStrategy(dxNest, strategy);
 
   for (Value v : llvm::concat<Value>(workspaces, scratch))
     memref::DeallocOp::create(b, v);
@@ -496,7 +495,7 @@ LogicalResult lowerForward(OpT op, int64_t id) {
       e.store(out, *y, {r, j});
     });
   });
-  tag(nest, stage::kForward, id, acc);
+  setStage(nest, Stage::Forward, id, acc);
   op.erase();
   return success();
 }

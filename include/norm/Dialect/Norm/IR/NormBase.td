@@ -37,6 +37,22 @@ def Norm_Dialect : Dialect {
       layout, so strided rows need no copy.
   }];
   let useDefaultAttributePrinterParser = 1;
+
+  // The contract between the lowering stages (docs/Lowering.md): what
+  // norm-split and norm-fuse-partials put on the loops and buffers they
+  // create, and what the later passes and the GPU mapping read. Typed
+  // accessors are in norm/Dialect/Norm/IR/StageContract.h; the dialect
+  // verifies each attribute's type wherever it appears.
+  let discardableAttrs = (ins
+    "::mlir::norm::StageAttr":$stage,
+    "::mlir::IntegerAttr":$id,
+    "::mlir::TypeAttr":$accumulate,
+    "::mlir::norm::ReductionStrategyAttr":$strategy,
+    "::mlir::UnitAttr":$row_cache,
+    "::mlir::UnitAttr":$recomputable,
+    "::mlir::ArrayAttr":$kernels
+  );
+  let hasOperationAttrVerify = 1;
 }
 
 //===----------------------------------------------------------------------===//
@@ -68,6 +84,38 @@ def Norm_ReductionStrategyAttr
       reproducible; for comparison and tiny M.
     * `locked`: a spin lock per group guards a read-modify-write of the
       group's partial row (the Triton tutorial's scheme), then a reduce.
+  }];
+  let assemblyFormat = "`<` $value `>`";
+}
+
+def Norm_Stage : I32EnumAttr<"Stage",
+    "which part of a lowered norm op a loop nest computes", [
+  I32EnumAttrCase<"Xhat", 0, "xhat">,
+  I32EnumAttrCase<"G", 1, "g">,
+  I32EnumAttrCase<"Zero", 2, "zero">,
+  I32EnumAttrCase<"Partials", 3, "partials">,
+  I32EnumAttrCase<"Reduce", 4, "reduce">,
+  I32EnumAttrCase<"Dx", 5, "dx">,
+  I32EnumAttrCase<"Forward", 6, "forward">
+]> {
+  let cppNamespace = "::mlir::norm";
+  let genSpecializedAttr = 0;
+}
+
+def Norm_StageAttr : EnumAttr<Norm_Dialect, Norm_Stage, "stage"> {
+  let summary = "the stage of a loop nest created by norm-split";
+  let description = [{
+    Put on the outermost `scf.for` of every nest norm-split creates, as the
+    discardable attribute `norm.stage`:
+
+    * `xhat`, `g`: a materialised intermediate (norm-recompute removes it);
+    * `zero`: clears the partial rows (and locks) of the dweight/dbias
+      workspace;
+    * `partials`: adds each row's `dy * xhat` / `dy` into a partial row
+      (norm-fuse-partials moves it into the `dx` nest);
+    * `reduce`: the fixed-order sum of the partial rows into dweight/dbias;
+    * `dx`: the per-row input gradient (programs of contiguous rows);
+    * `forward`: a forward op's row loop.
   }];
   let assemblyFormat = "`<` $value `>`";
 }

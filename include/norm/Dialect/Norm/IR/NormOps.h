@@ -14,11 +14,6 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "norm/Dialect/Norm/IR/NormDialect.h"
 
-#include "norm/Dialect/Norm/IR/NormEnums.h.inc"
-
-#define GET_ATTRDEF_CLASSES
-#include "norm/Dialect/Norm/IR/NormAttrs.h.inc"
-
 #define GET_OP_CLASSES
 #include "norm/Dialect/Norm/IR/NormOps.h.inc"
 

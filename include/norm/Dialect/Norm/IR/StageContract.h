@@ -1,0 +1,67 @@
+//===- StageContract.h - what the lowering stages tell each other -*- C++ -*-===//
+//
+// Part of mlir-norm.
+//
+// norm-split tags the loop nests and buffers it creates; the later passes
+// (norm-recompute, norm-promote, norm-fuse-partials) and the GPU mapping
+// find their work by these tags and never by guessing at loop shapes. The
+// tags are discardable attributes registered by the norm dialect (so the
+// verifier checks their types) and read and written only through the typed
+// functions below:
+//
+//   norm.stage = #norm.stage<dx>       outermost scf.for of a nest
+//   norm.id = 3 : i64                   same loops: the lowered op they
+//                                       came from (unique per function)
+//   norm.accumulate = f32               same loops: the promotion type
+//   norm.strategy = #norm.strategy<..>  zero/partials/reduce/dx nests of an
+//                                       op with dweight or dbias: how the
+//                                       partial rows are combined
+//   norm.recomputable                   memref.alloc: every element may be
+//                                       recomputed from its producer nest
+//   norm.row_cache                      memref.alloc: a row cache each
+//                                       program owns (norm-fuse-partials)
+//   norm.kernels = [...]                host func.func: the kernels the GPU
+//                                       mapping launched, in order
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NORM_DIALECT_NORM_IR_STAGECONTRACT_H
+#define NORM_DIALECT_NORM_IR_STAGECONTRACT_H
+
+#include "norm/Dialect/Norm/IR/NormDialect.h"
+
+#include "mlir/IR/Operation.h"
+
+#include <optional>
+
+namespace mlir::norm {
+
+/// The stage of a tagged nest, or none.
+std::optional<Stage> getStage(Operation *op);
+/// Tags `nest` as the `stage` of lowered op `id`, computing in `accumulate`.
+void setStage(Operation *nest, Stage stage, int64_t id, Type accumulate);
+
+/// The lowered op a tagged nest belongs to, or none.
+std::optional<int64_t> getNestId(Operation *nest);
+/// The type a tagged nest's arithmetic is promoted to, or null.
+Type getAccumulateType(Operation *nest);
+
+/// How the partial rows of a zero/partials/reduce/dx nest are combined;
+/// none for a nest of an op without dweight/dbias (or a forward nest).
+std::optional<ReductionStrategy> getNestStrategy(Operation *nest);
+void setNestStrategy(Operation *nest, ReductionStrategy strategy);
+
+/// `norm.recomputable` on a memref.alloc.
+bool isRecomputable(Operation *alloc);
+void setRecomputable(Operation *alloc);
+
+/// `norm.row_cache` on a memref.alloc.
+bool isRowCache(Operation *alloc);
+void setRowCache(Operation *alloc);
+
+/// The outermost tagged nest enclosing `op` (or `op` itself), or null.
+Operation *getEnclosingNest(Operation *op);
+
+} // namespace mlir::norm
+
+#endif // NORM_DIALECT_NORM_IR_STAGECONTRACT_H

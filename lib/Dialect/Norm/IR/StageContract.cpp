@@ -1,0 +1,102 @@
+//===- StageContract.cpp - what the lowering stages tell each other -------===//
+//
+// Part of mlir-norm.
+//
+//===----------------------------------------------------------------------===//
+
+#include "norm/Dialect/Norm/IR/StageContract.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/MLIRContext.h"
+
+using namespace mlir;
+using namespace mlir::norm;
+
+namespace {
+/// The norm dialect, loaded whenever one of its attributes exists: an op
+/// can only carry a norm attribute once the dialect is loaded.
+NormDialect *dialectOf(Operation *op) {
+  return op->getContext()->getLoadedDialect<NormDialect>();
+}
+NormDialect &loadedDialect(Operation *op) {
+  return *op->getContext()->getOrLoadDialect<NormDialect>();
+}
+} // namespace
+
+std::optional<Stage> norm::getStage(Operation *op) {
+  NormDialect *d = dialectOf(op);
+  if (!d)
+    return std::nullopt;
+  if (StageAttr s = d->getStageAttrHelper().getAttr(op))
+    return s.getValue();
+  return std::nullopt;
+}
+
+void norm::setStage(Operation *nest, Stage stage, int64_t id,
+                    Type accumulate) {
+  NormDialect &d = loadedDialect(nest);
+  MLIRContext *ctx = nest->getContext();
+  d.getStageAttrHelper().setAttr(nest, StageAttr::get(ctx, stage));
+  d.getIdAttrHelper().setAttr(nest, Builder(ctx).getI64IntegerAttr(id));
+  d.getAccumulateAttrHelper().setAttr(nest, TypeAttr::get(accumulate));
+}
+
+std::optional<int64_t> norm::getNestId(Operation *nest) {
+  NormDialect *d = dialectOf(nest);
+  if (!d)
+    return std::nullopt;
+  if (IntegerAttr id = d->getIdAttrHelper().getAttr(nest))
+    return id.getInt();
+  return std::nullopt;
+}
+
+Type norm::getAccumulateType(Operation *nest) {
+  NormDialect *d = dialectOf(nest);
+  if (!d)
+    return {};
+  if (TypeAttr t = d->getAccumulateAttrHelper().getAttr(nest))
+    return t.getValue();
+  return {};
+}
+
+std::optional<ReductionStrategy> norm::getNestStrategy(Operation *nest) {
+  NormDialect *d = dialectOf(nest);
+  if (!d)
+    return std::nullopt;
+  if (ReductionStrategyAttr s = d->getStrategyAttrHelper().getAttr(nest))
+    return s.getValue();
+  return std::nullopt;
+}
+
+void norm::setNestStrategy(Operation *nest, ReductionStrategy strategy) {
+  loadedDialect(nest).getStrategyAttrHelper().setAttr(
+      nest, ReductionStrategyAttr::get(nest->getContext(), strategy));
+}
+
+bool norm::isRecomputable(Operation *alloc) {
+  NormDialect *d = dialectOf(alloc);
+  return d && d->getRecomputableAttrHelper().isAttrPresent(alloc);
+}
+
+void norm::setRecomputable(Operation *alloc) {
+  loadedDialect(alloc).getRecomputableAttrHelper().setAttr(
+      alloc, UnitAttr::get(alloc->getContext()));
+}
+
+bool norm::isRowCache(Operation *alloc) {
+  NormDialect *d = dialectOf(alloc);
+  return d && d->getRowCacheAttrHelper().isAttrPresent(alloc);
+}
+
+void norm::setRowCache(Operation *alloc) {
+  loadedDialect(alloc).getRowCacheAttrHelper().setAttr(
+      alloc, UnitAttr::get(alloc->getContext()));
+}
+
+Operation *norm::getEnclosingNest(Operation *op) {
+  Operation *nest = nullptr;
+  for (Operation *p = op; p; p = p->getParentOp())
+    if (getStage(p))
+      nest = p;
+  return nest;
+}

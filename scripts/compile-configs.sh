@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+#===- scripts/compile-configs.sh - every benchmark configuration's kernels -===#
+#
+# Compiles every configuration bench/configs.py lists with one norm-compile
+# into OUTDIR/<config>.{ptx,json} (no ptxas, no runtime). Used by
+# gpu-prepare.sh, and to show that a refactor leaves the kernels alone:
+#
+#   bash scripts/compile-configs.sh build/bin/norm-compile /tmp/after
+#   diff -r /tmp/before /tmp/after && echo byte-identical
+#
+# JOBS (default 2) compile in parallel. Exit status 1 when any failed.
+#
+#===----------------------------------------------------------------------===#
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+NC=$(realpath "${1:?usage: $0 NORM_COMPILE OUTDIR}")
+KDIR=${2:?usage: $0 NORM_COMPILE OUTDIR}
+JOBS=${JOBS:-2}
+
+rm -rf "$KDIR"
+mkdir -p "$KDIR"
+jobs_file=$(mktemp)
+trap 'rm -f "$jobs_file"' EXIT
+python3 bench/configs.py jobs >"$jobs_file"
+
+# One line of the jobs list: name<TAB>flag<TAB>flag...
+compile_one() {
+  local line=$1 name
+  IFS=$'\t' read -r -a f <<<"$line"
+  name=${f[0]}
+  if "$NC" "${f[@]:1}" -o "$KDIR/$name.ptx" --manifest "$KDIR/$name.json" \
+       2>"$KDIR/$name.err"; then
+    [[ -s $KDIR/$name.err ]] || rm -f "$KDIR/$name.err"
+  else
+    rm -f "$KDIR/$name.ptx" "$KDIR/$name.json"
+    echo "FAILED $name: $(head -c 300 "$KDIR/$name.err")" >&2
+    return 1
+  fi
+}
+export -f compile_one
+export NC KDIR
+
+xargs -P "$JOBS" -d '\n' -n 1 bash -c 'compile_one "$1"' _ <"$jobs_file"
