@@ -151,6 +151,17 @@ def fake_tensors(case):
             for name, _, _, _ in cfg.expected_args(m)]
 
 
+def refusal_problems(rc, msg, name):
+    """What is wrong with a refusal of a bad argument `name`: it must not
+    return 0 and its message must name the argument."""
+    probs = []
+    if rc == 0:
+        probs.append("returned 0")
+    if not re.search(r"(?<![A-Za-z0-9_])%s(?![A-Za-z0-9_])"
+                     % re.escape(name), msg):
+        probs.append("message does not name '%s'" % name)
+    return probs
+
 def offline_error_checks(mod, cfg):
     """The error-path checks of error_path_checks, on stand-in pointers."""
     m, n = 64, cfg.n
@@ -185,12 +196,7 @@ def offline_error_checks(mod, cfg):
               if not (k in repl and repl[k] is None)]
         p, sz = wsarg if wsarg is not None else (FAKE_WS, wsb)
         rc, msg = mod.validate(tl, p, sz)
-        probs = []
-        if rc == 0:
-            probs.append("returned 0")
-        if not re.search(r"(?<![A-Za-z0-9_])%s(?![A-Za-z0-9_])"
-                         % re.escape(name), msg):
-            probs.append("message does not name '%s'" % name)
+        probs = refusal_problems(rc, msg, name)
         bad += bool(probs)
         out("%s error-path %s (%s): rc=%d (%s) %r%s" % (
             "FAIL" if probs else "ok  ", what, name, rc,
@@ -640,12 +646,7 @@ def error_path_checks(ctx, index, gpu_dir, results):
         p, s = wsarg if wsarg is not None else (ws.data_ptr(), wsb)
         rc, msg = mod.launch(tl, p, s, ctx.stream)
         T.cuda.synchronize()
-        probs = []
-        if rc == 0:
-            probs.append("returned 0")
-        if not re.search(r"(?<![A-Za-z0-9_])%s(?![A-Za-z0-9_])"
-                         % re.escape(name), msg):
-            probs.append("message does not name '%s'" % name)
+        probs = refusal_problems(rc, msg, name)
         if not bool(T.isnan(bufs["dx"].v).all()):
             probs.append("dx was written: a kernel ran")
         line = "rc=%d (%s) %r" % (rc, normrt.ERROR_NAMES.get(rc, "?"), msg)

@@ -140,21 +140,17 @@ StridedMemRefType<T, Rank> makeDescriptor(uint8_t *base, int64_t offset,
 
 void *HostBuffer::descriptor() {
   uint8_t *base = bytes.data();
-  bool wide = elementType == DType::F32;
-  if (rank == 1) {
-    if (wide)
-      desc =
-          makeDescriptor<float, 1>(base, offset, numRows, numCols, rowStride);
+  // The descriptor's element type only sizes its pointers: f32 or 16 bits.
+  auto make = [&](auto element) {
+    using T = decltype(element);
+    if (rank == 1)
+      desc = makeDescriptor<T, 1>(base, offset, numRows, numCols, rowStride);
     else
-      desc = makeDescriptor<uint16_t, 1>(base, offset, numRows, numCols,
-                                         rowStride);
-  } else {
-    if (wide)
-      desc =
-          makeDescriptor<float, 2>(base, offset, numRows, numCols, rowStride);
-    else
-      desc = makeDescriptor<uint16_t, 2>(base, offset, numRows, numCols,
-                                         rowStride);
-  }
+      desc = makeDescriptor<T, 2>(base, offset, numRows, numCols, rowStride);
+  };
+  if (elementType == DType::F32)
+    make(float());
+  else
+    make(uint16_t());
   return std::visit([](auto &d) -> void * { return &d; }, desc);
 }
