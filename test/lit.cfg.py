@@ -24,6 +24,24 @@ llvm_config.use_default_substitutions()
 llvm_config.with_system_environment(["HOME", "CUDA_HOME", "CUDA_PATH",
                                      "CUDA_ROOT"])
 
+# A sanitized build (NORM_SANITIZE, scripts/sanitize.sh): libMLIR.so is not
+# instrumented, so its own poisoning of memory must not be reported, and the
+# stock mlir-opt-22 can only load our instrumented plugin with the ASan
+# runtime preloaded (%norm_preload, empty otherwise).
+preload = ""
+if config.norm_sanitize:
+    import subprocess
+    config.environment["ASAN_OPTIONS"] = (
+        "allow_user_poisoning=0:detect_leaks=1:abort_on_error=0")
+    config.environment["UBSAN_OPTIONS"] = "print_stacktrace=1:halt_on_error=1"
+    config.environment["LSAN_OPTIONS"] = "suppressions=" + os.path.join(
+        config.norm_src_root, "test", "lsan.supp")
+    libasan = subprocess.run(["gcc", "-print-file-name=libasan.so"],
+                             capture_output=True, text=True).stdout.strip()
+    preload = "env LD_PRELOAD=" + libasan
+    config.available_features.add("sanitizer")
+config.substitutions.append(("%norm_preload", preload))
+
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.norm_tools_dir, append_path=True)
 

@@ -1,8 +1,8 @@
 // The stock mlir-opt-22 loads our plugin: the dialect plugin adds `norm`, the
 // pass plugin adds our passes and pipelines (named inside --pass-pipeline).
-// RUN: mlir-opt %s --load-dialect-plugin=%norm_plugin | FileCheck %s --check-prefix=DIALECT
-// RUN: mlir-opt %s --load-dialect-plugin=%norm_plugin --load-pass-plugin=%norm_plugin --pass-pipeline="builtin.module(norm-gpu-to-binary{chip=sm_80 toolkit=%cuda_toolkit})" | FileCheck %s --check-prefix=PASS
-// RUN: not mlir-opt %s 2>&1 | FileCheck %s --check-prefix=NOPLUGIN
+// RUN: %norm_preload mlir-opt %s --load-dialect-plugin=%norm_plugin | FileCheck %s --check-prefix=DIALECT
+// RUN: %norm_preload mlir-opt %s --load-dialect-plugin=%norm_plugin --load-pass-plugin=%norm_plugin --pass-pipeline="builtin.module(norm-gpu-to-binary{chip=sm_80 toolkit=%cuda_toolkit})" | FileCheck %s --check-prefix=PASS
+// RUN: not %norm_preload mlir-opt %s 2>&1 | FileCheck %s --check-prefix=NOPLUGIN
 // REQUIRES: cuda-toolkit
 
 // DIALECT-LABEL: func @rms_norm_grad
