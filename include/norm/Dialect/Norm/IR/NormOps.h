@@ -13,6 +13,7 @@
 #include "mlir/IR/OpImplementation.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "norm/Dialect/Norm/IR/NormDialect.h"
+#include "norm/Support/ManifestSchema.h"
 
 #include "norm/Dialect/Norm/IR/NormEnums.h.inc"
 
