@@ -2,6 +2,10 @@
 //
 // Part of mlir-norm.
 //
+// The fields, their JSON types, requiredness and integer ranges, and the
+// enum names come from norm/Support/ManifestSchema.h; what is left here are
+// the checks across fields and entries.
+//
 //===----------------------------------------------------------------------===//
 
 #include "norm/Runtime/Manifest.h"
@@ -11,19 +15,13 @@
 #include <climits>
 
 using namespace mlir::norm::runtime;
+namespace manifest = mlir::norm::manifest;
+namespace field = mlir::norm::manifest::field;
+using mlir::norm::manifest::Field;
+using mlir::norm::manifest::FieldType;
 
 const char *mlir::norm::runtime::dtypeName(Dtype dtype) {
-  switch (dtype) {
-  case Dtype::F32:
-    return "f32";
-  case Dtype::F16:
-    return "f16";
-  case Dtype::BF16:
-    return "bf16";
-  case Dtype::I32:
-    return "i32";
-  }
-  return "?";
+  return manifest::toString(dtype).data();
 }
 
 int64_t mlir::norm::runtime::dtypeBytes(Dtype dtype) {
@@ -66,13 +64,14 @@ private:
     return JsonValue::describe(v.getKind());
   }
 
-  /// `key` of `object` as a string; absent is an error if `required`.
-  bool getString(const JsonValue &object, const char *key,
-                 const std::string &where, bool required, std::string &out);
-  /// `key` of `object` as an integer in [lo, hi].
-  bool getInteger(const JsonValue &object, const char *key,
-                  const std::string &where, bool required, int64_t lo,
-                  int64_t hi, int64_t &out);
+  /// `f` of `object`, checked against its schema type (and range); `out` is
+  /// null if it is absent and optional. False after a failure.
+  bool get(const JsonValue &object, const Field &f, const std::string &where,
+           const JsonValue *&out);
+  bool getString(const JsonValue &object, const Field &f,
+                 const std::string &where, std::string &out);
+  bool getInteger(const JsonValue &object, const Field &f,
+                  const std::string &where, int64_t &out);
 
   bool readDtype(const JsonValue &object, const std::string &where, Dtype &out);
   bool readArgument(const JsonValue &v, size_t index);
@@ -86,50 +85,88 @@ private:
 
 } // namespace
 
-bool ManifestReader::getString(const JsonValue &object, const char *key,
-                               const std::string &where, bool required,
-                               std::string &out) {
-  const JsonValue *v = object.get(key);
-  if (!v)
-    return required ? fail(where, std::string("missing \"") + key + "\"")
-                    : true;
-  if (!v->isString())
-    return fail(where, std::string("\"") + key + "\" must be a string, got " +
-                           kindOf(*v));
-  out = v->getString();
+bool ManifestReader::get(const JsonValue &object, const Field &f,
+                         const std::string &where, const JsonValue *&out) {
+  std::string key = "\"" + std::string(f.key) + "\"";
+  out = object.get(f.key);
+  // Arrays and objects have one message for absent and mistyped.
+  switch (f.type) {
+  case FieldType::Array:
+    if (out ? out->isArray() : !f.required)
+      return true;
+    return fail(where, key + " must be an array");
+  case FieldType::Object:
+    if (!out || out->isObject())
+      return out || !f.required ? true : fail(where, "missing " + key);
+    return fail(where.empty() ? std::string(f.key) : where + "." + std::string(f.key),
+                "must be an object, got " + kindOf(*out));
+  default:
+    break;
+  }
+  if (!out)
+    return f.required ? fail(where, "missing " + key) : true;
+  const char *expected = nullptr;
+  switch (f.type) {
+  case FieldType::String:
+    if (!out->isString())
+      expected = "a string";
+    break;
+  case FieldType::Integer:
+    if (!out->isInteger())
+      expected = "an integer";
+    break;
+  case FieldType::Bool:
+    if (!out->isBool())
+      expected = "a boolean";
+    break;
+  case FieldType::GridValue:
+    if (!out->isInteger() && !out->isString())
+      expected = "an integer or a string";
+    break;
+  default:
+    break;
+  }
+  if (expected)
+    return fail(where, key + " must be " + expected + ", got " + kindOf(*out));
+  if (out->isInteger() &&
+      (out->getInteger() < f.min || out->getInteger() > f.max))
+    return fail(where, key + " must be in [" + std::to_string(f.min) + ", " +
+                           std::to_string(f.max) + "], got " +
+                           std::to_string(out->getInteger()));
   return true;
 }
 
-bool ManifestReader::getInteger(const JsonValue &object, const char *key,
-                                const std::string &where, bool required,
-                                int64_t lo, int64_t hi, int64_t &out) {
-  const JsonValue *v = object.get(key);
-  if (!v)
-    return required ? fail(where, std::string("missing \"") + key + "\"")
-                    : true;
-  if (!v->isInteger())
-    return fail(where, std::string("\"") + key + "\" must be an integer, got " +
-                           kindOf(*v));
-  if (v->getInteger() < lo || v->getInteger() > hi)
-    return fail(where, std::string("\"") + key + "\" must be in [" +
-                           std::to_string(lo) + ", " + std::to_string(hi) +
-                           "], got " + std::to_string(v->getInteger()));
-  out = v->getInteger();
+bool ManifestReader::getString(const JsonValue &object, const Field &f,
+                               const std::string &where, std::string &out) {
+  const JsonValue *v;
+  if (!get(object, f, where, v))
+    return false;
+  if (v)
+    out = v->getString();
+  return true;
+}
+
+bool ManifestReader::getInteger(const JsonValue &object, const Field &f,
+                                const std::string &where, int64_t &out) {
+  const JsonValue *v;
+  if (!get(object, f, where, v))
+    return false;
+  if (v)
+    out = v->getInteger();
   return true;
 }
 
 bool ManifestReader::readDtype(const JsonValue &object,
                                const std::string &where, Dtype &out) {
   std::string name;
-  if (!getString(object, "dtype", where, /*required=*/true, name))
+  if (!getString(object, field::kDtype, where, name))
     return false;
-  for (Dtype d : {Dtype::F32, Dtype::F16, Dtype::BF16, Dtype::I32})
-    if (name == dtypeName(d)) {
-      out = d;
-      return true;
-    }
-  return fail(where,
-              "unknown dtype '" + name + "' (expected f32, f16, bf16 or i32)");
+  if (std::optional<Dtype> d = manifest::parseDtype(name)) {
+    out = *d;
+    return true;
+  }
+  return fail(where, "unknown dtype '" + name + "' (expected " +
+                         manifest::listNames(manifest::kDtypeNames) + ")");
 }
 
 bool ManifestReader::readArgument(const JsonValue &v, size_t index) {
@@ -137,32 +174,32 @@ bool ManifestReader::readArgument(const JsonValue &v, size_t index) {
   if (!v.isObject())
     return fail(where, "must be an object, got " + kindOf(v));
   ArgumentSpec a;
-  if (!getString(v, "name", where, /*required=*/true, a.name))
+  if (!getString(v, field::kName, where, a.name))
     return false;
   if (a.name.empty())
     return fail(where, "empty \"name\"");
   where += " ('" + a.name + "')";
   if (m.findArgument(a.name) >= 0)
     return fail(where, "duplicate argument name");
-  std::string role = "input";
-  if (!getString(v, "role", where, /*required=*/false, role))
+  std::string role(manifest::kRoleInput);
+  if (!getString(v, field::kRole, where, role))
     return false;
-  if (role != "input" && role != "output")
+  if (role != manifest::kRoleInput && role != manifest::kRoleOutput)
     return fail(where, "\"role\" must be input or output, got '" + role + "'");
-  a.output = role == "output";
+  a.output = role == manifest::kRoleOutput;
   if (!readDtype(v, where, a.dtype))
     return false;
   if (a.dtype == Dtype::I32)
     return fail(where, "dtype i32 is not supported for an argument");
-  const JsonValue *shape = v.get("shape");
-  if (!shape || !shape->isArray())
-    return fail(where, "\"shape\" must be an array");
+  const JsonValue *shape;
+  if (!get(v, field::kShape, where, shape))
+    return false;
   if (shape->getArray().empty() || shape->getArray().size() > 2)
     return fail(where, "rank " + std::to_string(shape->getArray().size()) +
                            " is not supported (1 or 2)");
   for (size_t d = 0; d < shape->getArray().size(); ++d) {
     const JsonValue &e = shape->getArray()[d];
-    if (e.isString() && e.getString() == "?") {
+    if (e.isString() && e.getString() == manifest::kRowsExtentName) {
       // A dynamic trailing extent would be a dynamic N, which "?" cannot
       // tell apart from M.
       if (d != 0)
@@ -186,17 +223,17 @@ bool ManifestReader::readWorkspace(const JsonValue &v, size_t index) {
   WorkspaceSpec w;
   if (!readDtype(v, where, w.dtype))
     return false;
-  const JsonValue *shape = v.get("shape");
-  if (!shape || !shape->isArray())
-    return fail(where, "\"shape\" must be an array");
+  const JsonValue *shape;
+  if (!get(v, field::kShape, where, shape))
+    return false;
   if (shape->getArray().empty() || shape->getArray().size() > 2)
     return fail(where, "rank " + std::to_string(shape->getArray().size()) +
                            " is not supported (1 or 2)");
   for (const JsonValue &e : shape->getArray()) {
-    if (e.isString() && e.getString() == "groups")
+    if (e.isString() && e.getString() == manifest::kGroupsExtentName)
       w.shape.push_back(kGroupsExtent);
     else if (e.isInteger() && e.getInteger() > 0 &&
-             e.getInteger() <= (int64_t(1) << 40))
+             e.getInteger() <= manifest::kMaxWorkspaceExtent)
       w.shape.push_back(e.getInteger());
     else
       return fail(where, "shape entries must be positive integers (at most "
@@ -210,26 +247,26 @@ bool ManifestReader::readParam(const JsonValue &v, const std::string &where,
                                KernelParam &out) {
   if (!v.isObject())
     return fail(where, "must be an object, got " + kindOf(v));
-  if (v.get("unsupported"))
+  if (v.get(field::kUnsupported.key))
     return fail(where, "a parameter that is neither a function argument nor "
                        "a workspace; norm-compile could not describe it");
-  const JsonValue *arg = v.get("argument");
-  const JsonValue *ws = v.get("workspace");
+  const JsonValue *arg = v.get(field::kArgument.key);
+  const JsonValue *ws = v.get(field::kWorkspace.key);
   if (bool(arg) == bool(ws))
     return fail(where, "needs exactly one of \"argument\" and \"workspace\"");
   out.isWorkspace = ws != nullptr;
-  const char *key = ws ? "workspace" : "argument";
+  const Field &f = ws ? field::kWorkspace : field::kArgument;
+  std::string key(f.key);
   size_t count = ws ? m.workspaces.size() : m.arguments.size();
   int64_t index = 0;
-  if (!getInteger(v, key, where, /*required=*/true, 0, INT32_MAX, index))
+  if (!getInteger(v, f, where, index))
     return false;
   if (size_t(index) >= count)
-    return fail(where, std::string(key) + " " + std::to_string(index) +
-                           " out of range (" + std::to_string(count) + " " +
-                           key + "s)");
+    return fail(where, key + " " + std::to_string(index) + " out of range (" +
+                           std::to_string(count) + " " + key + "s)");
   out.index = int32_t(index);
   int64_t rank = 0;
-  if (!getInteger(v, "rank", where, /*required=*/true, 0, 8, rank))
+  if (!getInteger(v, field::kRank, where, rank))
     return false;
   size_t expected =
       ws ? m.workspaces[index].shape.size() : m.arguments[index].shape.size();
@@ -246,51 +283,53 @@ bool ManifestReader::readKernel(const JsonValue &v, size_t index) {
   if (!v.isObject())
     return fail(where, "must be an object, got " + kindOf(v));
   KernelSpec k;
-  if (!getString(v, "name", where, /*required=*/true, k.name))
+  if (!getString(v, field::kName, where, k.name))
     return false;
   if (k.name.empty())
     return fail(where, "empty \"name\"");
   where += " ('" + k.name + "')";
-  if (!getString(v, "kind", where, /*required=*/false, k.kind))
+  const JsonValue *kind;
+  if (!get(v, field::kKind, where, kind))
     return false;
-  if (!getInteger(v, "block", where, /*required=*/true, 1, 1024, k.block))
+  if (kind && !(k.kind = manifest::parseKernelKind(kind->getString())))
+    return fail(where, "unknown kind '" + kind->getString() + "' (expected " +
+                           manifest::listNames(manifest::kKernelKindNames) +
+                           ")");
+  if (!getInteger(v, field::kBlock, where, k.block))
     return false;
 
-  const JsonValue *grid = v.get("grid");
-  if (!grid)
-    return fail(where, "missing \"grid\"");
+  const JsonValue *grid;
+  if (!get(v, field::kGrid, where, grid))
+    return false;
   if (grid->isInteger()) {
-    if (!getInteger(v, "grid", where, true, 1, INT32_MAX, k.gridConstant))
-      return false;
     k.grid = GridRule::Constant;
-  } else if (grid->isString()) {
-    const std::string &rule = grid->getString();
-    if (rule == "workspace_rows")
-      k.grid = GridRule::WorkspaceRows;
-    else if (rule == "programs")
-      k.grid = GridRule::Programs;
-    else if (rule == "row_blocks")
-      k.grid = GridRule::RowBlocks;
-    else if (rule == "columns")
-      k.grid = GridRule::Columns;
-    else
-      return fail(where, "unknown grid rule '" + rule +
-                             "' (expected a number, workspace_rows, "
-                             "programs, row_blocks or columns)");
+    k.gridConstant = grid->getInteger();
   } else {
-    return fail(where, "\"grid\" must be an integer or a string, got " +
-                           kindOf(*grid));
+    // A constant grid is a number, never the rule's name.
+    std::optional<GridRule> rule = manifest::parseGridRule(grid->getString());
+    if (!rule || *rule == GridRule::Constant)
+      return fail(where, "unknown grid rule '" + grid->getString() +
+                             "' (expected a number, " +
+                             manifest::listNames(manifest::kGridRuleNames, 1) +
+                             ")");
+    k.grid = *rule;
   }
-  if (k.grid == GridRule::RowBlocks &&
-      !getInteger(v, "rows", where, /*required=*/true, 1, INT32_MAX, k.rows))
+  if (k.grid == GridRule::RowBlocks) {
+    Field rows = field::kRows;
+    rows.required = true;
+    if (!getInteger(v, rows, where, k.rows))
+      return false;
+  }
+  k.columns = k.block;
+  if (!getInteger(v, field::kColumns, where, k.columns))
     return false;
   if (k.grid == GridRule::Columns && m.n <= 0)
     return fail(where, "grid 'columns' needs N, but no argument has a static "
                        "trailing extent");
 
-  const JsonValue *params = v.get("params");
-  if (!params || !params->isArray())
-    return fail(where, "\"params\" must be an array");
+  const JsonValue *params;
+  if (!get(v, field::kParams, where, params))
+    return false;
   for (size_t i = 0; i < params->getArray().size(); ++i) {
     KernelParam p;
     if (!readParam(params->getArray()[i],
@@ -320,34 +359,31 @@ bool ManifestReader::readKernel(const JsonValue &v, size_t index) {
 bool ManifestReader::read(const JsonValue &root) {
   if (!root.isObject())
     return fail("", "the top level must be an object, got " + kindOf(root));
-  if (!getInteger(root, "format_version", "", /*required=*/true, INT64_MIN,
-                  INT64_MAX, m.formatVersion))
+  if (!getInteger(root, field::kFormatVersion, "", m.formatVersion))
     return false;
-  if (m.formatVersion != 1)
+  if (m.formatVersion != manifest::kFormatVersion)
     return fail("", "format_version " + std::to_string(m.formatVersion) +
-                        " is not supported (this runtime reads 1)");
-  if (!getString(root, "function", "", false, m.function) ||
-      !getString(root, "chip", "", false, m.chip) ||
-      !getString(root, "format", "", false, m.format))
+                        " is not supported (this runtime reads " +
+                        std::to_string(manifest::kFormatVersion) + ")");
+  if (!getString(root, field::kFunction, "", m.function) ||
+      !getString(root, field::kChip, "", m.chip) ||
+      !getString(root, field::kFormat, "", m.format))
     return false;
 
   int64_t specN = 0;
-  if (const JsonValue *spec = root.get("spec")) {
-    if (!spec->isObject())
-      return fail("spec", "must be an object, got " + kindOf(*spec));
-    if (!getInteger(*spec, "groups", "spec", false, 0, INT32_MAX,
-                    m.fixedGroups) ||
-        !getInteger(*spec, "n", "spec", false, 0, INT64_MAX, specN))
-      return false;
-  }
+  const JsonValue *spec;
+  if (!get(root, field::kSpec, "", spec))
+    return false;
+  if (spec && (!getInteger(*spec, field::kSpecGroups, "spec", m.fixedGroups) ||
+               !getInteger(*spec, field::kSpecN, "spec", specN)))
+    return false;
 
-  const JsonValue *arguments = root.get("arguments");
-  if (!arguments || !arguments->isArray())
-    return fail("", "\"arguments\" must be an array");
+  const JsonValue *arguments;
+  if (!get(root, field::kArguments, "", arguments))
+    return false;
   for (size_t i = 0; i < arguments->getArray().size(); ++i)
     if (!readArgument(arguments->getArray()[i], i))
       return false;
-
   // N and the argument M is read from.
   for (size_t i = 0; i < m.arguments.size(); ++i) {
     const ArgumentSpec &a = m.arguments[i];
@@ -378,27 +414,26 @@ bool ManifestReader::read(const JsonValue &root) {
     return fail("", "no row argument (rank 2, or with a leading \"?\") to "
                     "take M from");
 
-  if (const JsonValue *workspaces = root.get("workspaces")) {
-    if (!workspaces->isArray())
-      return fail("", "\"workspaces\" must be an array");
-    for (size_t i = 0; i < workspaces->getArray().size(); ++i)
-      if (!readWorkspace(workspaces->getArray()[i], i))
-        return false;
-  }
+  const JsonValue *workspaces;
+  if (!get(root, field::kWorkspaces, "", workspaces))
+    return false;
+  for (size_t i = 0; workspaces && i < workspaces->getArray().size(); ++i)
+    if (!readWorkspace(workspaces->getArray()[i], i))
+      return false;
 
-  const JsonValue *kernels = root.get("kernels");
-  if (!kernels || !kernels->isArray())
-    return fail("", "\"kernels\" must be an array");
+  const JsonValue *kernels;
+  if (!get(root, field::kKernels, "", kernels))
+    return false;
   for (size_t i = 0; i < kernels->getArray().size(); ++i)
     if (!readKernel(kernels->getArray()[i], i))
       return false;
 
-  // A workspace no "zero" kernel clears (the atomic strategy's single
+  // A workspace no `zero` kernel clears (the atomic strategy's single
   // partial row is zeroed on the host side of the compiled function, which
   // the manifest does not describe) is cleared by the runtime.
   m.clearWorkspace.assign(m.workspaces.size(), true);
   for (const KernelSpec &k : m.kernels)
-    if (k.kind == "zero")
+    if (k.kind == KernelKind::Zero)
       for (const KernelParam &p : k.params)
         if (p.isWorkspace)
           m.clearWorkspace[p.index] = false;

@@ -15,19 +15,6 @@
 
 using namespace mlir::norm::runtime;
 
-int64_t mlir::norm::runtime::defaultGroups(int64_t m, int64_t n) {
-  // Keep these equal to Groups.h (kPartialElements, kMinGroupCap,
-  // kMaxGroupCap, kMinRowsPerGroup); normrt-groups-test compares them.
-  constexpr int64_t partialElements = int64_t(1) << 21;
-  constexpr int64_t minGroupCap = 128, maxGroupCap = 512;
-  constexpr int64_t minRowsPerGroup = 8;
-  int64_t cap = std::clamp(partialElements / std::max<int64_t>(n, 1),
-                           minGroupCap, maxGroupCap);
-  // ceil(M / 8) without the overflow of M + 7.
-  int64_t byRows = m / minRowsPerGroup + (m % minRowsPerGroup > 0);
-  return std::max<int64_t>(1, std::min(cap, byRows));
-}
-
 int64_t mlir::norm::runtime::groupsFor(const Manifest &manifest, int64_t m) {
   return manifest.fixedGroups > 0 ? manifest.fixedGroups
                                   : defaultGroups(m, manifest.n);
@@ -90,7 +77,7 @@ Status gridOf(const Manifest &manifest, const KernelSpec &k, int64_t m,
     g = m / k.rows + (m % k.rows > 0);
     break;
   case GridRule::Columns:
-    g = manifest.n / k.block + (manifest.n % k.block > 0);
+    g = manifest.n / k.columns + (manifest.n % k.columns > 0);
     break;
   case GridRule::WorkspaceRows:
     for (const KernelParam &p : k.params)

@@ -2,29 +2,144 @@
 //
 // Part of mlir-norm.
 //
-// The runtime sizes workspaces and grids with its own copy of the groups
-// formula (it cannot link MLIR); the dx kernels recompute G from the IR
-// version. A mismatch would launch too few programs and skip rows, so this
-// compares normrt_default_groups with norm::defaultGroups over a grid of
-// (M, N) that covers every branch: M around multiples of 16 and every cap
-// boundary, N around the powers of two where 2^21 / N crosses 128 and 512.
+// The runtime sizes workspaces and grids with defaultGroups of
+// norm/Support/Groups.h; the dx kernels recompute G from the IR that
+// norm::emitDefaultGroups builds. A mismatch would launch too few programs
+// and skip rows, so this evaluates the emitted IR (an interpreter of the
+// arith ops it may contain; any other op fails the test) and compares it
+// with normrt_default_groups (libnormrt's C API) over a grid of (M, N) that
+// covers every branch: M around multiples of 16 and every cap boundary and
+// up to 2^62, N around the powers of two where 2^21 / N crosses 128 and 512.
 //
 //===----------------------------------------------------------------------===//
 
 #include "norm-c/Runtime.h"
 #include "norm/Dialect/Norm/Transforms/Groups.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "llvm/ADT/DenseMap.h"
+
 #include <cinttypes>
 #include <cstdio>
 #include <set>
+#include <vector>
+
+using namespace mlir;
+
+namespace {
+
+/// emitDefaultGroups as a straight-line program over unsigned 64-bit slots;
+/// slot 0 is M and slot 1 is N.
+struct Program {
+  enum class Kind { Constant, MaxUI, MinUI, DivUI, CeilDivUI };
+  struct Instr {
+    Kind kind;
+    int a = 0, b = 0;
+    uint64_t constant = 0;
+  };
+  std::vector<Instr> instrs;
+  int result = 0;
+
+  uint64_t run(uint64_t m, uint64_t n) const {
+    std::vector<uint64_t> slots(instrs.size() + 2);
+    slots[0] = m;
+    slots[1] = n;
+    for (size_t i = 0; i < instrs.size(); ++i) {
+      const Instr &in = instrs[i];
+      uint64_t a = slots[in.a], b = slots[in.b], &out = slots[i + 2];
+      switch (in.kind) {
+      case Kind::Constant:
+        out = in.constant;
+        break;
+      case Kind::MaxUI:
+        out = a > b ? a : b;
+        break;
+      case Kind::MinUI:
+        out = a < b ? a : b;
+        break;
+      case Kind::DivUI:
+        out = a / b;
+        break;
+      case Kind::CeilDivUI:
+        out = a == 0 ? 0 : (a - 1) / b + 1;
+        break;
+      }
+    }
+    return slots[result];
+  }
+};
+
+/// Builds the IR and translates it; false if it has an op the interpreter
+/// does not know.
+bool compile(Program &program) {
+  MLIRContext context;
+  context.loadDialect<arith::ArithDialect, func::FuncDialect>();
+  OpBuilder b(&context);
+  Location loc = b.getUnknownLoc();
+  auto module = ModuleOp::create(b, loc);
+  b.setInsertionPointToEnd(module.getBody());
+  Type index = b.getIndexType();
+  auto func = func::FuncOp::create(b, loc, "groups",
+                                   b.getFunctionType({index, index}, {index}));
+  Block *entry = func.addEntryBlock();
+  b.setInsertionPointToEnd(entry);
+  Value g = norm::emitDefaultGroups(b, loc, entry->getArgument(0),
+                                    entry->getArgument(1));
+  llvm::DenseMap<Value, int> slot;
+  slot[entry->getArgument(0)] = 0;
+  slot[entry->getArgument(1)] = 1;
+  bool ok = true;
+  for (Operation &op : entry->getOperations()) {
+    Program::Instr in;
+    if (auto c = dyn_cast<arith::ConstantIndexOp>(op)) {
+      in.kind = Program::Kind::Constant;
+      in.constant = uint64_t(c.value());
+    } else if (isa<arith::MaxUIOp>(op)) {
+      in.kind = Program::Kind::MaxUI;
+    } else if (isa<arith::MinUIOp>(op)) {
+      in.kind = Program::Kind::MinUI;
+    } else if (isa<arith::DivUIOp>(op)) {
+      in.kind = Program::Kind::DivUI;
+    } else if (isa<arith::CeilDivUIOp>(op)) {
+      in.kind = Program::Kind::CeilDivUI;
+    } else {
+      std::printf("cannot evaluate %s\n",
+                  op.getName().getStringRef().str().c_str());
+      ok = false;
+      break;
+    }
+    if (op.getNumOperands() == 2) {
+      in.a = slot.at(op.getOperand(0));
+      in.b = slot.at(op.getOperand(1));
+    }
+    int index = int(program.instrs.size()) + 2;
+    program.instrs.push_back(in);
+    slot[op.getResult(0)] = index;
+  }
+  if (ok)
+    program.result = slot.at(g);
+  module->erase();
+  return ok;
+}
+
+} // namespace
 
 int main() {
+  Program program;
+  if (!compile(program))
+    return 1;
+
   std::set<int64_t> ms, ns;
   for (int64_t m = 0; m <= 4096; ++m)
     ms.insert(m);
-  for (int shift = 12; shift < 62; ++shift)
+  for (int shift = 12; shift < 63; ++shift)
     for (int64_t d = -17; d <= 17; ++d)
-      ms.insert((int64_t(1) << shift) + d);
+      if (shift < 62 || d < 0)
+        ms.insert((int64_t(1) << shift) + d);
+  ms.insert(INT64_MAX);
   for (int64_t n = 1; n <= 20000; n += (n < 1100 ? 1 : 7))
     ns.insert(n);
   for (int shift = 0; shift < 40; ++shift)
@@ -36,13 +151,13 @@ int main() {
   std::set<int64_t> seen;
   for (int64_t n : ns)
     for (int64_t m : ms) {
-      int64_t expected = mlir::norm::defaultGroups(m, n);
+      int64_t expected = int64_t(program.run(uint64_t(m), uint64_t(n)));
       int64_t got = normrt_default_groups(m, n);
       ++checked;
       seen.insert(got);
       if (got != expected && ++mismatches <= 20)
         std::printf("mismatch: M = %" PRId64 ", N = %" PRId64
-                    ": runtime %" PRId64 ", compiler %" PRId64 "\n",
+                    ": runtime %" PRId64 ", emitted IR %" PRId64 "\n",
                     m, n, got, expected);
     }
   // The grid reaches both caps and the M-bound branch.

@@ -10,7 +10,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "norm/Dialect/Norm/IR/NormOps.h"
 #include "norm/InitNorm.h"
+#include "norm/Support/ManifestSchema.h"
 #include "norm/Pipelines/Pipelines.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -94,6 +96,15 @@ static cl::opt<bool> emitMLIR("emit-mlir",
                               cl::cat(category));
 
 namespace {
+
+namespace manifest = norm::manifest;
+namespace field = norm::manifest::field;
+
+/// The JSON key of a schema field.
+llvm::StringRef key(const manifest::Field &f) {
+  return llvm::StringRef(f.key.data(), f.key.size());
+}
+std::string str(std::string_view s) { return std::string(s); }
 
 /// One function argument of the generated (or given) function.
 struct Argument {
@@ -216,126 +227,131 @@ FailureOr<std::string> specToIR(SmallVectorImpl<Argument> &args) {
       .str();
 }
 
-/// The manifest of the compiled host function `func`.
+/// The manifest of the compiled host function `func`, in the fields of
+/// norm/Support/ManifestSchema.h.
 llvm::json::Object manifestOf(func::FuncOp func,
                               ArrayRef<Argument> argsFromSpec) {
   llvm::json::Object m;
-  m["format_version"] = 1;
-  m["function"] = func.getName().str();
-  m["chip"] = chip.getValue();
-  m["format"] = format.getValue();
-  m["threads"] = threads.getValue();
+  m[key(field::kFormatVersion)] = manifest::kFormatVersion;
+  m[key(field::kFunction)] = func.getName().str();
+  m[key(field::kChip)] = chip.getValue();
+  m[key(field::kFormat)] = format.getValue();
+  m[key(field::kThreads)] = threads.getValue();
   if (!op.empty()) {
     llvm::json::Object spec;
-    spec["op"] = op.getValue();
-    spec["n"] = n.getValue();
-    spec["dtype"] = dtype.getValue();
-    spec["weight_dtype"] = weightDtype.empty() ? dtype.getValue()
-                                               : weightDtype.getValue();
-    spec["strategy"] = strategy.empty() ? "deterministic" : strategy.getValue();
-    spec["groups"] = groups.getValue();
-    m["spec"] = std::move(spec);
+    spec[key(field::kSpecOp)] = op.getValue();
+    spec[key(field::kSpecN)] = n.getValue();
+    spec[key(field::kSpecDtype)] = dtype.getValue();
+    spec[key(field::kSpecWeightDtype)] =
+        weightDtype.empty() ? dtype.getValue() : weightDtype.getValue();
+    spec[key(field::kSpecStrategy)] =
+        strategy.empty() ? "deterministic" : strategy.getValue();
+    spec[key(field::kSpecGroups)] = groups.getValue();
+    m[key(field::kSpec)] = std::move(spec);
   }
 
   auto dtypeOf = [](Type t) -> std::string {
     if (t.isF32())
-      return "f32";
+      return str(manifest::toString(manifest::Dtype::F32));
     if (t.isF16())
-      return "f16";
+      return str(manifest::toString(manifest::Dtype::F16));
     if (t.isBF16())
-      return "bf16";
+      return str(manifest::toString(manifest::Dtype::BF16));
     if (t.isInteger(32))
-      return "i32";
+      return str(manifest::toString(manifest::Dtype::I32));
     return "unknown";
   };
   auto shapeOf = [](MemRefType t) {
     llvm::json::Array shape;
     for (int64_t d : t.getShape())
-      shape.push_back(ShapedType::isDynamic(d) ? llvm::json::Value("?")
-                                               : llvm::json::Value(d));
+      shape.push_back(ShapedType::isDynamic(d)
+                          ? llvm::json::Value(str(manifest::kRowsExtentName))
+                          : llvm::json::Value(d));
     return shape;
   };
 
   llvm::json::Array arguments;
   for (auto [i, arg] : llvm::enumerate(func.getArguments())) {
     llvm::json::Object a;
-    a["name"] = i < argsFromSpec.size() ? argsFromSpec[i].name
-                                        : ("arg" + Twine(i)).str();
+    a[key(field::kName)] = i < argsFromSpec.size()
+                               ? argsFromSpec[i].name
+                               : ("arg" + Twine(i)).str();
     if (i < argsFromSpec.size())
-      a["role"] = argsFromSpec[i].role;
+      a[key(field::kRole)] = argsFromSpec[i].role;
     auto t = cast<MemRefType>(arg.getType());
-    a["dtype"] = dtypeOf(t.getElementType());
-    a["shape"] = shapeOf(t);
+    a[key(field::kDtype)] = dtypeOf(t.getElementType());
+    a[key(field::kShape)] = shapeOf(t);
     arguments.push_back(std::move(a));
   }
-  m["arguments"] = std::move(arguments);
+  m[key(field::kArguments)] = std::move(arguments);
 
-  // Workspaces: the host allocations, in order.
+  // Workspaces: the host allocations, in order. Which ones the runtime
+  // clears follows from the kernels (those no `zero` kernel takes).
   DenseMap<Value, int64_t> workspaceIndex;
   llvm::json::Array workspaces;
   func.walk([&](memref::AllocOp alloc) {
     llvm::json::Object w;
     auto t = alloc.getType();
-    w["dtype"] = dtypeOf(t.getElementType());
+    w[key(field::kDtype)] = dtypeOf(t.getElementType());
     llvm::json::Array shape;
-    unsigned dyn = 0;
     for (int64_t d : t.getShape()) {
-      if (!ShapedType::isDynamic(d)) {
-        shape.push_back(d);
-        continue;
-      }
       // The only run-time workspace extent is the number of groups.
-      (void)alloc.getDynamicSizes()[dyn++];
-      shape.push_back("groups");
+      shape.push_back(ShapedType::isDynamic(d)
+                          ? llvm::json::Value(str(manifest::kGroupsExtentName))
+                          : llvm::json::Value(d));
     }
-    w["shape"] = std::move(shape);
-    w["zeroed_by_kernels"] = true;
+    w[key(field::kShape)] = std::move(shape);
     workspaceIndex[alloc] = workspaces.size();
     workspaces.push_back(std::move(w));
   });
-  m["workspaces"] = std::move(workspaces);
+  m[key(field::kWorkspaces)] = std::move(workspaces);
 
   // Kernels, in launch order, with their parameters.
-  auto records = func->getAttrOfType<ArrayAttr>("norm.kernels");
+  DenseMap<StringRef, norm::KernelAttr> records;
+  if (auto list = func->getAttrOfType<ArrayAttr>("norm.kernels"))
+    for (Attribute r : list)
+      if (auto k = dyn_cast<norm::KernelAttr>(r))
+        records[k.getName()] = k;
   llvm::json::Array kernels;
   func.walk([&](gpu::LaunchFuncOp launch) {
     llvm::json::Object k;
-    std::string kname = launch.getKernelName().str();
-    k["name"] = kname;
-    if (records)
-      for (Attribute r : records) {
-        auto d = cast<DictionaryAttr>(r);
-        if (cast<StringAttr>(d.get("name")).getValue() != kname)
-          continue;
-        for (NamedAttribute f : d)
-          if (auto s = dyn_cast<StringAttr>(f.getValue()))
-            k[f.getName().str()] = s.getValue().str();
-          else if (auto b = dyn_cast<BoolAttr>(f.getValue()))
-            k[f.getName().str()] = b.getValue();
-          else if (auto i = dyn_cast<IntegerAttr>(f.getValue()))
-            k[f.getName().str()] = i.getInt();
-      }
+    k[key(field::kName)] = launch.getKernelName().str();
+    if (norm::KernelAttr r = records.lookup(launch.getKernelName())) {
+      k[key(field::kKind)] = str(manifest::toString(r.getKind()));
+      k[key(field::kBlock)] = r.getBlock();
+      k[key(field::kGrid)] = str(manifest::toString(r.getGrid()));
+      auto optional = [&](const manifest::Field &f, int64_t v) {
+        if (v)
+          k[key(f)] = v;
+      };
+      optional(field::kColumns, r.getColumns());
+      optional(field::kLanes, r.getLanes());
+      optional(field::kRows, r.getRows());
+      optional(field::kVector, r.getVector());
+      if (r.getRegisters())
+        k[key(field::kRegisters)] = *r.getRegisters();
+    }
     // The grid: a constant, or the rule the record names.
     if (auto c = getConstantIntValue(launch.getGridSizeX()))
-      k["grid"] = *c;
+      k[key(field::kGrid)] = *c;
     llvm::json::Array params;
     for (Value v : launch.getKernelOperands()) {
       llvm::json::Object p;
       if (auto arg = dyn_cast<BlockArgument>(v)) {
-        p["argument"] = arg.getArgNumber();
+        p[key(field::kArgument)] = arg.getArgNumber();
       } else if (workspaceIndex.count(v)) {
-        p["workspace"] = workspaceIndex[v];
+        p[key(field::kWorkspace)] = workspaceIndex[v];
       } else {
-        p["unsupported"] = true;
+        p[key(field::kUnsupported)] = true;
       }
       if (auto t = dyn_cast<MemRefType>(v.getType()))
-        p["rank"] = t.getRank();
+        p[key(field::kRank)] = t.getRank();
       params.push_back(std::move(p));
     }
-    k["params"] = std::move(params);
+    k[key(field::kParams)] = std::move(params);
     kernels.push_back(std::move(k));
   });
-  m["kernels"] = std::move(kernels);
+  m[key(field::kKernels)] = std::move(kernels);
   return m;
 }
 

@@ -13,16 +13,20 @@
 #ifndef NORM_RUNTIME_MANIFEST_H
 #define NORM_RUNTIME_MANIFEST_H
 
+#include "norm/Support/ManifestSchema.h"
+
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace mlir::norm::runtime {
 
-/// Element types of arguments and workspaces; the first three equal the C
-/// API's NormrtDtype.
-enum class Dtype : int32_t { F32 = 0, F16 = 1, BF16 = 2, I32 = 3 };
+// The schema's enums (norm/Support/ManifestSchema.h).
+using manifest::Dtype;
+using manifest::GridRule;
+using manifest::KernelKind;
 
 /// "f32", "f16", "bf16", "i32".
 const char *dtypeName(Dtype dtype);
@@ -50,16 +54,6 @@ struct WorkspaceSpec {
   std::vector<int64_t> shape;
 };
 
-/// How a kernel's grid (blocks in x) follows from M.
-enum class GridRule {
-  Constant,      ///< `grid`: a number
-  WorkspaceRows, ///< the leading extent of the kernel's workspaces (G or a
-                 ///< constant)
-  Programs,      ///< G
-  RowBlocks,     ///< ceil(M / rows)
-  Columns,       ///< ceil(N / block)
-};
-
 /// One memref parameter of a kernel: a function argument or a workspace.
 struct KernelParam {
   bool isWorkspace = false;
@@ -70,14 +64,16 @@ struct KernelParam {
 /// One kernel, in launch order.
 struct KernelSpec {
   std::string name;
-  /// "zero", "dx", "reduce", "forward" (empty if the manifest has none).
-  std::string kind;
+  /// Absent if the manifest has none.
+  std::optional<KernelKind> kind;
   int64_t block = 0;
   GridRule grid = GridRule::Constant;
   /// The grid of GridRule::Constant.
   int64_t gridConstant = 0;
   /// Rows per block of GridRule::RowBlocks.
   int64_t rows = 0;
+  /// Columns per block of GridRule::Columns (`columns`, else `block`).
+  int64_t columns = 0;
   std::vector<KernelParam> params;
 
   /// Kernel parameters after MLIR's default memref expansion: 3 + 2 * rank
@@ -103,7 +99,7 @@ struct Manifest {
   /// The argument M is read from: 'x' if it is a row argument, else the
   /// first argument with a leading M extent; -1 if none has one.
   int32_t rowsArgument = -1;
-  /// Per workspace: no kernel of kind "zero" takes it, so the runtime clears
+  /// Per workspace: no kernel of kind `zero` takes it, so the runtime clears
   /// it (cuMemsetD8Async) before the first kernel.
   std::vector<bool> clearWorkspace;
 

@@ -16,6 +16,7 @@
 
 #include "norm-c/Runtime.h"
 #include "norm/Runtime/Manifest.h"
+#include "norm/Support/Groups.h"
 
 #include <cstdint>
 #include <string>
@@ -23,10 +24,9 @@
 
 namespace mlir::norm::runtime {
 
-/// The runtime's copy of norm::defaultGroups (Groups.h), which it cannot
-/// link: G = max(1, min(clamp(2^21 / N, 128, 512), ceil(M / 8))). A test
-/// keeps the two equal.
-int64_t defaultGroups(int64_t m, int64_t n);
+/// G = max(1, min(clamp(2^21 / N, 128, 512), ceil(M / 8))): the compiler's
+/// formula, from the header both include.
+using mlir::norm::defaultGroups;
 
 /// Each workspace starts at a multiple of this many bytes inside the
 /// caller's buffer.

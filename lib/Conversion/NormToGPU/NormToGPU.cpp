@@ -13,7 +13,9 @@
 
 #include "norm/Conversion/NormToGPU/TargetInfo.h"
 #include "norm/Conversion/Passes.h"
+#include "norm/Dialect/Norm/IR/NormOps.h"
 #include "norm/Dialect/Norm/IR/StageContract.h"
+#include "norm/Support/ManifestSchema.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -926,19 +928,24 @@ struct MapToGPUPass : public norm::impl::NormMapToGPUBase<MapToGPUPass> {
 
   void record(OpBuilder &b, StringRef name, StringRef kind, int64_t threads,
               StringRef grid, const Geometry *g = nullptr) {
-    SmallVector<NamedAttribute> fields = {
-        b.getNamedAttr("name", b.getStringAttr(name)),
-        b.getNamedAttr("kind", b.getStringAttr(kind)),
-        b.getNamedAttr("block", b.getI64IntegerAttr(threads)),
-        b.getNamedAttr("grid", b.getStringAttr(grid))};
-    if (g) {
-      fields.push_back(b.getNamedAttr("lanes", b.getI64IntegerAttr(g->lanes)));
-      fields.push_back(b.getNamedAttr("rows", b.getI64IntegerAttr(g->rows)));
-      fields.push_back(b.getNamedAttr("vector", b.getI64IntegerAttr(g->vec)));
-      fields.push_back(
-          b.getNamedAttr("registers", b.getBoolAttr(g->registers)));
+    // In the manifest's terms (norm/Support/ManifestSchema.h): "columnsC"
+    // is the `columns` rule with C columns per block.
+    int64_t columns = 0;
+    if (grid.consume_front("columns") && !grid.empty()) {
+      bool bad = grid.getAsInteger(10, columns);
+      assert(!bad && "columns per block");
+      (void)bad;
+      grid = "columns";
     }
-    kernels.push_back(b.getDictionaryAttr(fields));
+    std::optional<norm::manifest::KernelKind> k =
+        norm::manifest::parseKernelKind({kind.data(), kind.size()});
+    std::optional<norm::manifest::GridRule> rule =
+        norm::manifest::parseGridRule({grid.data(), grid.size()});
+    assert(k && rule && "kinds and grid rules of the manifest schema");
+    kernels.push_back(norm::KernelAttr::get(
+        b.getContext(), name, *k, threads, *rule, columns, g ? g->lanes : 0,
+        g ? g->rows : 0, g ? g->vec : 0,
+        g ? std::optional<bool>(g->registers) : std::nullopt));
   }
 
   /// `for w { ...; for j { stores } }`: a block per w, threads over j.

@@ -5,7 +5,7 @@
 // deterministic partial row in registers (private arrays), combined across
 // the 64 sub-groups through shared memory in a fixed order.
 // CHECK-LABEL: func @rms_norm_grad_n24
-// CHECK-SAME: norm.kernels = [{{.*}}kind = "zero"{{.*}}, {block = 256 : i64, grid = "programs", kind = "dx", lanes = 4 : i64, name = "rms_norm_grad_n24_dx_1", registers = true, rows = 64 : i64, vector = 8 : i64}, {{.*}}kind = "reduce"
+// CHECK-SAME: norm.kernels = [#norm.kernel<name = "rms_norm_grad_n24_zero_0", kind = zero, block = 256, grid = workspace_rows>, #norm.kernel<name = "rms_norm_grad_n24_dx_1", kind = dx, block = 256, grid = programs, lanes = 4, rows = 64, vector = 8, registers = true>, #norm.kernel<name = "rms_norm_grad_n24_reduce_2", kind = reduce, block = {{[0-9]+}}, grid = columns, columns = 32>]
 // CHECK: gpu.launch {{.*}} threads({{.*}}) in ({{.*}} = %c256{{.*}}) module(@rms_norm_grad_n24_kernels) function(@rms_norm_grad_n24_zero_0)
 // CHECK: gpu.launch {{.*}} function(@rms_norm_grad_n24_dx_1) workgroup(%[[SMEM:.*]] : memref<64x24xf32, #gpu.address_space<workgroup>>)
 // CHECK:   memref.extract_aligned_pointer_as_index
@@ -30,7 +30,7 @@ func.func @rms_norm_grad_n24(%dy: memref<?x24xbf16>, %x: memref<?x24xbf16>, %rst
 // N = 4096 bf16: 512 chunks, the whole block on one row (2 chunks per
 // lane); the in-row sums go across the 8 warps through shared memory.
 // CHECK-LABEL: func @layer_norm_grad_n4096
-// CHECK-SAME: lanes = 256 : i64, name = "layer_norm_grad_n4096_dx_1", registers = true, rows = 1 : i64, vector = 8 : i64
+// CHECK-SAME: #norm.kernel<name = "layer_norm_grad_n4096_dx_1", kind = dx, block = 256, grid = programs, lanes = 256, rows = 1, vector = 8, registers = true>
 // CHECK: gpu.launch {{.*}} function(@layer_norm_grad_n4096_dx_1) workgroup(%{{.*}} : memref<8xf32, #gpu.address_space<workgroup>>, %{{.*}} : memref<8xf32, #gpu.address_space<workgroup>>)
 // CHECK:   gpu.shuffle  xor %{{.*}}, %c16_i32, %c32_i32 : f32
 // CHECK:   gpu.barrier
@@ -49,7 +49,7 @@ func.func @layer_norm_grad_n4096(%dy: memref<?x4096xbf16>, %x: memref<?x4096xbf1
 // re-reads the row (from L2) in the dx loop; element accesses (no
 // guarantee of whole 16-byte chunks).
 // CHECK-LABEL: func @rms_norm_grad_dynamic_n
-// CHECK-SAME: lanes = 256 : i64, name = "rms_norm_grad_dynamic_n_dx_0", registers = false, rows = 1 : i64
+// CHECK-SAME: #norm.kernel<name = "rms_norm_grad_dynamic_n_dx_0", kind = dx, block = 256, grid = programs, lanes = 256, rows = 1, vector = {{[0-9]+}}, registers = false>
 // CHECK: function(@rms_norm_grad_dynamic_n_dx_0)
 // CHECK-NOT: memref.alloca
 // CHECK-NOT: vector.load
@@ -80,7 +80,7 @@ func.func @rms_norm_grad_grouped_atomic(%dy: memref<?x128xf16>, %x: memref<?x128
 // locked: the whole block takes a row; thread 0 spins on the group's lock,
 // fences, and releases after a barrier.
 // CHECK-LABEL: func @layer_norm_grad_locked
-// CHECK-SAME: lanes = 256 : i64, name = "layer_norm_grad_locked_dx_1"
+// CHECK-SAME: #norm.kernel<name = "layer_norm_grad_locked_dx_1", kind = dx, block = 256, grid = programs, lanes = 256,
 // CHECK: function(@layer_norm_grad_locked_dx_1)
 // CHECK:   scf.while
 // CHECK:   nvvm.memory.barrier <gpu>
@@ -100,7 +100,7 @@ func.func @layer_norm_grad_locked(%dy: memref<?x64xf32>, %x: memref<?x64xf32>, %
 
 // Forward: blocks of S rows; mean / rstd written once per row by lane 0.
 // CHECK-LABEL: func @layer_norm_forward_n1000
-// CHECK-SAME: grid = "row_blocks", kind = "forward", lanes = 128 : i64
+// CHECK-SAME: kind = forward, block = 256, grid = row_blocks, lanes = 128,
 // CHECK: function(@layer_norm_forward_n1000_forward_0)
 // CHECK:   math.rsqrt
 func.func @layer_norm_forward_n1000(%x: memref<?x1000xbf16>, %w: memref<1000xbf16>, %b: memref<1000xbf16>,

@@ -9,10 +9,12 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
 using namespace mlir::norm;
+namespace manifest = mlir::norm::manifest;
 
 #include "norm/Dialect/Norm/IR/NormDialect.cpp.inc"
 #include "norm/Dialect/Norm/IR/NormEnums.cpp.inc"
@@ -76,4 +78,132 @@ void NormDialect::initialize() {
 #define GET_OP_LIST
 #include "norm/Dialect/Norm/IR/NormOps.cpp.inc"
       >();
+}
+
+//===----------------------------------------------------------------------===//
+// #norm.kernel: `key = value` pairs, the enums by the names of
+// norm/Support/ManifestSchema.h.
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+StringRef str(std::string_view s) { return StringRef(s.data(), s.size()); }
+
+/// An enum keyword by the schema's names.
+template <typename E>
+FailureOr<E> parseEnum(AsmParser &p, StringRef what,
+                       std::optional<E> (*fromName)(std::string_view)) {
+  SMLoc loc = p.getCurrentLocation();
+  StringRef word;
+  if (p.parseKeyword(&word))
+    return failure();
+  if (std::optional<E> e = fromName(std::string_view(word.data(), word.size())))
+    return *e;
+  return p.emitError(loc) << "unknown " << what << " '" << word << "'";
+}
+
+} // namespace
+
+Attribute KernelAttr::parse(AsmParser &p, Type) {
+  std::string name;
+  std::optional<manifest::KernelKind> kind;
+  std::optional<manifest::GridRule> grid;
+  std::optional<int64_t> block;
+  int64_t columns = 0, lanes = 0, rows = 0, vector = 0;
+  std::optional<bool> registers;
+  llvm::StringSet<> seen;
+  SMLoc start = p.getCurrentLocation();
+  auto parseField = [&]() -> ParseResult {
+    SMLoc loc = p.getCurrentLocation();
+    StringRef key;
+    if (p.parseKeyword(&key) || p.parseEqual())
+      return failure();
+    if (!seen.insert(key).second)
+      return p.emitError(loc) << "duplicate '" << key << "'";
+    if (key == "name")
+      return p.parseString(&name);
+    if (key == "kind") {
+      auto k = parseEnum<manifest::KernelKind>(p, "kernel kind",
+                                               manifest::parseKernelKind);
+      if (failed(k))
+        return failure();
+      kind = *k;
+      return success();
+    }
+    if (key == "grid") {
+      auto g = parseEnum<manifest::GridRule>(p, "grid rule",
+                                             manifest::parseGridRule);
+      if (failed(g))
+        return failure();
+      grid = *g;
+      return success();
+    }
+    if (key == "registers") {
+      StringRef word;
+      if (p.parseKeyword(&word))
+        return failure();
+      if (word != "true" && word != "false")
+        return p.emitError(loc) << "'registers' must be true or false";
+      registers = word == "true";
+      return success();
+    }
+    int64_t *slot = key == "block"     ? &block.emplace()
+                    : key == "columns" ? &columns
+                    : key == "lanes"   ? &lanes
+                    : key == "rows"    ? &rows
+                    : key == "vector"  ? &vector
+                                       : nullptr;
+    if (!slot)
+      return p.emitError(loc) << "unknown key '" << key << "'";
+    return p.parseInteger(*slot);
+  };
+  if (p.parseCommaSeparatedList(AsmParser::Delimiter::LessGreater, parseField))
+    return {};
+  if (!seen.contains("name") || !kind || !block || !grid) {
+    p.emitError(start) << "#norm.kernel needs name, kind, block and grid";
+    return {};
+  }
+  return getChecked([&] { return p.emitError(start); }, p.getContext(), name,
+                    *kind, *block, *grid, columns, lanes, rows, vector,
+                    registers);
+}
+
+void KernelAttr::print(AsmPrinter &p) const {
+  p << "<name = ";
+  p.printString(getName());
+  p << ", kind = " << str(manifest::toString(getKind()))
+    << ", block = " << getBlock()
+    << ", grid = " << str(manifest::toString(getGrid()));
+  auto optional = [&](StringRef key, int64_t v) {
+    if (v)
+      p << ", " << key << " = " << v;
+  };
+  optional("columns", getColumns());
+  optional("lanes", getLanes());
+  optional("rows", getRows());
+  optional("vector", getVector());
+  if (getRegisters())
+    p << ", registers = " << (*getRegisters() ? "true" : "false");
+  p << ">";
+}
+
+LogicalResult
+KernelAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                   StringRef name, manifest::KernelKind kind, int64_t block,
+                   manifest::GridRule grid, int64_t columns, int64_t lanes,
+                   int64_t rows, int64_t vector, std::optional<bool>) {
+  if (name.empty())
+    return emitError() << "#norm.kernel: empty name";
+  if (block < 1)
+    return emitError() << "#norm.kernel: block must be positive, got "
+                       << block;
+  for (int64_t v : {columns, lanes, rows, vector})
+    if (v < 0)
+      return emitError() << "#norm.kernel: columns, lanes, rows and vector "
+                            "must be positive when present";
+  if (columns && grid != manifest::GridRule::Columns)
+    return emitError() << "#norm.kernel: columns only go with grid = columns";
+  if (grid == manifest::GridRule::RowBlocks && !rows)
+    return emitError() << "#norm.kernel: grid = row_blocks needs rows";
+  return success();
 }

@@ -8,16 +8,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 
-#include <algorithm>
-
 using namespace mlir;
-
-int64_t norm::defaultGroups(int64_t m, int64_t n) {
-  int64_t cap = std::clamp(kPartialElements / std::max<int64_t>(n, 1),
-                           kMinGroupCap, kMaxGroupCap);
-  int64_t byRows = (m + kMinRowsPerGroup - 1) / kMinRowsPerGroup;
-  return std::max<int64_t>(1, std::min(cap, byRows));
-}
 
 Value norm::emitDefaultGroups(OpBuilder &b, Location loc, Value m, Value n) {
   auto c = [&](int64_t v) {

@@ -10,6 +10,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Dialect.h"
 #include "mlir/IR/Operation.h"
+#include "norm/Support/ManifestSchema.h"
 
 // The enums and attributes come first: the dialect's discardable-attribute
 // helpers (the stage contract) are typed by them.

@@ -9,6 +9,7 @@
 #define NORM_DIALECT_NORM_IR_NORMOPS_TD
 
 include "norm/Dialect/Norm/IR/NormBase.td"
+include "norm/Dialect/Norm/IR/NormAttrs.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
 /// Declarations shared by every norm op.

@@ -2,11 +2,10 @@
 //
 // Part of mlir-norm.
 //
-// The number of partial rows G of the cross-row reduction is a function of
-// (M, N) alone, never of the device, so `deterministic` results are bitwise
-// identical across GPU models. The compiler emits the same formula as IR
-// (M is usually only known at run time) and the runtime calls this one to
-// size the workspace; a test keeps the two equal.
+// The formula and its constants live in norm/Support/Groups.h, which the
+// runtime includes too (defaultGroups and the k* constants are reexported
+// from there); this header adds its IR form for the compiler, where M is
+// usually only known at run time. normrt-groups-test keeps the two equal.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,25 +14,12 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Value.h"
-
-#include <cstdint>
+#include "norm/Support/Groups.h"
 
 namespace mlir::norm {
 
-/// Rows a program must own at least, so partial traffic (G * N * 8 bytes)
-/// stays small next to the 3 * M * N * s bytes of the dx pass.
-constexpr int64_t kMinRowsPerGroup = 8;
-/// Cap on G as a function of N: about 2^21 partial elements, between 128 and
-/// 512 rows (512 programs for N <= 4096, fewer above: several per SM,
-/// for 4% extra traffic).
-constexpr int64_t kPartialElements = int64_t(1) << 21;
-constexpr int64_t kMinGroupCap = 128;
-constexpr int64_t kMaxGroupCap = 512;
-
-/// G = max(1, min(clamp(2^21 / N, 128, 512), ceil(M / 8))).
-int64_t defaultGroups(int64_t m, int64_t n);
-
-/// The same formula as IR on index values.
+/// defaultGroups(m, n) as IR on index values (unsigned arith ops), from
+/// the constants of norm/Support/Groups.h.
 Value emitDefaultGroups(OpBuilder &b, Location loc, Value m, Value n);
 
 } // namespace mlir::norm

@@ -1,0 +1,66 @@
+//===- NormAttrs.td - norm dialect attributes --------------*- tablegen -*-===//
+//
+// Part of mlir-norm.
+//
+// `#norm.kernel`: what norm-map-to-gpu records of each kernel it creates,
+// in the terms of the launch manifest (norm/Support/ManifestSchema.h), from
+// which norm-compile writes the manifest's `kernels`.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NORM_DIALECT_NORM_IR_NORMATTRS_TD
+#define NORM_DIALECT_NORM_IR_NORMATTRS_TD
+
+include "norm/Dialect/Norm/IR/NormBase.td"
+
+def Norm_KernelAttr : AttrDef<Norm_Dialect, "Kernel"> {
+  let mnemonic = "kernel";
+  let summary = "a GPU kernel's launch record, in the manifest's terms";
+  let description = [{
+    One kernel of a host function, as the launch manifest describes it:
+    its `name` (the gpu.func), `kind` (zero, dx, reduce, forward), threads
+    per `block`, and the `grid` rule (constant, workspace_rows, programs,
+    row_blocks, columns) that gives its blocks from M. `columns` is the
+    number of columns per block of the `columns` rule; `lanes`, `rows`,
+    `vector` and `registers` describe the geometry of the row kernels (dx,
+    forward). The enum names are those of norm/Support/ManifestSchema.h.
+
+    ```mlir
+    #norm.kernel<name = "f_dx_1", kind = dx, block = 256, grid = programs,
+                 lanes = 256, rows = 1, vector = 8, registers = true>
+    #norm.kernel<name = "f_reduce_2", kind = reduce, block = 256,
+                 grid = columns, columns = 32>
+    ```
+  }];
+  let parameters = (ins
+    StringRefParameter<"the kernel's name">:$name,
+    "::mlir::norm::manifest::KernelKind":$kind,
+    "int64_t":$block,
+    "::mlir::norm::manifest::GridRule":$grid,
+    OptionalParameter<"int64_t", "columns per block (grid = columns)">
+        :$columns,
+    OptionalParameter<"int64_t", "lanes per row">:$lanes,
+    OptionalParameter<"int64_t", "rows per block">:$rows,
+    OptionalParameter<"int64_t", "elements per access">:$vector,
+    OptionalParameter<"std::optional<bool>", "rows held in registers">
+        :$registers);
+  let skipDefaultBuilders = 1;
+  let builders = [
+    AttrBuilder<(ins "::llvm::StringRef":$name,
+                     "::mlir::norm::manifest::KernelKind":$kind,
+                     "int64_t":$block,
+                     "::mlir::norm::manifest::GridRule":$grid,
+                     CArg<"int64_t", "0">:$columns,
+                     CArg<"int64_t", "0">:$lanes,
+                     CArg<"int64_t", "0">:$rows,
+                     CArg<"int64_t", "0">:$vector,
+                     CArg<"std::optional<bool>", "std::nullopt">:$registers), [{
+      return $_get($_ctxt, name, kind, block, grid, columns, lanes, rows,
+                   vector, registers);
+    }]>
+  ];
+  let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
+}
+
+#endif // NORM_DIALECT_NORM_IR_NORMATTRS_TD
