@@ -1,4 +1,4 @@
-//===- KernelSpec.cpp - MLIR text of execution-test kernels ---------------===//
+//===- KernelSpec.cpp - the execution tests' kernels, built and printed ---===//
 //
 // Part of mlir-norm.
 //
@@ -6,7 +6,10 @@
 
 #include "KernelSpec.h"
 
-#include "llvm/Support/Format.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
 #include "llvm/Support/raw_ostream.h"
 
 using namespace norm_exec;
@@ -50,255 +53,76 @@ std::string KernelSpec::opName() const {
   return isGrad() ? name + "_grad" : name;
 }
 
-std::vector<Operand> norm_exec::kernelOperands(const KernelSpec &spec) {
-  std::vector<Operand> ops;
-  bool bias = spec.isLayerNorm() && spec.bias;
-  if (spec.isGrad()) {
-    ops = {Operand::Dy, Operand::X};
-    if (spec.isLayerNorm())
-      ops.push_back(Operand::Mean);
-    ops.push_back(Operand::Rstd);
-    if (spec.weight)
-      ops.push_back(Operand::Weight);
-    if (spec.dresidual)
-      ops.push_back(Operand::Dresidual);
-    ops.push_back(Operand::Dx);
-    if (spec.weight)
-      ops.push_back(Operand::Dweight);
-    if (bias)
-      ops.push_back(Operand::Dbias);
-    return ops;
-  }
-  ops = {Operand::X};
-  if (spec.weight)
-    ops.push_back(Operand::Weight);
-  if (bias)
-    ops.push_back(Operand::Bias);
-  ops.push_back(Operand::Y);
-  if (spec.isLayerNorm())
-    ops.push_back(Operand::MeanOut);
-  ops.push_back(Operand::RstdOut);
-  if (spec.xhatOut)
-    ops.push_back(Operand::XhatOut);
-  return ops;
-}
-
 namespace {
 
-/// The three shapes of operand: [M, N] rows, [N] features, [M] statistics.
-enum class Kind { Rows, Feature, Stat };
-
-Kind kindOf(Operand o) {
-  switch (o) {
-  case Operand::Weight:
-  case Operand::Bias:
-  case Operand::Dweight:
-  case Operand::Dbias:
-    return Kind::Feature;
-  case Operand::Mean:
-  case Operand::Rstd:
-  case Operand::MeanOut:
-  case Operand::RstdOut:
-    return Kind::Stat;
-  default:
-    return Kind::Rows;
-  }
+/// The builder's spec for one test kernel.
+mlir::norm::NormOpSpec toNormOpSpec(mlir::MLIRContext &ctx,
+                                    const KernelSpec &spec) {
+  auto floatType = [&](DType t) -> mlir::FloatType {
+    switch (t) {
+    case DType::F32:
+      return mlir::Float32Type::get(&ctx);
+    case DType::F16:
+      return mlir::Float16Type::get(&ctx);
+    case DType::BF16:
+      return mlir::BFloat16Type::get(&ctx);
+    }
+    return {};
+  };
+  using mlir::norm::NormOpKind;
+  mlir::norm::NormOpSpec s;
+  s.op = spec.isGrad()
+             ? (spec.isLayerNorm() ? NormOpKind::LayerNormGrad
+                                   : NormOpKind::RMSNormGrad)
+             : (spec.isLayerNorm() ? NormOpKind::LayerNorm : NormOpKind::RMSNorm);
+  s.n = spec.staticN ? spec.staticN : mlir::ShapedType::kDynamic;
+  s.xType = floatType(spec.xType);
+  s.paramType = floatType(spec.paramType);
+  s.weight = spec.weight;
+  s.bias = spec.bias;
+  s.dresidual = spec.dresidual;
+  s.zeroCentered = spec.zeroCentered;
+  s.xhat = spec.xhatOut;
+  if (spec.isGrad())
+    s.strategy = mlir::norm::symbolizeReductionStrategy(spec.strategy);
+  s.groups = spec.groups;
+  s.stridedRows = spec.strided;
+  s.valueForm = spec.valueForm;
+  return s;
 }
-
-bool isOutput(Operand o) {
-  switch (o) {
-  case Operand::Dx:
-  case Operand::Dweight:
-  case Operand::Dbias:
-  case Operand::Y:
-  case Operand::MeanOut:
-  case Operand::RstdOut:
-  case Operand::XhatOut:
-    return true;
-  default:
-    return false;
-  }
-}
-
-/// Writes the function for one spec; one method per piece of syntax.
-class SourceWriter {
-public:
-  explicit SourceWriter(const KernelSpec &spec)
-      : spec(spec), operands(kernelOperands(spec)), os(text) {}
-
-  std::string write() {
-    writeSignature();
-    if (spec.valueForm)
-      writeValueBody();
-    else
-      writeBufferBody();
-    os << "  return\n}\n";
-    return text;
-  }
-
-private:
-  std::string nDim() const {
-    return spec.staticN ? std::to_string(spec.staticN) : std::string("?");
-  }
-
-  std::string elementType(Operand o) const {
-    switch (kindOf(o)) {
-    case Kind::Rows:
-      return dtypeName(spec.xType).str();
-    case Kind::Feature:
-      return dtypeName(spec.paramType).str();
-    case Kind::Stat:
-      return "f32";
-    }
-    return "";
-  }
-
-  std::string shape(Operand o) const {
-    switch (kindOf(o)) {
-    case Kind::Rows:
-      return "?x" + nDim() + "x";
-    case Kind::Feature:
-      return nDim() + "x";
-    case Kind::Stat:
-      return "?x";
-    }
-    return "";
-  }
-
-  std::string memrefType(Operand o) const {
-    std::string layout;
-    if (kindOf(o) == Kind::Rows && spec.strided)
-      layout = ", strided<[?, 1], offset: ?>";
-    return "memref<" + shape(o) + elementType(o) + layout + ">";
-  }
-
-  std::string tensorType(Operand o) const {
-    return "tensor<" + shape(o) + elementType(o) + ">";
-  }
-
-  /// The SSA name of an operand in the body: the argument itself (buffer
-  /// form) or its tensor (value form).
-  std::string use(Operand o) const {
-    return spec.valueForm ? std::string("%") + operandName(o) + "_t"
-                          : std::string("%") + operandName(o);
-  }
-
-  std::string useType(Operand o) const {
-    return spec.valueForm ? tensorType(o) : memrefType(o);
-  }
-
-  void writeSignature() {
-    os << "func.func @kernel(";
-    bool first = true;
-    for (Operand o : operands) {
-      os << (first ? "" : ", ") << "%" << operandName(o) << ": "
-         << memrefType(o);
-      first = false;
-    }
-    os << ") attributes {llvm.emit_c_interface} {\n";
-  }
-
-  /// `keyword(%v : type)` when `o` is an operand of the kernel.
-  void writeKeyword(const char *keyword, Operand o) {
-    if (llvm::is_contained(operands, o))
-      os << " " << keyword << "(" << use(o) << " : " << useType(o) << ")";
-  }
-
-  void writeInputs() {
-    if (spec.isGrad()) {
-      writeKeyword("dy", Operand::Dy);
-      writeKeyword("x", Operand::X);
-      writeKeyword("mean", Operand::Mean);
-      writeKeyword("rstd", Operand::Rstd);
-      writeKeyword("weight", Operand::Weight);
-      writeKeyword("dresidual", Operand::Dresidual);
-      return;
-    }
-    writeKeyword("x", Operand::X);
-    writeKeyword("weight", Operand::Weight);
-    writeKeyword("bias", Operand::Bias);
-  }
-
-  /// (keyword, operand) of each output the kernel has, in syntax order.
-  std::vector<std::pair<const char *, Operand>> outputs() const {
-    std::vector<std::pair<const char *, Operand>> all;
-    if (spec.isGrad())
-      all = {{"dx", Operand::Dx},
-             {"dweight", Operand::Dweight},
-             {"dbias", Operand::Dbias}};
-    else
-      all = {{"y", Operand::Y},
-             {"mean", Operand::MeanOut},
-             {"rstd", Operand::RstdOut},
-             {"xhat", Operand::XhatOut}};
-    std::vector<std::pair<const char *, Operand>> present;
-    for (auto &p : all)
-      if (llvm::is_contained(operands, p.second))
-        present.push_back(p);
-    return present;
-  }
-
-  void writeAttributes() {
-    std::vector<std::string> attrs;
-    if (spec.isGrad()) {
-      attrs.push_back("strategy = #norm.strategy<" + spec.strategy + ">");
-      if (spec.groups)
-        attrs.push_back("groups = " + std::to_string(spec.groups) + " : i64");
-    }
-    if (spec.zeroCentered)
-      attrs.push_back("zero_centered_weight");
-    if (attrs.empty())
-      return;
-    os << " {";
-    llvm::interleaveComma(attrs, os);
-    os << "}";
-  }
-
-  void writeBufferBody() {
-    os << "  norm." << spec.opName();
-    writeInputs();
-    os << " outs";
-    for (auto &[keyword, o] : outputs())
-      os << " " << keyword << "(%" << operandName(o) << " : " << memrefType(o)
-         << ")";
-    writeAttributes();
-    os << "\n";
-  }
-
-  void writeValueBody() {
-    for (Operand o : operands)
-      if (!isOutput(o))
-        os << "  " << use(o) << " = bufferization.to_tensor %" << operandName(o)
-           << " restrict : " << memrefType(o) << " to " << tensorType(o)
-           << "\n";
-    auto outs = outputs();
-    os << "  ";
-    bool first = true;
-    for (auto &p : outs) {
-      os << (first ? "" : ", ") << use(p.second);
-      first = false;
-    }
-    os << " = norm." << spec.opName();
-    writeInputs();
-    writeAttributes();
-    os << " ->";
-    for (auto &[keyword, o] : outs)
-      os << " " << keyword << "(" << tensorType(o) << ")";
-    os << "\n";
-    for (auto &p : outs)
-      os << "  bufferization.materialize_in_destination " << use(p.second)
-         << " in restrict writable %" << operandName(p.second) << " : ("
-         << tensorType(p.second) << ", " << memrefType(p.second) << ") -> ()\n";
-  }
-
-  const KernelSpec &spec;
-  std::vector<Operand> operands;
-  std::string text;
-  llvm::raw_string_ostream os;
-};
 
 } // namespace
 
+std::vector<Operand> norm_exec::kernelOperands(const KernelSpec &spec) {
+  mlir::MLIRContext ctx;
+  auto roles = mlir::norm::normFunctionArguments(toNormOpSpec(ctx, spec));
+  return std::vector<Operand>(roles.begin(), roles.end());
+}
+
 std::string norm_exec::kernelSource(const KernelSpec &spec) {
-  return SourceWriter(spec).write();
+  if (spec.isGrad() && !mlir::norm::symbolizeReductionStrategy(spec.strategy))
+    return "error: unknown strategy '" + spec.strategy + "'\n";
+  mlir::MLIRContext ctx;
+  ctx.loadDialect<mlir::func::FuncDialect, mlir::memref::MemRefDialect,
+                  mlir::bufferization::BufferizationDialect,
+                  mlir::norm::NormDialect>();
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  // A spec the op rejects: its diagnostic is the source, which the parser
+  // then reports.
+  mlir::ScopedDiagnosticHandler diag(&ctx, [&](mlir::Diagnostic &d) {
+    os << "error: " << d.str() << "\n";
+    return mlir::success();
+  });
+  mlir::Location loc = mlir::UnknownLoc::get(&ctx);
+  mlir::OwningOpRef<mlir::ModuleOp> module = mlir::ModuleOp::create(loc);
+  mlir::OpBuilder b = mlir::OpBuilder::atBlockEnd(module->getBody());
+  mlir::FailureOr<mlir::func::FuncOp> fn = mlir::norm::buildNormFunction(
+      b, loc, "kernel", toNormOpSpec(ctx, spec));
+  if (mlir::failed(fn))
+    return text;
+  (*fn)->setAttr("llvm.emit_c_interface", b.getUnitAttr());
+  fn->print(os, mlir::OpPrintingFlags().printNameLocAsPrefix());
+  os << "\n";
+  return text;
 }

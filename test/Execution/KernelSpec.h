@@ -2,10 +2,12 @@
 //
 // Part of mlir-norm.
 //
-// A KernelSpec fixes everything that changes the MLIR text of a test kernel
-// (op, types, optional operands, attributes, static N, form); one compiled
-// kernel then runs on many shapes. kernelSource() writes the function, and
-// kernelOperands() its argument order, which the runner binds buffers to.
+// A KernelSpec fixes everything that changes the MLIR of a test kernel (op,
+// types, optional operands, attributes, static N, form); one compiled kernel
+// then runs on many shapes. kernelSource() builds the function with the
+// shared builder of norm-compile (norm/Dialect/Norm/Utils/NormFunction.h)
+// and prints it; kernelOperands() is its argument order, which the runner
+// binds buffers to.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,6 +15,8 @@
 #define NORM_TEST_EXECUTION_KERNELSPEC_H
 
 #include "StorageTypes.h"
+
+#include "norm/Dialect/Norm/Utils/NormFunction.h"
 
 #include <cstdint>
 #include <string>
@@ -26,27 +30,9 @@ enum class OpKind { LayerNorm, RMSNorm };
 /// The forward op (y, statistics) or the backward one (dx, dweight, dbias).
 enum class Direction { Forward, Grad };
 
-/// The arguments a test kernel may take, in no particular order; see
-/// kernelOperands() for the order of one kernel.
-enum class Operand {
-  // Grad inputs.
-  Dy,
-  X,
-  Mean,
-  Rstd,
-  Weight,
-  Bias,
-  Dresidual,
-  // Grad outputs.
-  Dx,
-  Dweight,
-  Dbias,
-  // Forward outputs.
-  Y,
-  MeanOut,
-  RstdOut,
-  XhatOut,
-};
+/// The arguments a test kernel may take: the roles of the shared builder
+/// (norm/Dialect/Norm/Utils/NormFunction.h), which fixes their order.
+using Operand = mlir::norm::NormArgRole;
 
 /// The name an operand has in reports ("dx", "mean", ...).
 const char *operandName(Operand o);

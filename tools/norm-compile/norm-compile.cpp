@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "norm/Dialect/Norm/IR/NormOps.h"
+#include "norm/Dialect/Norm/Utils/NormFunction.h"
 #include "norm/InitNorm.h"
 #include "norm/Support/ManifestSchema.h"
 #include "norm/Pipelines/Pipelines.h"
@@ -31,6 +32,7 @@
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/SourceMgr.h"
+#include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -112,25 +114,23 @@ struct Argument {
   std::string role; // input / output
 };
 
-std::string rowType(StringRef t) {
-  return llvm::formatv("memref<?x{0}x{1}, strided<[?, 1], offset: ?>>",
-                       n.getValue(), t)
-      .str();
+/// An element type named on the command line.
+FloatType floatTypeNamed(MLIRContext *ctx, StringRef name) {
+  return llvm::StringSwitch<FloatType>(name)
+      .Case("f32", Float32Type::get(ctx))
+      .Case("f16", Float16Type::get(ctx))
+      .Case("bf16", BFloat16Type::get(ctx))
+      .Default(FloatType());
 }
-std::string colType(StringRef t) {
-  return llvm::formatv("memref<{0}x{1}, strided<[1], offset: ?>>",
-                       n.getValue(), t)
-      .str();
-}
-std::string statType() { return "memref<?xf32, strided<[1], offset: ?>>"; }
 
-/// The IR of the command-line spec, or an error.
-FailureOr<std::string> specToIR(SmallVectorImpl<Argument> &args) {
-  bool grad = StringRef(op).ends_with("_grad");
-  bool layer = StringRef(op).starts_with("layer_norm");
-  if (!llvm::is_contained({"layer_norm_grad", "rms_norm_grad", "layer_norm",
-                           "rms_norm"},
-                          op.getValue())) {
+/// Builds the function of the command-line spec into `module` (with the
+/// shared builder, norm/Dialect/Norm/Utils/NormFunction.h) and lists its
+/// arguments; an error for a spec it cannot be.
+FailureOr<func::FuncOp> buildSpec(ModuleOp module,
+                                  SmallVectorImpl<Argument> &args) {
+  MLIRContext *ctx = module.getContext();
+  std::optional<norm::NormOpKind> kind = norm::symbolizeNormOpKind(op);
+  if (!kind) {
     llvm::errs() << "norm-compile: --op must be layer_norm_grad, "
                     "rms_norm_grad, layer_norm or rms_norm, got '"
                  << op << "'\n";
@@ -140,91 +140,46 @@ FailureOr<std::string> specToIR(SmallVectorImpl<Argument> &args) {
     llvm::errs() << "norm-compile: --n must be a positive hidden size\n";
     return failure();
   }
-  for (StringRef t : {StringRef(dtype), StringRef(weightDtype)})
-    if (!t.empty() && !llvm::is_contained({"f32", "f16", "bf16"}, t)) {
-      llvm::errs() << "norm-compile: dtypes are f32, f16 or bf16, got '" << t
-                   << "'\n";
+  norm::NormOpSpec spec;
+  spec.op = *kind;
+  spec.n = n;
+  spec.xType = floatTypeNamed(ctx, dtype);
+  spec.paramType = weightDtype.empty() ? spec.xType
+                                       : floatTypeNamed(ctx, weightDtype);
+  if (!spec.xType || !spec.paramType) {
+    llvm::errs() << "norm-compile: dtypes are f32, f16 or bf16, got '"
+                 << (spec.xType ? weightDtype : dtype) << "'\n";
+    return failure();
+  }
+  if (!strategy.empty()) {
+    spec.strategy = norm::symbolizeReductionStrategy(strategy);
+    if (!spec.strategy) {
+      llvm::errs() << "norm-compile: --strategy must be deterministic, "
+                      "grouped_atomic, atomic or locked, got '"
+                   << strategy << "'\n";
       return failure();
     }
-  std::string x = dtype, w = weightDtype.empty() ? dtype : weightDtype;
-  bool hasWeight = !noWeight, hasBias = layer && !noBias;
-
-  std::string params, body, attrs;
-  auto param = [&](StringRef argName, StringRef type, StringRef role) {
-    if (!params.empty())
-      params += ", ";
-    params += ("%" + argName + ": " + type).str();
-    args.push_back({argName.str(), role.str()});
-  };
-  auto use = [&](StringRef kw, StringRef argName, StringRef type) {
-    return (kw + "(%" + argName + " : " + type + ") ").str();
-  };
-  if (zeroCentered)
-    attrs += "zero_centered_weight, ";
-  if (grad) {
-    param("dy", rowType(x), "input");
-    param("x", rowType(x), "input");
-    if (layer)
-      param("mean", statType(), "input");
-    param("rstd", statType(), "input");
-    if (hasWeight)
-      param("weight", colType(w), "input");
-    if (dresidual)
-      param("dresidual", rowType(x), "input");
-    param("dx", rowType(x), "output");
-    if (hasWeight)
-      param("dweight", colType(w), "output");
-    if (hasBias)
-      param("dbias", colType(w), "output");
-    std::string opName = layer ? "norm.layer_norm_grad" : "norm.rms_norm_grad";
-    body = opName + " " + use("dy", "dy", rowType(x)) +
-           use("x", "x", rowType(x));
-    if (layer)
-      body += use("mean", "mean", statType());
-    body += use("rstd", "rstd", statType());
-    if (hasWeight)
-      body += use("weight", "weight", colType(w));
-    if (dresidual)
-      body += use("dresidual", "dresidual", rowType(x));
-    body += "outs " + use("dx", "dx", rowType(x));
-    if (hasWeight)
-      body += use("dweight", "dweight", colType(w));
-    if (hasBias)
-      body += use("dbias", "dbias", colType(w));
-    if (!strategy.empty())
-      attrs += "strategy = #norm.strategy<" + strategy + ">, ";
-    if (groups > 0)
-      attrs += "groups = " + std::to_string(groups) + ", ";
-  } else {
-    param("x", rowType(x), "input");
-    if (hasWeight)
-      param("weight", colType(w), "input");
-    if (hasBias)
-      param("bias", colType(w), "input");
-    param("y", rowType(x), "output");
-    if (layer)
-      param("mean", statType(), "output");
-    param("rstd", statType(), "output");
-    if (withXhat)
-      param("xhat", rowType(x), "output");
-    std::string opName = layer ? "norm.layer_norm" : "norm.rms_norm";
-    body = opName + " " + use("x", "x", rowType(x));
-    if (hasWeight)
-      body += use("weight", "weight", colType(w));
-    if (hasBias)
-      body += use("bias", "bias", colType(w));
-    body += "outs " + use("y", "y", rowType(x));
-    if (layer)
-      body += use("mean", "mean", statType());
-    body += use("rstd", "rstd", statType());
-    if (withXhat)
-      body += use("xhat", "xhat", rowType(x));
   }
-  if (!attrs.empty())
-    body += "{" + attrs.substr(0, attrs.size() - 2) + "}";
-  return llvm::formatv("func.func @{0}({1}) {{\n  {2}\n  return\n}\n",
-                       name.getValue(), params, body)
-      .str();
+  spec.weight = !noWeight;
+  spec.bias = !noBias;
+  spec.dresidual = dresidual;
+  spec.zeroCentered = zeroCentered;
+  spec.xhat = withXhat;
+  spec.groups = groups;
+  // Any strided layout is launchable: the runtime passes each tensor's
+  // offset and strides.
+  spec.stridedRows = spec.stridedVectors = true;
+  if (spec.groups > 0 && !norm::isGradKind(spec.op))
+    spec.groups = 0;
+  OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
+  FailureOr<func::FuncOp> fn =
+      norm::buildNormFunction(b, UnknownLoc::get(ctx), name, spec);
+  if (failed(fn))
+    return failure();
+  for (norm::NormArgRole role : norm::normFunctionArguments(spec))
+    args.push_back({norm::normArgKeyword(role).str(),
+                    norm::isOutputRole(role) ? "output" : "input"});
+  return fn;
 }
 
 /// The manifest of the compiled host function `func`, in the fields of
@@ -380,14 +335,15 @@ int main(int argc, char **argv) {
       llvm::errs() << "norm-compile: give an input file or --op, not both\n";
       return 2;
     }
-    FailureOr<std::string> ir = specToIR(specArgs);
-    if (failed(ir))
+    module = ModuleOp::create(UnknownLoc::get(&context));
+    FailureOr<func::FuncOp> fn = buildSpec(*module, specArgs);
+    if (failed(fn))
       return 2;
     if (emitMLIR) {
-      llvm::outs() << *ir;
+      fn->print(llvm::outs(), OpPrintingFlags().printNameLocAsPrefix());
+      llvm::outs() << "\n";
       return 0;
     }
-    module = parseSourceString<ModuleOp>(*ir, &context);
   } else {
     if (inputFile.empty()) {
       llvm::errs() << "norm-compile: no input (an .mlir file or --op=...)\n";

@@ -1,0 +1,280 @@
+//===- NormFunction.cpp - one norm op in a function, from a spec ----------===//
+//
+// Part of mlir-norm.
+//
+//===----------------------------------------------------------------------===//
+
+#include "norm/Dialect/Norm/Utils/NormFunction.h"
+
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/Verifier.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringSwitch.h"
+
+using namespace mlir;
+using namespace mlir::norm;
+
+StringRef norm::stringifyNormOpKind(NormOpKind kind) {
+  switch (kind) {
+  case NormOpKind::LayerNorm:
+    return "layer_norm";
+  case NormOpKind::RMSNorm:
+    return "rms_norm";
+  case NormOpKind::LayerNormGrad:
+    return "layer_norm_grad";
+  case NormOpKind::RMSNormGrad:
+    return "rms_norm_grad";
+  }
+  llvm_unreachable("unknown NormOpKind");
+}
+
+std::optional<NormOpKind> norm::symbolizeNormOpKind(StringRef name) {
+  return llvm::StringSwitch<std::optional<NormOpKind>>(name)
+      .Case("layer_norm", NormOpKind::LayerNorm)
+      .Case("rms_norm", NormOpKind::RMSNorm)
+      .Case("layer_norm_grad", NormOpKind::LayerNormGrad)
+      .Case("rms_norm_grad", NormOpKind::RMSNormGrad)
+      .Default(std::nullopt);
+}
+
+StringRef norm::normArgKeyword(NormArgRole role) {
+  switch (role) {
+  case NormArgRole::Dy:
+    return "dy";
+  case NormArgRole::X:
+    return "x";
+  case NormArgRole::Mean:
+  case NormArgRole::MeanOut:
+    return "mean";
+  case NormArgRole::Rstd:
+  case NormArgRole::RstdOut:
+    return "rstd";
+  case NormArgRole::Weight:
+    return "weight";
+  case NormArgRole::Bias:
+    return "bias";
+  case NormArgRole::Dresidual:
+    return "dresidual";
+  case NormArgRole::Dx:
+    return "dx";
+  case NormArgRole::Dweight:
+    return "dweight";
+  case NormArgRole::Dbias:
+    return "dbias";
+  case NormArgRole::Y:
+    return "y";
+  case NormArgRole::XhatOut:
+    return "xhat";
+  }
+  llvm_unreachable("unknown NormArgRole");
+}
+
+bool norm::isOutputRole(NormArgRole role) {
+  switch (role) {
+  case NormArgRole::Dx:
+  case NormArgRole::Dweight:
+  case NormArgRole::Dbias:
+  case NormArgRole::Y:
+  case NormArgRole::MeanOut:
+  case NormArgRole::RstdOut:
+  case NormArgRole::XhatOut:
+    return true;
+  default:
+    return false;
+  }
+}
+
+SmallVector<NormArgRole> norm::normFunctionArguments(const NormOpSpec &spec) {
+  using R = NormArgRole;
+  bool layer = isLayerNormKind(spec.op);
+  bool bias = layer && spec.bias;
+  SmallVector<R> roles;
+  if (isGradKind(spec.op)) {
+    roles = {R::Dy, R::X};
+    if (layer)
+      roles.push_back(R::Mean);
+    roles.push_back(R::Rstd);
+    if (spec.weight)
+      roles.push_back(R::Weight);
+    if (spec.dresidual)
+      roles.push_back(R::Dresidual);
+    roles.push_back(R::Dx);
+    if (spec.weight)
+      roles.push_back(R::Dweight);
+    if (bias)
+      roles.push_back(R::Dbias);
+    return roles;
+  }
+  roles = {R::X};
+  if (spec.weight)
+    roles.push_back(R::Weight);
+  if (bias)
+    roles.push_back(R::Bias);
+  roles.push_back(R::Y);
+  if (layer)
+    roles.push_back(R::MeanOut);
+  roles.push_back(R::RstdOut);
+  if (spec.xhat)
+    roles.push_back(R::XhatOut);
+  return roles;
+}
+
+namespace {
+
+/// The three shapes of argument: [M, N] rows, [N] parameters, [M] statistics.
+enum class Shape { Rows, Param, Stat };
+
+Shape shapeOf(NormArgRole role) {
+  switch (role) {
+  case NormArgRole::Weight:
+  case NormArgRole::Bias:
+  case NormArgRole::Dweight:
+  case NormArgRole::Dbias:
+    return Shape::Param;
+  case NormArgRole::Mean:
+  case NormArgRole::Rstd:
+  case NormArgRole::MeanOut:
+  case NormArgRole::RstdOut:
+    return Shape::Stat;
+  default:
+    return Shape::Rows;
+  }
+}
+
+} // namespace
+
+MemRefType norm::normArgumentType(MLIRContext *ctx, const NormOpSpec &spec,
+                                  NormArgRole role) {
+  constexpr int64_t kDyn = ShapedType::kDynamic;
+  switch (shapeOf(role)) {
+  case Shape::Rows:
+    return MemRefType::get(
+        {kDyn, spec.n}, spec.xType,
+        spec.stridedRows ? StridedLayoutAttr::get(ctx, kDyn, {kDyn, 1})
+                         : MemRefLayoutAttrInterface());
+  case Shape::Param:
+    return MemRefType::get(
+        {spec.n}, spec.paramType ? spec.paramType : spec.xType,
+        spec.stridedVectors ? StridedLayoutAttr::get(ctx, kDyn, {1})
+                            : MemRefLayoutAttrInterface());
+  case Shape::Stat:
+    return MemRefType::get(
+        {kDyn}, Float32Type::get(ctx),
+        spec.stridedVectors ? StridedLayoutAttr::get(ctx, kDyn, {1})
+                            : MemRefLayoutAttrInterface());
+  }
+  llvm_unreachable("unknown shape");
+}
+
+FailureOr<func::FuncOp> norm::buildNormFunction(OpBuilder &b, Location loc,
+                                                StringRef name,
+                                                const NormOpSpec &spec) {
+  MLIRContext *ctx = b.getContext();
+  if (!spec.xType)
+    return emitError(loc) << "norm function '" << name
+                          << "': no element type for x";
+  SmallVector<NormArgRole> roles = normFunctionArguments(spec);
+  SmallVector<Type> argTypes;
+  SmallVector<Location> argLocs;
+  for (NormArgRole role : roles) {
+    argTypes.push_back(normArgumentType(ctx, spec, role));
+    argLocs.push_back(
+        NameLoc::get(StringAttr::get(ctx, normArgKeyword(role)), loc));
+  }
+  auto fn = func::FuncOp::create(b, loc, name,
+                                   b.getFunctionType(argTypes, {}));
+  Block *body = fn.addEntryBlock();
+  for (auto [arg, argLoc] : llvm::zip(body->getArguments(), argLocs))
+    arg.setLoc(argLoc);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(body);
+
+  // The value each role has in the op: the argument (buffer form) or its
+  // tensor (value form). Outputs are always the arguments (destinations).
+  llvm::SmallDenseMap<NormArgRole, Value> arg, use;
+  for (auto [role, value] : llvm::zip(roles, body->getArguments())) {
+    arg[role] = value;
+    use[role] = value;
+    if (spec.valueForm && !isOutputRole(role)) {
+      auto mt = cast<MemRefType>(value.getType());
+      auto tt = RankedTensorType::get(mt.getShape(), mt.getElementType());
+      use[role] = bufferization::ToTensorOp::create(
+          b, loc, tt, value, /*restrict=*/true, /*writable=*/false);
+    }
+  }
+  auto in = [&](NormArgRole r) { return use.lookup(r); };
+  // Buffer form: the output operands. Value form: the result types.
+  auto out = [&](NormArgRole r) {
+    return spec.valueForm ? Value() : arg.lookup(r);
+  };
+  auto resultType = [&](NormArgRole r) -> Type {
+    Value v = arg.lookup(r);
+    if (!spec.valueForm || !v)
+      return {};
+    auto mt = cast<MemRefType>(v.getType());
+    return RankedTensorType::get(mt.getShape(), mt.getElementType());
+  };
+
+  UnitAttr zeroCentered = spec.zeroCentered ? b.getUnitAttr() : UnitAttr();
+  using R = NormArgRole;
+  Operation *op = nullptr;
+  switch (spec.op) {
+  case NormOpKind::LayerNormGrad:
+  case NormOpKind::RMSNormGrad: {
+    ReductionStrategyAttr strategy =
+        spec.strategy ? ReductionStrategyAttr::get(ctx, *spec.strategy)
+                      : ReductionStrategyAttr();
+    IntegerAttr groups =
+        spec.groups > 0 ? b.getI64IntegerAttr(spec.groups) : IntegerAttr();
+    if (spec.op == NormOpKind::LayerNormGrad)
+      op = LayerNormGradOp::create(
+          b, loc, resultType(R::Dx), resultType(R::Dweight),
+          resultType(R::Dbias), in(R::Dy), in(R::X), /*xhat=*/Value(),
+          in(R::Mean), in(R::Rstd), in(R::Weight), in(R::Dresidual),
+          out(R::Dx), out(R::Dweight), out(R::Dbias), strategy, groups,
+          zeroCentered, /*accumulation_type=*/TypeAttr());
+    else
+      op = RMSNormGradOp::create(
+          b, loc, resultType(R::Dx), resultType(R::Dweight), in(R::Dy),
+          in(R::X), /*xhat=*/Value(), in(R::Rstd), in(R::Weight),
+          in(R::Dresidual), out(R::Dx), out(R::Dweight), strategy, groups,
+          zeroCentered, /*accumulation_type=*/TypeAttr());
+    break;
+  }
+  case NormOpKind::LayerNorm:
+  case NormOpKind::RMSNorm: {
+    FloatAttr eps = spec.eps ? b.getF32FloatAttr(*spec.eps) : FloatAttr();
+    if (spec.op == NormOpKind::LayerNorm)
+      op = LayerNormOp::create(
+          b, loc, resultType(R::Y), resultType(R::MeanOut),
+          resultType(R::RstdOut), resultType(R::XhatOut), in(R::X),
+          in(R::Weight), in(R::Bias), out(R::Y), out(R::MeanOut),
+          out(R::RstdOut), out(R::XhatOut), eps, zeroCentered,
+          /*accumulation_type=*/TypeAttr());
+    else
+      op = RMSNormOp::create(b, loc, resultType(R::Y), resultType(R::RstdOut),
+                             resultType(R::XhatOut), in(R::X), in(R::Weight),
+                             out(R::Y), out(R::RstdOut), out(R::XhatOut), eps,
+                             zeroCentered, /*accumulation_type=*/TypeAttr());
+    break;
+  }
+  }
+
+  // Value form: each result goes to its output argument, in result order
+  // (the outputs' order in `roles`).
+  if (spec.valueForm) {
+    auto results = op->getResults().begin();
+    for (NormArgRole role : roles)
+      if (isOutputRole(role))
+        bufferization::MaterializeInDestinationOp::create(
+            b, loc, /*result=*/Type(), *results++, arg.lookup(role),
+            /*restrict=*/true, /*writable=*/true);
+  }
+  func::ReturnOp::create(b, loc);
+  if (failed(mlir::verify(op))) {
+    fn.erase();
+    return failure();
+  }
+  return fn;
+}
