@@ -74,6 +74,13 @@ private:
                   const std::string &where, int64_t &out);
 
   bool readDtype(const JsonValue &object, const std::string &where, Dtype &out);
+  /// The "shape" of `object`: rank 1 or 2, positive extents up to
+  /// `maxExtent`, or the string `symbolName` (read as `symbol`), only as
+  /// the leading extent if `leadingOnly`.
+  bool readShape(const JsonValue &object, const std::string &where,
+                 std::string_view symbolName, int64_t symbol, bool leadingOnly,
+                 int64_t maxExtent, const char *expected,
+                 std::vector<int64_t> &out);
   bool readArgument(const JsonValue &v, size_t index);
   bool readWorkspace(const JsonValue &v, size_t index);
   bool readKernel(const JsonValue &v, size_t index);
@@ -169,6 +176,36 @@ bool ManifestReader::readDtype(const JsonValue &object,
                          manifest::listNames(manifest::kDtypeNames) + ")");
 }
 
+bool ManifestReader::readShape(const JsonValue &object,
+                               const std::string &where,
+                               std::string_view symbolName, int64_t symbol,
+                               bool leadingOnly, int64_t maxExtent,
+                               const char *expected,
+                               std::vector<int64_t> &out) {
+  const JsonValue *shape;
+  if (!get(object, field::kShape, where, shape))
+    return false;
+  const std::vector<JsonValue> &dims = shape->getArray();
+  if (dims.empty() || dims.size() > 2)
+    return fail(where, "rank " + std::to_string(dims.size()) +
+                           " is not supported (1 or 2)");
+  for (size_t d = 0; d < dims.size(); ++d) {
+    const JsonValue &e = dims[d];
+    if (e.isString() && e.getString() == symbolName) {
+      if (leadingOnly && d != 0)
+        return fail(where, "only the leading extent (the row count M) may "
+                           "be dynamic");
+      out.push_back(symbol);
+    } else if (e.isInteger() && e.getInteger() > 0 &&
+               e.getInteger() <= maxExtent) {
+      out.push_back(e.getInteger());
+    } else {
+      return fail(where, std::string("shape entries must be ") + expected);
+    }
+  }
+  return true;
+}
+
 bool ManifestReader::readArgument(const JsonValue &v, size_t index) {
   std::string where = "arguments[" + std::to_string(index) + "]";
   if (!v.isObject())
@@ -191,27 +228,12 @@ bool ManifestReader::readArgument(const JsonValue &v, size_t index) {
     return false;
   if (a.dtype == Dtype::I32)
     return fail(where, "dtype i32 is not supported for an argument");
-  const JsonValue *shape;
-  if (!get(v, field::kShape, where, shape))
+  // A dynamic trailing extent would be a dynamic N, which "?" cannot tell
+  // apart from M: only the leading one may be.
+  if (!readShape(v, where, manifest::kRowsExtentName, kRowsExtent,
+                 /*leadingOnly=*/true, INT64_MAX, "positive integers or \"?\"",
+                 a.shape))
     return false;
-  if (shape->getArray().empty() || shape->getArray().size() > 2)
-    return fail(where, "rank " + std::to_string(shape->getArray().size()) +
-                           " is not supported (1 or 2)");
-  for (size_t d = 0; d < shape->getArray().size(); ++d) {
-    const JsonValue &e = shape->getArray()[d];
-    if (e.isString() && e.getString() == manifest::kRowsExtentName) {
-      // A dynamic trailing extent would be a dynamic N, which "?" cannot
-      // tell apart from M.
-      if (d != 0)
-        return fail(where, "only the leading extent (the row count M) may "
-                           "be dynamic");
-      a.shape.push_back(kRowsExtent);
-    } else if (e.isInteger() && e.getInteger() > 0) {
-      a.shape.push_back(e.getInteger());
-    } else {
-      return fail(where, "shape entries must be positive integers or \"?\"");
-    }
-  }
   m.arguments.push_back(std::move(a));
   return true;
 }
@@ -223,22 +245,10 @@ bool ManifestReader::readWorkspace(const JsonValue &v, size_t index) {
   WorkspaceSpec w;
   if (!readDtype(v, where, w.dtype))
     return false;
-  const JsonValue *shape;
-  if (!get(v, field::kShape, where, shape))
+  if (!readShape(v, where, manifest::kGroupsExtentName, kGroupsExtent,
+                 /*leadingOnly=*/false, manifest::kMaxWorkspaceExtent,
+                 "positive integers (at most 2^40) or \"groups\"", w.shape))
     return false;
-  if (shape->getArray().empty() || shape->getArray().size() > 2)
-    return fail(where, "rank " + std::to_string(shape->getArray().size()) +
-                           " is not supported (1 or 2)");
-  for (const JsonValue &e : shape->getArray()) {
-    if (e.isString() && e.getString() == manifest::kGroupsExtentName)
-      w.shape.push_back(kGroupsExtent);
-    else if (e.isInteger() && e.getInteger() > 0 &&
-             e.getInteger() <= manifest::kMaxWorkspaceExtent)
-      w.shape.push_back(e.getInteger());
-    else
-      return fail(where, "shape entries must be positive integers (at most "
-                         "2^40) or \"groups\"");
-  }
   m.workspaces.push_back(std::move(w));
   return true;
 }
