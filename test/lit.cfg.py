@@ -46,7 +46,8 @@ llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.norm_tools_dir, append_path=True)
 
 tool_dirs = [config.norm_tools_dir, config.llvm_tools_dir]
-tools = ["norm-opt", "norm-capi-test", "norm-exec-test", "FileCheck", "not",
+tools = ["norm-opt", "norm-capi-test", "norm-exec-test", "norm-geometry-test",
+         "FileCheck", "not",
          "count",
          ToolSubst("mlir-opt", unresolved="fatal"),
          "normrt-test", "normrt-groups-test", "normrt-gpu-test"]

@@ -13,32 +13,47 @@ def NormMapToGPU : Pass<"norm-map-to-gpu", "::mlir::func::FuncOp"> {
   let summary = "Map the fused row loop nests to gpu.launch kernels";
   let description = [{
     Takes the tagged nests of `norm-lower-to-loops` (see docs/Lowering.md)
-    and turns each into a `gpu.launch`:
+    and turns each into a `gpu.launch`, in the order of the nests, named
+    `<func>_<stage>_<i>`, all in one `gpu.module @<func>_kernels`:
 
-    * `zero`: a block per partial row, threads over columns;
-    * `reduce`: a thread per column, the fixed-order sum over partial rows;
-    * `dx` and `forward`: a block per program; its rows go to sub-groups of
-      `L` lanes (`L` from N: many rows per warp when N is small, e.g. N = 24,
-      up to the whole block for large N); columns go to lanes in chunks of
-      16 bytes (`vector.load` / `vector.store` with 16-byte alignment when
-      every row pointer and row stride is 16-byte aligned and N fills whole
-      chunks, element loads otherwise, checked at run time in the kernel);
-      in-row sums are reduced with `gpu.shuffle xor` and, across warps, one
-      shared-memory step in a fixed order. When N is static and a thread's
-      share of the row fits `max-register-elements`, the row cache and the
-      `deterministic` partial sums live in registers (the partials are
-      combined across sub-groups through shared memory in a fixed order and
-      written once per program); otherwise the row is re-read from L2 and
-      the partial row is updated in place (each column owned by one thread).
+    * `zero` (ZeroKernel.cpp): a block per partial row, threads over columns
+      (the row's lock, if any, reset by thread 0);
+    * `reduce` (ReduceKernel.cpp): a block of 256 threads per 32 columns, its
+      8 warps each summing the partial rows `w = warp, warp + 8, ...` in row
+      order (loads unrolled by 4), then warp 0 adding the 8 slices in order;
+    * `dx` and `forward` (RowKernel.cpp): a block per program (dx) or per S
+      rows (forward); its rows go to sub-groups of `L` lanes (`L` from N:
+      many rows per warp when N is small, e.g. N = 24, up to the whole block
+      for large N); columns go to lanes in chunks of 16 bytes
+      (`vector.load` / `vector.store` with 16-byte alignment when every row
+      pointer and row stride is 16-byte aligned and N fills whole chunks,
+      element loads otherwise, checked at run time in the kernel); in-row
+      sums are reduced with `gpu.shuffle xor` and, across warps, one
+      shared-memory step in a fixed order. Two regimes:
+      - registers (RowRegisters.cpp), when N is static and a thread's share
+        of the row fits `max-register-elements`: the chunk loops are
+        unrolled, the row cache lives in registers, and so do the
+        `deterministic` partial sums (combined across sub-groups through
+        shared memory in a fixed order and written once per program), or,
+        with one row in flight, in shared memory;
+      - looped (RowLooped.cpp) otherwise: a block per row, a chunk loop, the
+        row re-read from L2, the partial row updated in place (each column
+        owned by one thread).
 
-    Lanes per row, rows in flight and chunking depend on N alone, never on
-    the device, so `deterministic` results are bitwise identical across
-    GPUs. Index arithmetic is 64-bit, so M * N >= 2^31 is safe. Every
-    launch has a constant block size, which becomes `.reqntid` in the PTX.
+    The geometry (Geometry.cpp: lanes per row, rows in flight, vector width,
+    chunks per lane, regime, where the partials live, shared memory) is a
+    pure function of N, the element types, the strategy (`norm.strategy`)
+    and the options. Its shared-memory budget is the 48 KB of static shared
+    memory every CUDA chip since sm_50 guarantees, never the chip's own
+    limit, so `deterministic` results are bitwise identical across GPUs
+    (unit-tested for every chip TargetInfo knows). Index arithmetic is
+    64-bit, so M * N >= 2^31 is safe. Every launch has a constant block
+    size, which becomes `.maxntid` in the PTX.
 
-    Post-condition: no `norm.stage` nest remains outside a `gpu.launch`; the
-    host function only allocates the workspace and launches kernels, each
-    recorded in the function's `norm.kernels` attribute.
+    Post-condition (checked, an error naming the op): no `norm.stage` nest
+    or other loop remains outside a `gpu.launch`; the host function only
+    allocates the workspace and launches kernels, each recorded in the
+    function's `norm.kernels` attribute.
   }];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::vector::VectorDialect",
@@ -51,7 +66,7 @@ def NormMapToGPU : Pass<"norm-map-to-gpu", "::mlir::func::FuncOp"> {
            "Largest share of a row (elements per thread, per cached array) "
            "kept in registers">,
     Option<"chip", "chip", "std::string", /*default=*/"\"sm_90\"",
-           "Target chip; limits only, never the sum order">
+           "Target chip (TargetInfo); limits only, never the sum order">
   ];
 }
 

@@ -6,23 +6,22 @@
 
 #include "norm/Conversion/NormToGPU/TargetInfo.h"
 
-#include "llvm/ADT/StringSwitch.h"
+#include "llvm/ADT/STLExtras.h"
 
 using namespace mlir::norm;
 
+llvm::ArrayRef<llvm::StringRef> TargetInfo::knownChips() {
+  // sm_80 (A100), sm_86/sm_89 (consumer Ampere/Ada) and sm_90 (H100/H200)
+  // share every limit the mapping uses, so each takes TargetInfo's defaults.
+  static const llvm::StringRef chips[] = {"sm_80", "sm_86", "sm_89", "sm_90",
+                                          "sm_90a"};
+  return chips;
+}
+
 std::optional<TargetInfo> TargetInfo::get(llvm::StringRef chip) {
+  if (!llvm::is_contained(knownChips(), chip))
+    return std::nullopt;
   TargetInfo info;
   info.chip = chip.str();
-  // sm_80 (A100: 108 SMs) and sm_90 (H100/H200: 132 SMs) share every limit
-  // the mapping uses.
-  info.multiprocessors = llvm::StringSwitch<int64_t>(chip)
-                             .Case("sm_90", 132)
-                             .Case("sm_90a", 132)
-                             .Case("sm_80", 108)
-                             .Case("sm_86", 0)
-                             .Case("sm_89", 0)
-                             .Default(-1);
-  if (info.multiprocessors < 0)
-    return std::nullopt;
   return info;
 }

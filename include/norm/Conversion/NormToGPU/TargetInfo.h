@@ -1,18 +1,23 @@
 //===- TargetInfo.h - facts about the GPU we generate code for --*- C++ -*-===//
 //
-// Part of mlir-norm. Every target fact the GPU mapping and the runtime use
-// goes through this one object, so adding a chip touches one place.
+// Part of mlir-norm. Every target fact the GPU mapping uses goes through this
+// one object, so adding a chip touches one place (TargetInfo.cpp).
 //
 // What may depend on it: limits (threads per block, shared memory) that a
-// kernel must respect. What must not: anything that changes the order of a
-// floating-point sum (rows per program, lanes per row, groups), so that
-// `deterministic` results are identical on every GPU.
+// kernel must respect, and the shape of an access (warp, widest load). What
+// must not: anything that changes the order of a floating-point sum (rows in
+// flight, lanes per row, chunking), so that `deterministic` results are
+// identical on every GPU. The geometry reads `warpSize` and `maxVectorBytes`,
+// which do fix a sum order; the geometry unit test
+// (test/Conversion/NormToGPU/geometry-test.cpp) fails as soon as a chip here
+// would give a different geometry than the others.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef NORM_CONVERSION_NORMTOGPU_TARGETINFO_H
 #define NORM_CONVERSION_NORMTOGPU_TARGETINFO_H
 
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
 
 #include <cstdint>
@@ -29,11 +34,11 @@ struct TargetInfo {
   int64_t maxStaticSharedBytes = 48 * 1024;
   /// Widest global access a thread can issue in one instruction.
   int64_t maxVectorBytes = 16;
-  /// Multiprocessors, for reporting only (never for sum order).
-  int64_t multiprocessors = 0;
 
   /// The facts for `chip` ("sm_80", "sm_90", ...); none for unknown chips.
   static std::optional<TargetInfo> get(llvm::StringRef chip);
+  /// Every chip `get` knows.
+  static llvm::ArrayRef<llvm::StringRef> knownChips();
 };
 
 } // namespace mlir::norm

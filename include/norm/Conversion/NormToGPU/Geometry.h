@@ -1,0 +1,95 @@
+//===- Geometry.h - how a row nest is spread over a block -------*- C++ -*-===//
+//
+// Part of mlir-norm. The geometry of a row kernel (`dx`, `forward`) as a pure
+// function of the nest's shape: no IR here, so it is unit-tested on its own
+// (test/Conversion/NormToGPU/geometry-test.cpp).
+//
+// The determinism rule: everything that fixes the order of a floating-point
+// sum (lanes per row, rows in flight, vector width, chunks per lane, regime)
+// is a function of (N, element type, strategy, pass options) only. Where a
+// decision needs a shared-memory budget, it reads the chip-independent
+// kGuaranteedStaticSharedBytes, never TargetInfo::maxStaticSharedBytes.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NORM_CONVERSION_NORMTOGPU_GEOMETRY_H
+#define NORM_CONVERSION_NORMTOGPU_GEOMETRY_H
+
+#include <cstdint>
+#include <optional>
+
+namespace mlir::norm {
+
+struct TargetInfo;
+
+/// Static shared memory every CUDA chip since sm_50 gives a block without
+/// opting in. Every TargetInfo's maxStaticSharedBytes is at least this (the
+/// geometry test checks it), so a kernel within it runs on every chip.
+inline constexpr int64_t kGuaranteedStaticSharedBytes = 48 * 1024;
+
+/// The share of it the `deterministic` partial rows may take in shared
+/// memory; the rest is left to the reductions' scratch and, above all, to
+/// occupancy (more blocks per SM).
+inline constexpr int64_t kPartialsSharedBytes =
+    kGuaranteedStaticSharedBytes - 16 * 1024;
+
+/// How a nest combines its rows' contributions to dweight/dbias, as far as
+/// the geometry cares (the nest's norm.strategy; None for the forward and
+/// for ops without dweight/dbias).
+enum class PartialSums { None, Deterministic, Atomic, Locked };
+
+/// Where a kernel keeps its running `deterministic` partial sums.
+enum class PartialsHome {
+  None,      // no deterministic partial rows
+  Registers, // private arrays; with S > 1 they meet in shared memory [S, N]
+  Shared,    // one row in flight: lane-major slots in shared memory
+  Global,    // looped regime: the program's partial row, updated in place
+};
+
+/// What the geometry is chosen from.
+struct RowShape {
+  std::optional<int64_t> n; // columns, when static
+  int64_t elementBytes = 4; // narrowest element type of the row memrefs
+  int64_t threads = 256;    // the pass's `threads` option
+  int64_t maxRegisterElements = 64;
+  PartialSums partials = PartialSums::None;
+  /// f32 partial rows the kernel accumulates (dweight, dbias): 0, 1 or 2.
+  int64_t partialRows = 0;
+};
+
+/// How a row nest is spread over a block.
+struct Geometry {
+  int64_t threads = 256; // T
+  int64_t lanes = 256;   // L: lanes per row, a power of two dividing T
+  int64_t rows = 1;      // S = T / L: rows in flight per block
+  int64_t vec = 1;       // V: elements per chunk (one widest access)
+  /// Register regime (K unrolled chunks per lane, row caches in private
+  /// arrays) when true; looped regime (a block per row, chunk loop, rows
+  /// re-read) when false.
+  bool registers = false;
+  int64_t chunksPerLane = 0; // K, register regime
+  std::optional<int64_t> n;
+  int64_t warp = 32;        // lanes of a shuffle
+  int64_t vectorBytes = 16; // bytes of one chunk access (its alignment)
+  PartialsHome partials = PartialsHome::None;
+  /// Static shared memory of the kernel: partial rows plus the cross-warp
+  /// scratch.
+  int64_t sharedBytes = 0;
+
+  /// Warps of one row (> 1: in-row sums take a shared-memory step).
+  int64_t warpsPerRow() const { return lanes > warp ? lanes / warp : 1; }
+};
+
+/// The geometry of a row kernel. `target` supplies the warp and the widest
+/// access (the same on every chip it knows), never a budget.
+Geometry chooseRowGeometry(const RowShape &shape, const TargetInfo &target);
+
+/// Shared memory the deterministic partial rows take when a kernel of
+/// geometry `g` keeps them there: one f32 slot per column and row in flight
+/// (S > 1, the combine step), or per lane slot (S = 1). The one formula the
+/// budget kPartialsSharedBytes is checked against.
+int64_t partialsSharedBytes(const Geometry &g, int64_t partialRows);
+
+} // namespace mlir::norm
+
+#endif // NORM_CONVERSION_NORMTOGPU_GEOMETRY_H

@@ -1,0 +1,53 @@
+//===- Kernels.h - the kernel builders of norm-map-to-gpu -------*- C++ -*-===//
+//
+// Part of mlir-norm. Private to lib/Conversion/NormToGPU: what the pass
+// (NormToGPU.cpp) calls, one builder per kernel kind. Each launches the
+// kernel in place of its nest; the pass records it and erases the nest.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NORM_LIB_CONVERSION_NORMTOGPU_KERNELS_H
+#define NORM_LIB_CONVERSION_NORMTOGPU_KERNELS_H
+
+#include "norm/Conversion/NormToGPU/Geometry.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+namespace mlir::norm {
+
+struct TargetInfo;
+
+/// `zero` (ZeroKernel.cpp): a block per partial row, threads over columns.
+void buildZeroKernel(scf::ForOp nest, StringRef name, int64_t threads);
+
+/// `reduce` (ReduceKernel.cpp): a block per kReduceColumns columns, whose
+/// kReduceSlices warps take the partial rows w = slice, slice + 8, ...
+inline constexpr int64_t kReduceColumns = 32;
+inline constexpr int64_t kReduceSlices = 8;
+/// Fails (with an error) on a nest without a sum.
+LogicalResult buildReduceKernel(scf::ForOp nest, StringRef name);
+
+/// Everything the row kernel (`dx`, `forward`) knows about one nest.
+struct RowNest {
+  scf::ForOp nest; // the tagged outer loop
+  scf::ForOp rows; // the row loop (== nest for forward)
+  Value programIV; // p (null for forward)
+  bool forward = false;
+  Geometry geometry;
+};
+
+/// Finds the row loop of a `dx` / `forward` nest, reads its strategy from the
+/// stage contract, chooses its geometry and, for the looped regime, turns
+/// the row caches back into loads (RowKernel.cpp). Fails (with an error) on
+/// a nest without a row loop.
+FailureOr<RowNest> analyzeRowNest(scf::ForOp nest, bool forward,
+                                  int64_t threads, int64_t maxRegisterElements,
+                                  const TargetInfo &target);
+
+/// Launches the row kernel of `rn`.
+void buildRowKernel(RowNest &rn, StringRef name);
+
+} // namespace mlir::norm
+
+#endif // NORM_LIB_CONVERSION_NORMTOGPU_KERNELS_H

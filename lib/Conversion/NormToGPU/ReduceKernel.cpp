@@ -1,0 +1,126 @@
+//===- ReduceKernel.cpp - the fixed-order sum over the partial rows ---===//
+//
+// Part of mlir-norm.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Kernels.h"
+#include "Launch.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/Utils/Utils.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+using namespace mlir;
+using namespace mlir::norm;
+
+/// `for j { s = sum over w of ws[w, j]; stores }`: a block per 32
+/// columns; its 8 warps take the partial rows w = warp, warp + 8, ...
+/// (loads unrolled by 4, the sum still in row order), then warp 0 adds the
+/// 8 slices in order. A fixed order, so a fixed result.
+LogicalResult norm::buildReduceKernel(scf::ForOp nest, StringRef name) {
+  OpBuilder b(nest);
+  Location loc = nest.getLoc();
+  scf::ForOp sum;
+  for (Operation &op : nest.getBody()->without_terminator())
+    if (auto loop = dyn_cast<scf::ForOp>(op); loop && loop.getNumResults())
+      sum = loop;
+  if (!sum)
+    return nest.emitError() << "norm-map-to-gpu: reduce nest without a sum";
+  Value n = nest.getUpperBound();
+  Value grid =
+      arith::CeilDivUIOp::create(b, loc, n, cIndex(b, loc, kReduceColumns));
+  createLaunch(
+      b, loc, grid, kReduceColumns * kReduceSlices, name,
+      [&](OpBuilder &kb, gpu::LaunchOp launch) {
+        Value tid = launch.getThreadIds().x;
+        Value lane = arith::RemUIOp::create(kb, loc, tid,
+                                            cIndex(kb, loc, kReduceColumns));
+        Value slice = arith::DivUIOp::create(kb, loc, tid,
+                                             cIndex(kb, loc, kReduceColumns));
+        Value j = arith::AddIOp::create(
+            kb, loc,
+            arith::MulIOp::create(kb, loc, launch.getBlockIds().x,
+                                  cIndex(kb, loc, kReduceColumns)),
+            lane);
+        Value inRange =
+            arith::CmpIOp::create(kb, loc, arith::CmpIPredicate::ult, j, n);
+        IRMapping m;
+        m.map(nest.getInductionVar(), j);
+        // Ops before the sum (its initial values) are pure: clone them.
+        for (Operation &op : nest.getBody()->without_terminator()) {
+          if (&op == sum.getOperation())
+            break;
+          kb.clone(op, m);
+        }
+        SmallVector<Value> inits;
+        for (Value v : sum.getInitArgs())
+          inits.push_back(m.lookupOrDefault(v));
+        auto ifOp = scf::IfOp::create(kb, loc, sum.getResultTypes(), inRange,
+                                      /*withElseRegion=*/true);
+        {
+          OpBuilder tb = ifOp.getThenBodyBuilder();
+          auto slices = scf::ForOp::create(
+              tb, loc, slice, m.lookupOrDefault(sum.getUpperBound()),
+              cIndex(tb, loc, kReduceSlices), inits,
+              [&](OpBuilder &fb, Location, Value w, ValueRange carried) {
+                IRMapping bm = m;
+                bm.map(sum.getInductionVar(), w);
+                for (auto [arg, v] :
+                     llvm::zip(sum.getRegionIterArgs(), carried))
+                  bm.map(arg, v);
+                for (Operation &op : sum.getBody()->without_terminator())
+                  fb.clone(op, bm);
+                SmallVector<Value> next;
+                for (Value v : sum.getBody()->getTerminator()->getOperands())
+                  next.push_back(bm.lookupOrDefault(v));
+                scf::YieldOp::create(fb, loc, next);
+              });
+          // Yield first: unrolling a loop of unknown trip count adds an
+          // epilogue loop and moves the uses of the results to it.
+          scf::YieldOp::create(tb, loc, slices.getResults());
+          (void)loopUnrollByFactor(slices, 4);
+          OpBuilder eb = ifOp.getElseBodyBuilder();
+          scf::YieldOp::create(eb, loc, inits);
+        }
+        // The 8 slices of each column meet in shared memory.
+        SmallVector<Value> scratch;
+        for (Type t : sum.getResultTypes()) {
+          Value buf =
+              addSharedBuffer(launch, {kReduceSlices, kReduceColumns}, t, loc);
+          scratch.push_back(buf);
+        }
+        for (auto [buf, v] : llvm::zip(scratch, ifOp.getResults()))
+          memref::StoreOp::create(kb, loc, v, buf, ValueRange{slice, lane});
+        gpu::BarrierOp::create(kb, loc);
+        Value first = arith::AndIOp::create(
+            kb, loc, inRange,
+            arith::CmpIOp::create(kb, loc, arith::CmpIPredicate::eq, slice,
+                                  cIndex(kb, loc, 0)));
+        scf::IfOp::create(kb, loc, first, [&](OpBuilder &ib, Location) {
+          for (auto [res, buf] : llvm::zip(sum.getResults(), scratch)) {
+            Value total = memref::LoadOp::create(
+                ib, loc, buf, ValueRange{cIndex(ib, loc, 0), lane});
+            for (int64_t q = 1; q < kReduceSlices; ++q)
+              total = arith::AddFOp::create(
+                  ib, loc, total,
+                  memref::LoadOp::create(ib, loc, buf,
+                                         ValueRange{cIndex(ib, loc, q), lane}));
+            m.map(res, total);
+          }
+          bool after = false;
+          for (Operation &op : nest.getBody()->without_terminator()) {
+            if (&op == sum.getOperation()) {
+              after = true;
+              continue;
+            }
+            if (after)
+              ib.clone(op, m);
+          }
+          scf::YieldOp::create(ib, loc);
+        });
+      });
+  return success();
+}

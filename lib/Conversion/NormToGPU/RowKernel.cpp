@@ -1,0 +1,540 @@
+//===- RowKernel.cpp - the row machinery of the dx and forward kernels ----===//
+//
+// Part of mlir-norm.
+//
+// What every row kernel shares, whatever its regime: the program's rows in
+// waves of S, the row body materialised per element of a chunk (one 16-byte
+// access per row memref when aligned), in-row sums by butterfly shuffles and
+// one fixed-order shared-memory step across warps, the lock protocol of
+// `locked`. Everything that decides the order of a floating-point sum comes
+// from the Geometry, a function of N alone.
+//
+//===----------------------------------------------------------------------===//
+
+#include "RowKernel.h"
+#include "Launch.h"
+
+#include "norm/Conversion/NormToGPU/TargetInfo.h"
+#include "norm/Dialect/Norm/IR/StageContract.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/Support/MathExtras.h"
+
+using namespace mlir;
+using namespace mlir::norm;
+
+bool norm::isRowCacheBuffer(Value memref) {
+  Operation *def = memref.getDefiningOp();
+  return def && norm::isRowCache(def);
+}
+
+/// The narrowest element type among the row memrefs sets the chunk width.
+static int64_t rowElementBytes(scf::ForOp rows) {
+  int64_t bytes = 4;
+  rows.walk([&](Operation *op) {
+    Value mem;
+    if (auto l = dyn_cast<memref::LoadOp>(op))
+      mem = l.getMemRef();
+    else if (auto s = dyn_cast<memref::StoreOp>(op))
+      mem = s.getMemRef();
+    auto t = mem ? dyn_cast<MemRefType>(mem.getType()) : MemRefType();
+    if (t && t.getRank() == 2 && t.getElementType().isIntOrFloat())
+      bytes = std::min<int64_t>(bytes, t.getElementTypeBitWidth() / 8);
+  });
+  return bytes;
+}
+
+SmallVector<memref::StoreOp> norm::partialRowStores(RowNest &rn) {
+  SmallVector<memref::StoreOp> partialStores;
+  rn.rows.getBody()->walk([&](memref::StoreOp store) {
+    if (store.getIndices().size() == 2 &&
+        store.getIndices()[0] == rn.programIV &&
+        !llvm::any_of(partialStores, [&](memref::StoreOp s) {
+          return s.getMemRef() == store.getMemRef();
+        }))
+      partialStores.push_back(store);
+  });
+  return partialStores;
+}
+
+FailureOr<RowNest> norm::analyzeRowNest(scf::ForOp nest, bool forward,
+                                        int64_t threads,
+                                        int64_t maxRegisterElements,
+                                        const TargetInfo &target) {
+  RowNest rn;
+  rn.nest = nest;
+  rn.forward = forward;
+  if (forward) {
+    rn.rows = nest;
+  } else {
+    for (Operation &op : *nest.getBody())
+      if (auto loop = dyn_cast<scf::ForOp>(op))
+        rn.rows = loop;
+    rn.programIV = nest.getInductionVar();
+  }
+  if (!rn.rows)
+    return nest.emitError() << "norm-map-to-gpu: no row loop in this nest";
+
+  RowShape shape;
+  // N: the column loops' bound.
+  for (Operation &op : *rn.rows.getBody())
+    if (auto loop = dyn_cast<scf::ForOp>(op)) {
+      shape.n = getConstantIntValue(loop.getUpperBound());
+      break;
+    }
+  shape.elementBytes = rowElementBytes(rn.rows);
+  shape.threads = threads;
+  shape.maxRegisterElements = maxRegisterElements;
+  // The strategy, as norm-split recorded it on the nest (never inferred
+  // from the loops).
+  std::optional<ReductionStrategy> strategy = getNestStrategy(nest);
+  if (forward || !strategy)
+    shape.partials = PartialSums::None;
+  else if (*strategy == ReductionStrategy::Deterministic)
+    shape.partials = PartialSums::Deterministic;
+  else if (*strategy == ReductionStrategy::Locked)
+    shape.partials = PartialSums::Locked;
+  else
+    shape.partials = PartialSums::Atomic;
+  if (shape.partials == PartialSums::Deterministic)
+    shape.partialRows = partialRowStores(rn).size();
+  rn.geometry = chooseRowGeometry(shape, target);
+  if (!rn.geometry.registers)
+    uncacheRows(rn.rows);
+  return rn;
+}
+
+void norm::buildRowKernel(RowNest &rn, StringRef name) {
+  scf::ForOp nest = rn.nest;
+  bool forward = rn.forward;
+  OpBuilder b(nest);
+  Location loc = nest.getLoc();
+  const Geometry &g = rn.geometry;
+  Value grid;
+  Value m;
+  if (forward) {
+    m = nest.getUpperBound();
+    grid = arith::CeilDivUIOp::create(b, loc, m, cIndex(b, loc, g.rows));
+  } else {
+    grid = nest.getUpperBound();
+  }
+  createLaunch(
+      b, loc, grid, g.threads, name, [&](OpBuilder &kb, gpu::LaunchOp launch) {
+        std::unique_ptr<RowKernel> kernel =
+            g.registers ? makeRegisterRowKernel(kb, loc, rn, launch)
+                        : makeLoopedRowKernel(kb, loc, rn, launch);
+        Value p = launch.getBlockIds().x;
+        Value lo, hi;
+        IRMapping pm;
+        if (forward) {
+          lo = arith::MulIOp::create(kb, loc, p, cIndex(kb, loc, g.rows));
+          hi = arith::MinUIOp::create(
+              kb, loc,
+              arith::AddIOp::create(kb, loc, lo, cIndex(kb, loc, g.rows)), m);
+        } else {
+          // The program's row range, as the nest computes it.
+          pm.map(rn.programIV, p);
+          for (Operation &op : nest.getBody()->without_terminator())
+            if (&op != rn.rows.getOperation())
+              kb.clone(op, pm);
+          lo = pm.lookupOrDefault(rn.rows.getLowerBound());
+          hi = pm.lookupOrDefault(rn.rows.getUpperBound());
+        }
+        kernel->emit(lo, hi, pm);
+      });
+}
+
+Value RowKernel::c(int64_t v) { return cIndex(b, loc, v); }
+
+void RowKernel::onLeader(function_ref<void(OpBuilder &, IRMapping &)> body) {
+  Value first =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid, c(0));
+  scf::IfOp::create(b, loc, arith::AndIOp::create(b, loc, rowActive, first),
+                    [&](OpBuilder &ib, Location) {
+                      IRMapping m = base;
+                      body(ib, m);
+                      scf::YieldOp::create(ib, loc);
+                    });
+}
+
+/// Materialises `v` (of the original row body) in the region built by `rb`:
+/// mapped values as mapped, reduced loop results as reduced, pure ops and
+/// loads of the row body cloned again (they are cheap and their inputs are
+/// not modified), everything else as the kernel-level value.
+Value RowKernel::materialize(OpBuilder &rb, Value v, IRMapping &m) {
+  if (Value mapped = m.lookupOrNull(v))
+    return mapped;
+  if (Value r = reduced.lookup(v)) {
+    m.map(v, r);
+    return r;
+  }
+  Operation *def = v.getDefiningOp();
+  Block *rowBody = nest.rows.getBody();
+  if (!def || !rowBody->getParentOp()->isAncestor(def) ||
+      def == nest.rows.getOperation()) {
+    Value outer = base.lookupOrDefault(v);
+    m.map(v, outer);
+    return outer;
+  }
+  for (Value operand : def->getOperands())
+    materialize(rb, operand, m);
+  Operation *copy = rb.clone(*def, m);
+  (void)copy;
+  return m.lookup(v);
+}
+
+/// A chunkable access: a row memref at [r, j] or a column vector (weight,
+/// bias) at [j], j the column loop's induction variable.
+bool RowKernel::isRowAccess(Operation *op, scf::ForOp loop, Value memref,
+                            ValueRange indices) {
+  auto type = dyn_cast<MemRefType>(memref.getType());
+  if (!type || isThreadLocal(memref))
+    return false;
+  if (isRowCacheBuffer(memref))
+    return false;
+  if (type.getRank() == 2 && indices.size() == 2)
+    return indices[0] == nest.rows.getInductionVar() &&
+           indices[1] == loop.getInductionVar();
+  return type.getRank() == 1 && indices.size() == 1 &&
+         indices[0] == loop.getInductionVar();
+}
+
+void RowKernel::emitElement(OpBuilder &rb, scf::ForOp loop, IRMapping m,
+                            Value j, std::optional<int64_t> k, int64_t e,
+                            DenseMap<Value, Value> *vectors,
+                            DenseMap<Value, SmallVector<Value>> *stores,
+                            SmallVector<Value> &carried) {
+  m.map(loop.getInductionVar(), j);
+  for (auto [arg, value] : llvm::zip(loop.getRegionIterArgs(), carried))
+    m.map(arg, value);
+  for (Operation &op : loop.getBody()->without_terminator()) {
+    if (auto load = dyn_cast<memref::LoadOp>(op)) {
+      if (vectors && vectors->count(load.getMemRef()) &&
+          isRowAccess(&op, loop, load.getMemRef(), load.getIndices())) {
+        m.map(load.getResult(), vector::ExtractOp::create(
+                                    rb, loc, (*vectors)[load.getMemRef()], e));
+        continue;
+      }
+      if (emitLocalLoad(rb, load, k, e, m))
+        continue;
+    }
+    if (auto store = dyn_cast<memref::StoreOp>(op)) {
+      if (stores &&
+          isRowAccess(&op, loop, store.getMemRef(), store.getIndices())) {
+        (*stores)[store.getMemRef()].push_back(
+            materialize(rb, store.getValue(), m));
+        continue;
+      }
+      if (emitLocalStore(rb, store, k, e, m))
+        continue;
+    }
+    for (Value operand : op.getOperands())
+      materialize(rb, operand, m);
+    rb.clone(op, m);
+  }
+  auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
+  for (auto [i, v] : llvm::enumerate(yield.getOperands()))
+    carried[i] = materialize(rb, v, m);
+}
+
+void RowKernel::emitChunk(OpBuilder &rb, scf::ForOp loop, IRMapping &m,
+                          Value chunk, std::optional<int64_t> k,
+                          bool vectorized, SmallVector<Value> &carried) {
+  Value n = materialize(rb, loop.getUpperBound(), m);
+  Value j0 = arith::MulIOp::create(rb, loc, chunk, cIndex(rb, loc, g.vec));
+  bool tail = !g.n || *g.n % g.vec != 0;
+  if (!vectorized) {
+    for (int64_t e = 0; e < g.vec; ++e) {
+      Value j = arith::AddIOp::create(rb, loc, j0, cIndex(rb, loc, e));
+      if (!tail) {
+        emitElement(rb, loop, m, j, k, e, nullptr, nullptr, carried);
+        continue;
+      }
+      Value inRange =
+          arith::CmpIOp::create(rb, loc, arith::CmpIPredicate::ult, j, n);
+      auto ifOp = scf::IfOp::create(rb, loc, TypeRange(ValueRange(carried)),
+                                    inRange, /*withElseRegion=*/true);
+      OpBuilder tb = ifOp.getThenBodyBuilder();
+      SmallVector<Value> next = carried;
+      emitElement(tb, loop, m, j, k, e, nullptr, nullptr, next);
+      yieldFrom(tb, loc, next);
+      OpBuilder eb = ifOp.getElseBodyBuilder();
+      yieldFrom(eb, loc, carried);
+      carried.assign(ifOp.getResults().begin(), ifOp.getResults().end());
+    }
+    return;
+  }
+  // One 16-byte access per row memref the body reads, V elements, one
+  // access per row memref it writes.
+  DenseMap<Value, Value> vectors;
+  DenseMap<Value, SmallVector<Value>> stores;
+  SmallVector<Value> storeOrder;
+  Value r = materialize(rb, nest.rows.getInductionVar(), m);
+  for (Operation &op : loop.getBody()->without_terminator()) {
+    if (auto load = dyn_cast<memref::LoadOp>(op);
+        load && isRowAccess(&op, loop, load.getMemRef(), load.getIndices()) &&
+        !vectors.count(load.getMemRef())) {
+      Value mem = base.lookupOrDefault(load.getMemRef());
+      auto vt = VectorType::get({g.vec}, load.getType());
+      SmallVector<Value> at = load.getIndices().size() == 2
+                                  ? SmallVector<Value>{r, j0}
+                                  : SmallVector<Value>{j0};
+      vectors[load.getMemRef()] =
+          vector::LoadOp::create(rb, loc, vt, mem, at, /*nontemporal=*/false,
+                                 llvm::MaybeAlign(g.vectorBytes));
+    }
+    if (auto store = dyn_cast<memref::StoreOp>(op);
+        store &&
+        isRowAccess(&op, loop, store.getMemRef(), store.getIndices()) &&
+        !llvm::is_contained(storeOrder, store.getMemRef()))
+      storeOrder.push_back(store.getMemRef());
+  }
+  for (int64_t e = 0; e < g.vec; ++e) {
+    Value j = arith::AddIOp::create(rb, loc, j0, cIndex(rb, loc, e));
+    emitElement(rb, loop, m, j, k, e, &vectors, &stores, carried);
+  }
+  for (Value mem : storeOrder) {
+    SmallVector<Value> &elems = stores[mem];
+    auto vt = VectorType::get({g.vec}, elems.front().getType());
+    Value v = vector::FromElementsOp::create(rb, loc, vt, elems);
+    SmallVector<Value> at = cast<MemRefType>(mem.getType()).getRank() == 2
+                                ? SmallVector<Value>{r, j0}
+                                : SmallVector<Value>{j0};
+    vector::StoreOp::create(rb, loc, v, base.lookupOrDefault(mem), at,
+                            /*nontemporal=*/false,
+                            llvm::MaybeAlign(g.vectorBytes));
+  }
+}
+
+void RowKernel::emitColumnLoop(OpBuilder &rb, scf::ForOp loop, IRMapping &m,
+                               SmallVector<Value> &carried) {
+  for (Value init : loop.getInitArgs())
+    carried.push_back(materialize(rb, init, m));
+  // Row-level values the body uses, once per row rather than per element.
+  loop.walk([&](Operation *op) {
+    for (Value operand : op->getOperands())
+      if (!loop->isAncestor(operand.getParentRegion()->getParentOp()))
+        materialize(rb, operand, m);
+  });
+  Value n = materialize(rb, loop.getUpperBound(), m);
+  Value chunks = arith::CeilDivUIOp::create(rb, loc, n, cIndex(rb, loc, g.vec));
+  // Vector accesses need, at run time, 16-byte aligned rows and a whole
+  // chunk (only the last chunk of a row whose N is not a multiple of V is
+  // partial: it takes the element path).
+  bool mayVectorize = g.n && g.vec > 1;
+  bool partialLast = g.n && *g.n % g.vec != 0;
+  auto chunkBody = [&](OpBuilder &cb, Value chunk, std::optional<int64_t> k,
+                       SmallVector<Value> &vals) {
+    if (!mayVectorize) {
+      emitChunk(cb, loop, m, chunk, k, /*vectorized=*/false, vals);
+      return;
+    }
+    Value useVector = aligned;
+    if (partialLast) {
+      Value end = arith::AddIOp::create(
+          cb, loc,
+          arith::MulIOp::create(cb, loc, chunk, cIndex(cb, loc, g.vec)),
+          cIndex(cb, loc, g.vec));
+      useVector = arith::AndIOp::create(
+          cb, loc, useVector,
+          arith::CmpIOp::create(cb, loc, arith::CmpIPredicate::ule, end, n));
+    }
+    auto ifOp = scf::IfOp::create(cb, loc, TypeRange(ValueRange(vals)),
+                                  useVector, /*withElseRegion=*/true);
+    OpBuilder tb = ifOp.getThenBodyBuilder();
+    SmallVector<Value> v1 = vals;
+    emitChunk(tb, loop, m, chunk, k, /*vectorized=*/true, v1);
+    yieldFrom(tb, loc, v1);
+    OpBuilder eb = ifOp.getElseBodyBuilder();
+    SmallVector<Value> v2 = vals;
+    emitChunk(eb, loop, m, chunk, k, /*vectorized=*/false, v2);
+    yieldFrom(eb, loc, v2);
+    vals.assign(ifOp.getResults().begin(), ifOp.getResults().end());
+  };
+
+  walkChunks(rb, chunks, carried, chunkBody);
+}
+
+SmallVector<Value> RowKernel::crossLaneReduce(ValueRange partials) {
+  SmallVector<Value> vals(partials.begin(), partials.end());
+  int64_t inWarp = std::min(g.lanes, g.warp);
+  for (Value &v : vals)
+    for (int64_t off = inWarp / 2; off >= 1; off /= 2) {
+      auto shfl =
+          gpu::ShuffleOp::create(b, loc, v, off, g.warp, gpu::ShuffleMode::XOR);
+      v = arith::AddFOp::create(b, loc, v, shfl.getShuffleResult());
+    }
+  if (g.lanes <= g.warp)
+    return vals;
+  // Across the warps of a row: one shared-memory step, fixed order.
+  int64_t warpsPerRow = g.lanes / g.warp;
+  Value warp = arith::DivUIOp::create(b, loc, tid, c(g.warp));
+  Value laneInWarp = arith::RemUIOp::create(b, loc, tid, c(g.warp));
+  Value leader =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, laneInWarp, c(0));
+  for (auto [i, v] : llvm::enumerate(vals)) {
+    Value scratch = crossWarpScratch[i];
+    scf::IfOp::create(b, loc, leader, [&](OpBuilder &ib, Location) {
+      memref::StoreOp::create(ib, loc, v, scratch, ValueRange{warp});
+      scf::YieldOp::create(ib, loc);
+    });
+  }
+  gpu::BarrierOp::create(b, loc);
+  Value first = arith::MulIOp::create(b, loc, subgroup, c(warpsPerRow));
+  for (auto [i, v] : llvm::enumerate(vals)) {
+    Value s =
+        memref::LoadOp::create(b, loc, crossWarpScratch[i], ValueRange{first});
+    for (int64_t w = 1; w < warpsPerRow; ++w) {
+      Value idx = arith::AddIOp::create(b, loc, first, c(w));
+      s = arith::AddFOp::create(
+          b, loc, s,
+          memref::LoadOp::create(b, loc, crossWarpScratch[i], ValueRange{idx}));
+    }
+    v = s;
+  }
+  gpu::BarrierOp::create(b, loc);
+  return vals;
+}
+
+void RowKernel::emit(Value lo, Value hi, const IRMapping &programMap) {
+  base = programMap;
+  tid = launch.getThreadIds().x;
+  lane = arith::RemUIOp::create(b, loc, tid, c(g.lanes));
+  subgroup = arith::DivUIOp::create(b, loc, tid, c(g.lanes));
+  Block *rowBody = nest.rows.getBody();
+
+  // Row memrefs (read or written at [r, j]) and their 16-byte alignment.
+  SetVector<Value> rowMemrefs;
+  rowBody->walk([&](Operation *op) {
+    auto loop = op->getParentOfType<scf::ForOp>();
+    if (!loop || loop == nest.rows)
+      return;
+    if (auto l = dyn_cast<memref::LoadOp>(op);
+        l && isRowAccess(op, loop, l.getMemRef(), l.getIndices()))
+      rowMemrefs.insert(l.getMemRef());
+    if (auto s = dyn_cast<memref::StoreOp>(op);
+        s && isRowAccess(op, loop, s.getMemRef(), s.getIndices()))
+      rowMemrefs.insert(s.getMemRef());
+  });
+  aligned = arith::ConstantIntOp::create(b, loc, 1, 1);
+  for (Value mem : rowMemrefs) {
+    if (isRowCacheBuffer(mem))
+      continue;
+    Value km = base.lookupOrDefault(mem);
+    auto type = cast<MemRefType>(mem.getType());
+    int64_t eltBytes = type.getElementTypeBitWidth() / 8;
+    auto meta = memref::ExtractStridedMetadataOp::create(b, loc, km);
+    Value ptr = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, km);
+    Value off = arith::MulIOp::create(b, loc, meta.getOffset(), c(eltBytes));
+    Value bits = arith::AddIOp::create(b, loc, ptr, off);
+    if (type.getRank() == 2)
+      bits = arith::OrIOp::create(
+          b, loc, bits,
+          arith::MulIOp::create(b, loc, meta.getStrides()[0], c(eltBytes)));
+    Value unitInner = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                            meta.getStrides().back(), c(1));
+    Value ok = arith::AndIOp::create(
+        b, loc,
+        arith::CmpIOp::create(
+            b, loc, arith::CmpIPredicate::eq,
+            arith::RemUIOp::create(b, loc, bits, c(g.vectorBytes)), c(0)),
+        unitInner);
+    aligned = arith::AndIOp::create(b, loc, aligned, ok);
+  }
+
+  // Row caches and partial sums of the register regime.
+  allocateThreadStorage();
+  if (g.lanes > g.warp)
+    for (int i = 0; i < 2; ++i)
+      crossWarpScratch.push_back(
+          addSharedBuffer(launch, {g.threads / g.warp}, b.getF32Type(), loc));
+
+  // Waves of S rows: every thread runs the same number of iterations, so
+  // barriers and shuffles are uniform; sub-groups past `hi` idle.
+  auto waves = scf::ForOp::create(b, loc, lo, hi, c(g.rows));
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(waves.getBody()->getTerminator());
+  rowIV = arith::AddIOp::create(b, loc, waves.getInductionVar(), subgroup);
+  rowActive =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, rowIV, hi);
+  base.map(nest.rows.getInductionVar(), rowIV);
+  Value laneZero =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane, c(0));
+
+  for (Operation &op : rowBody->without_terminator()) {
+    if (auto loop = dyn_cast<scf::ForOp>(op)) {
+      if (loop.getNumResults()) {
+        auto ifOp = scf::IfOp::create(b, loc, loop.getResultTypes(), rowActive,
+                                      /*withElseRegion=*/true);
+        OpBuilder tb = ifOp.getThenBodyBuilder();
+        IRMapping m = base;
+        SmallVector<Value> carried;
+        emitColumnLoop(tb, loop, m, carried);
+        yieldFrom(tb, loc, carried);
+        OpBuilder eb = ifOp.getElseBodyBuilder();
+        IRMapping m2 = base;
+        SmallVector<Value> inits;
+        for (Value init : loop.getInitArgs())
+          inits.push_back(materialize(eb, init, m2));
+        yieldFrom(eb, loc, inits);
+        SmallVector<Value> sums = crossLaneReduce(ifOp.getResults());
+        for (auto [res, s] : llvm::zip(loop.getResults(), sums))
+          reduced[res] = s;
+        continue;
+      }
+      scf::IfOp::create(b, loc, rowActive, [&](OpBuilder &ib, Location) {
+        IRMapping m = base;
+        SmallVector<Value> none;
+        emitColumnLoop(ib, loop, m, none);
+        scf::YieldOp::create(ib, loc);
+      });
+      continue;
+    }
+    if (isa<scf::WhileOp>(op)) {
+      // Lock acquire: one thread spins, then the block may proceed.
+      onLeader([&](OpBuilder &ib, IRMapping &m) {
+        op.walk([&](Operation *inner) {
+          for (Value operand : inner->getOperands())
+            if (!op.isAncestor(operand.getParentRegion()->getParentOp()))
+              materialize(ib, operand, m);
+        });
+        ib.clone(op, m);
+        NVVM::MembarOp::create(ib, loc, NVVM::MemScopeKind::GPU);
+      });
+      gpu::BarrierOp::create(b, loc);
+      continue;
+    }
+    if (auto rmw = dyn_cast<memref::AtomicRMWOp>(op);
+        rmw && rmw.getKind() == arith::AtomicRMWKind::assign) {
+      // Lock release: the block's writes first, then one thread releases.
+      gpu::BarrierOp::create(b, loc);
+      onLeader([&](OpBuilder &ib, IRMapping &m) {
+        NVVM::MembarOp::create(ib, loc, NVVM::MemScopeKind::GPU);
+        for (Value operand : op.getOperands())
+          materialize(ib, operand, m);
+        ib.clone(op, m);
+      });
+      continue;
+    }
+    if (isMemoryEffectFree(&op) || isa<memref::LoadOp>(op))
+      continue; // materialised where used
+    // A per-row side effect (the forward's mean / rstd stores): lane 0.
+    scf::IfOp::create(b, loc,
+                      arith::AndIOp::create(b, loc, rowActive, laneZero),
+                      [&](OpBuilder &ib, Location) {
+                        IRMapping m = base;
+                        for (Value operand : op.getOperands())
+                          materialize(ib, operand, m);
+                        ib.clone(op, m);
+                        scf::YieldOp::create(ib, loc);
+                      });
+  }
+  b.setInsertionPointAfter(waves);
+  writePartialRows();
+}

@@ -1,0 +1,124 @@
+//===- RowKernel.h - the row kernels (dx, forward) --------------*- C++ -*-===//
+//
+// Part of mlir-norm. Private to lib/Conversion/NormToGPU.
+//
+// A row kernel is a block per program (dx) or per S rows (forward); its rows
+// go to sub-groups of L lanes, columns to lanes in chunks of V elements. The
+// machinery every row kernel shares (RowKernel.cpp): materialising the row
+// body, chunk accesses, in-row sums. What depends on the regime is behind
+// the hooks of RowKernel: RowRegisters.cpp (K unrolled chunks per lane, row
+// caches and partial sums in private arrays or shared memory) and
+// RowLooped.cpp (a chunk loop, rows re-read, partial rows in global memory).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NORM_LIB_CONVERSION_NORMTOGPU_ROWKERNEL_H
+#define NORM_LIB_CONVERSION_NORMTOGPU_ROWKERNEL_H
+
+#include "Kernels.h"
+
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/MapVector.h"
+
+#include <memory>
+
+namespace mlir::norm {
+
+/// The stores of the row body into the deterministic partial rows
+/// (`ws[p, j]`, p the program), one per workspace, in body order.
+SmallVector<memref::StoreOp> partialRowStores(RowNest &rn);
+
+/// A per-program row cache (norm.row_cache), by the value of the buffer.
+bool isRowCacheBuffer(Value memref);
+
+/// In the looped regime, row caches go back to re-reading the row.
+void uncacheRows(scf::ForOp rows);
+
+class RowKernel {
+public:
+  RowKernel(OpBuilder &b, Location loc, RowNest &nest, gpu::LaunchOp launch)
+      : b(b), loc(loc), nest(nest), g(nest.geometry), launch(launch) {}
+  virtual ~RowKernel() = default;
+
+  /// Emits the kernel body for rows [lo, hi); `programMap` maps the
+  /// program loop's values to the kernel's.
+  void emit(Value lo, Value hi, const IRMapping &programMap);
+
+protected:
+  using ChunkBody =
+      function_ref<void(OpBuilder &, Value chunk, std::optional<int64_t> k,
+                        SmallVector<Value> &carried)>;
+
+  //===--- Regime hooks ---------------------------------------------------===//
+
+  /// Before the first wave: the thread's own storage (row caches, partial
+  /// sums).
+  virtual void allocateThreadStorage() {}
+  /// Runs `body` on each of the lane's chunks of a column loop (`chunks`
+  /// of them in the row), threading `carried` through.
+  virtual void walkChunks(OpBuilder &rb, Value chunks,
+                          SmallVector<Value> &carried, ChunkBody body) = 0;
+  /// Whether `memref` (of the row body) is served from the thread's storage.
+  virtual bool isThreadLocal(Value memref) const { return false; }
+  /// A load / store of element e of chunk k in the thread's storage, if it
+  /// is one; false otherwise.
+  virtual bool emitLocalLoad(OpBuilder &rb, memref::LoadOp load,
+                             std::optional<int64_t> k, int64_t e,
+                             IRMapping &m) {
+    return false;
+  }
+  virtual bool emitLocalStore(OpBuilder &rb, memref::StoreOp store,
+                              std::optional<int64_t> k, int64_t e,
+                              IRMapping &m) {
+    return false;
+  }
+  /// After the last wave: the program's partial rows to the workspace.
+  virtual void writePartialRows() {}
+
+  //===--- Shared machinery -----------------------------------------------===//
+
+  Value c(int64_t v);
+  Value materialize(OpBuilder &rb, Value v, IRMapping &m);
+  bool isRowAccess(Operation *op, scf::ForOp loop, Value memref,
+                   ValueRange indices);
+
+  // Kernel-wide state.
+  OpBuilder &b;
+  Location loc;
+  RowNest &nest;
+  Geometry g;
+  gpu::LaunchOp launch;
+  Value tid, lane, subgroup, rowIV, rowActive, aligned;
+  IRMapping base; // program-level values -> kernel values
+
+private:
+  void emitColumnLoop(OpBuilder &rb, scf::ForOp loop, IRMapping &m,
+                      SmallVector<Value> &carried);
+  void emitChunk(OpBuilder &rb, scf::ForOp loop, IRMapping &m, Value chunk,
+                 std::optional<int64_t> k, bool vectorized,
+                 SmallVector<Value> &carried);
+  void emitElement(OpBuilder &rb, scf::ForOp loop, IRMapping m, Value j,
+                   std::optional<int64_t> k, int64_t e,
+                   DenseMap<Value, Value> *vectors,
+                   DenseMap<Value, SmallVector<Value>> *stores,
+                   SmallVector<Value> &carried);
+  SmallVector<Value> crossLaneReduce(ValueRange partials);
+  /// `if (row active && thread 0) { body }`: the block's one lock holder.
+  void onLeader(function_ref<void(OpBuilder &, IRMapping &)> body);
+
+  DenseMap<Value, Value> reduced;      // loop results -> reduced sums
+  SmallVector<Value> crossWarpScratch; // one slot per warp, per sum
+};
+
+/// The register regime (RowRegisters.cpp) and the looped one (RowLooped.cpp).
+std::unique_ptr<RowKernel> makeRegisterRowKernel(OpBuilder &b, Location loc,
+                                                 RowNest &nest,
+                                                 gpu::LaunchOp launch);
+std::unique_ptr<RowKernel> makeLoopedRowKernel(OpBuilder &b, Location loc,
+                                               RowNest &nest,
+                                               gpu::LaunchOp launch);
+
+} // namespace mlir::norm
+
+#endif // NORM_LIB_CONVERSION_NORMTOGPU_ROWKERNEL_H

@@ -1,0 +1,180 @@
+//===- geometry-test.cpp - unit test of the row kernels' geometry ---------===//
+//
+// Part of mlir-norm. Run by geometry.test. Checks
+//  * the geometry of a table of N / element types / strategies (what
+//    docs/GPU.md promises: N = 24 bf16 -> 4 lanes, 64 rows; N = 4096 bf16 ->
+//    the whole block on one row, partials in shared memory; N = 65536 and
+//    dynamic N -> looped);
+//  * the determinism rule: for every chip TargetInfo knows, everything that
+//    fixes the order of a dweight/dbias sum (lanes, rows, vector, chunks,
+//    regime, where the partials live) is the same as for every other chip;
+//  * that the chip-independent shared-memory constant fits every chip.
+// Prints one line per failed check and exits non-zero if any failed.
+//
+//===----------------------------------------------------------------------===//
+
+#include "norm/Conversion/NormToGPU/Geometry.h"
+#include "norm/Conversion/NormToGPU/TargetInfo.h"
+
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <vector>
+
+using namespace mlir::norm;
+
+static int failures = 0;
+
+static void check(bool ok, const std::string &what) {
+  if (ok)
+    return;
+  ++failures;
+  std::printf("FAIL: %s\n", what.c_str());
+}
+
+namespace {
+struct DType {
+  const char *name;
+  int64_t bytes;
+};
+struct Strategy {
+  const char *name;
+  PartialSums partials;
+  int64_t partialRows;
+};
+} // namespace
+
+static std::string describe(std::optional<int64_t> n, const DType &d,
+                            const Strategy &s) {
+  return "N=" + (n ? std::to_string(*n) : std::string("?")) + " " + d.name +
+         " " + s.name;
+}
+
+static std::string show(const Geometry &g) {
+  return "lanes=" + std::to_string(g.lanes) +
+         " rows=" + std::to_string(g.rows) + " vec=" + std::to_string(g.vec) +
+         " K=" + std::to_string(g.chunksPerLane) +
+         " registers=" + std::to_string(g.registers) +
+         " partials=" + std::to_string(int(g.partials)) +
+         " smem=" + std::to_string(g.sharedBytes);
+}
+
+/// Everything that fixes a sum order (and the kernel's shape).
+static bool sameOrder(const Geometry &a, const Geometry &b) {
+  return a.threads == b.threads && a.lanes == b.lanes && a.rows == b.rows &&
+         a.vec == b.vec && a.registers == b.registers &&
+         a.chunksPerLane == b.chunksPerLane && a.n == b.n && a.warp == b.warp &&
+         a.partials == b.partials && a.sharedBytes == b.sharedBytes;
+}
+
+static Geometry geometry(std::optional<int64_t> n, int64_t bytes,
+                         const Strategy &s, const TargetInfo &t,
+                         int64_t threads = 256) {
+  RowShape shape;
+  shape.n = n;
+  shape.elementBytes = bytes;
+  shape.threads = threads;
+  shape.maxRegisterElements = 64;
+  shape.partials = s.partials;
+  shape.partialRows = s.partialRows;
+  return chooseRowGeometry(shape, t);
+}
+
+int main() {
+  const std::vector<std::optional<int64_t>> ns = {
+      1, 3, 24, 128, 1000, 4095, 4096, 8192, 16384, 65536, std::nullopt};
+  const DType dtypes[] = {{"f32", 4}, {"f16", 2}, {"bf16", 2}};
+  const Strategy strategies[] = {
+      {"forward", PartialSums::None, 0},
+      {"deterministic-rms", PartialSums::Deterministic, 1},
+      {"deterministic-layer", PartialSums::Deterministic, 2},
+      {"grouped_atomic", PartialSums::Atomic, 0},
+      {"atomic", PartialSums::Atomic, 0},
+      {"locked", PartialSums::Locked, 0}};
+
+  // The constant the budget is taken from fits every chip.
+  check(!TargetInfo::knownChips().empty(), "TargetInfo knows no chip");
+  check(!TargetInfo::get("sm_10"), "sm_10 is not a chip we know");
+  for (llvm::StringRef chip : TargetInfo::knownChips()) {
+    std::optional<TargetInfo> t = TargetInfo::get(chip);
+    check(t.has_value(), "no TargetInfo for " + chip.str());
+    if (t)
+      check(kGuaranteedStaticSharedBytes <= t->maxStaticSharedBytes,
+            chip.str() + ": less static shared memory than the guaranteed");
+  }
+
+  // Determinism: the same geometry on every chip, and within the budget.
+  TargetInfo first = *TargetInfo::get(TargetInfo::knownChips().front());
+  for (int64_t threads : {256, 512, 1024})
+    for (std::optional<int64_t> n : ns)
+      for (const DType &d : dtypes)
+        for (const Strategy &s : strategies) {
+          Geometry ref = geometry(n, d.bytes, s, first, threads);
+          std::string what =
+              describe(n, d, s) + " threads=" + std::to_string(threads);
+          check(ref.sharedBytes <= kGuaranteedStaticSharedBytes,
+                what + ": " + show(ref) + " exceeds the guaranteed budget");
+          check(ref.lanes * ref.rows == threads,
+                what + ": lanes * rows != threads: " + show(ref));
+          for (llvm::StringRef chip : TargetInfo::knownChips()) {
+            Geometry g =
+                geometry(n, d.bytes, s, *TargetInfo::get(chip), threads);
+            check(sameOrder(ref, g), what + ": " + chip.str() + " gives " +
+                                         show(g) + ", " + first.chip +
+                                         " gives " + show(ref));
+          }
+        }
+
+  // The table of docs/GPU.md (256 threads).
+  auto expect = [&](std::optional<int64_t> n, const DType &d, const Strategy &s,
+                    int64_t lanes, int64_t rows, int64_t vec, int64_t k,
+                    bool registers, PartialsHome partials) {
+    Geometry g = geometry(n, d.bytes, s, first);
+    check(g.lanes == lanes && g.rows == rows && g.vec == vec &&
+              g.chunksPerLane == k && g.registers == registers &&
+              g.partials == partials,
+          describe(n, d, s) + ": got " + show(g));
+  };
+  const DType &f32 = dtypes[0], &bf16 = dtypes[2];
+  const Strategy &fwd = strategies[0], &rms = strategies[1],
+                 &layer = strategies[2], &atomic = strategies[3],
+                 &locked = strategies[5];
+  // N = 24 bf16: 3 chunks of 8, 4 lanes per row, 64 rows in flight.
+  expect(24, bf16, rms, 4, 64, 8, 1, true, PartialsHome::Registers);
+  expect(24, bf16, fwd, 4, 64, 8, 1, true, PartialsHome::None);
+  // locked: the block takes a row.
+  expect(24, bf16, locked, 256, 1, 8, 1, true, PartialsHome::None);
+  expect(1, f32, rms, 1, 256, 4, 1, true, PartialsHome::Registers);
+  expect(128, f32, layer, 32, 8, 4, 1, true, PartialsHome::Registers);
+  expect(1000, bf16, layer, 128, 2, 8, 1, true, PartialsHome::Registers);
+  // N = 4096 bf16: the whole block on one row, 2 chunks per lane; the two
+  // partial rows (2 * 4096 * 4 bytes = 32 KB) in shared memory.
+  expect(4096, bf16, layer, 256, 1, 8, 2, true, PartialsHome::Shared);
+  expect(4095, bf16, layer, 256, 1, 8, 2, true, PartialsHome::Shared);
+  // N = 8192 bf16: 64 KB of partial rows do not fit; registers.
+  expect(8192, bf16, layer, 256, 1, 8, 4, true, PartialsHome::Registers);
+  expect(8192, bf16, rms, 256, 1, 8, 4, true, PartialsHome::Shared);
+  expect(16384, f32, rms, 256, 1, 4, 16, true, PartialsHome::Registers);
+  expect(16384, bf16, atomic, 256, 1, 8, 8, true, PartialsHome::None);
+  // Looped: more than 64 elements per lane, or N not static (no chunks).
+  expect(65536, bf16, layer, 256, 1, 8, 0, false, PartialsHome::Global);
+  expect(std::nullopt, f32, rms, 256, 1, 1, 0, false, PartialsHome::Global);
+  expect(std::nullopt, bf16, fwd, 256, 1, 1, 0, false, PartialsHome::None);
+
+  // 1024 threads, several rows in flight: partial rows that would not fit
+  // the budget in shared memory send the block to one row at a time.
+  {
+    Geometry g = geometry(1000, bf16.bytes, layer, first, 1024);
+    check(g.rows == 1 && g.lanes == 1024 && g.registers,
+          "N=1000 bf16 layer threads=1024: got " + show(g));
+    check(partialsSharedBytes(geometry(1000, bf16.bytes, rms, first, 1024),
+                              1) <= kPartialsSharedBytes,
+          "N=1000 bf16 rms threads=1024: partial rows over budget");
+  }
+
+  if (failures)
+    std::printf("%d check(s) failed\n", failures);
+  else
+    std::printf("geometry: all checks passed\n");
+  return failures ? 1 : 0;
+}
