@@ -60,10 +60,10 @@ build() {
 
 run_example() {
   local opt=$BUILD_DIR/bin/norm-opt
-  log "examples/rms_norm_grad.mlir: norm-lower-to-loops (bufferize, split, recompute, promote, fuse)"
+  log "examples/rms_norm_grad.mlir: norm-lower-to-loops (bufferize, split, recompute, promote, fuse, cache rows)"
   "$opt" examples/rms_norm_grad.mlir --norm-lower-to-loops
-  log "examples/layer_norm_grad.mlir: norm-to-nvvm, the PTX (sm_90)"
-  "$opt" examples/layer_norm_grad.mlir --norm-to-nvvm="chip=sm_90" |
+  log "examples/layer_norm_grad.mlir: norm-to-gpu-binary, the PTX (sm_90)"
+  "$opt" examples/layer_norm_grad.mlir --norm-to-gpu-binary="chip=sm_90" |
     python3 scripts/extract-ptx.py
   log "the same op from a spec, as kernels + launch manifest: build/examples/"
   mkdir -p "$BUILD_DIR/examples"

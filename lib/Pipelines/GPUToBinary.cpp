@@ -15,7 +15,6 @@
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
-#include "mlir/Pass/PassRegistry.h"
 
 using namespace mlir;
 
@@ -44,26 +43,4 @@ void norm::buildGPUToBinaryPipeline(OpPassManager &pm,
   binary.toolkitPath = toolkit.root;
   binary.compilationTarget = options.format;
   pm.addPass(createGpuModuleToBinaryPass(binary));
-}
-
-void norm::registerNormPipelines() {
-  PassPipelineRegistration<GPUToBinaryOptions>(
-      "norm-gpu-to-binary",
-      "Lower gpu.module kernels to NVVM and serialise them to PTX, cubin or "
-      "fatbin (chip, features, opt-level, format, toolkit)",
-      buildGPUToBinaryPipeline);
-  PassPipelineRegistration<LowerToLoopsOptions>(
-      "norm-lower-to-loops",
-      "Bufferize norm ops and lower them to fused f32 loop nests "
-      "(split, recompute, promote, fuse-partials)",
-      buildLowerToLoopsPipeline);
-  PassPipelineRegistration<NormToNVVMOptions>(
-      "norm-to-nvvm",
-      "Compile norm ops to GPU kernels: lower to loops, map to the GPU, "
-      "outline, and serialise to PTX / cubin / fatbin",
-      buildNormToNVVMPipeline);
-  PassPipelineRegistration<CPUToLLVMOptions>(
-      "norm-cpu-to-llvm",
-      "Lower loop nests to the LLVM dialect for execution on the host CPU",
-      buildCPUToLLVMPipeline);
 }

@@ -1,4 +1,4 @@
-// RUN: norm-opt %s --norm-fuse-partials --verify-diagnostics
+// RUN: norm-opt %s --split-input-file --norm-fuse-partials --verify-diagnostics
 
 // The partial and dx nests must walk the same programs.
 func.func @different_programs(%ws: memref<?x?xf32>, %a: index, %b: index, %n: index) {
@@ -20,5 +20,19 @@ func.func @different_programs(%ws: memref<?x?xf32>, %a: index, %b: index, %n: in
       }
     }
   } {norm.stage = #norm.stage<dx>, norm.id = 0 : i64, norm.accumulate = f32}
+  return
+}
+
+// -----
+
+// A partials nest must have a dx nest of its op to join.
+func.func @no_dx_nest(%ws: memref<?x?xf32>, %n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %v = arith.constant 1.0 : f32
+  // expected-error @+1 {{norm-fuse-partials: cannot fuse: op 0 has no dx nest}}
+  scf.for %p = %c0 to %n step %c1 {
+    memref.store %v, %ws[%p, %c0] : memref<?x?xf32>
+  } {norm.stage = #norm.stage<partials>, norm.id = 0 : i64, norm.accumulate = f32}
   return
 }

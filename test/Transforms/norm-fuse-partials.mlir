@@ -1,4 +1,20 @@
-// RUN: norm-opt %s --split-input-file --norm-split --norm-recompute --norm-promote --norm-fuse-partials --cse | FileCheck %s
+// RUN: norm-opt %s --split-input-file --norm-split --norm-recompute-loops --norm-promote --norm-fuse-partials --norm-cache-rows --cse | FileCheck %s
+// RUN: norm-opt %s --split-input-file --norm-split --norm-recompute-loops --norm-promote --norm-fuse-partials | FileCheck %s --check-prefix=FUSE
+
+// norm-fuse-partials alone: the partials nest is gone, its sums are in the
+// dx nest's first column loop, the reduce follows the dx nest; no row cache
+// yet (that is norm-cache-rows).
+// FUSE-LABEL: func @layer_norm_grad_fused
+// FUSE-NOT: norm.row_cache
+// FUSE-NOT: norm.stage = #norm.stage<partials>
+// FUSE: scf.for
+// FUSE:   scf.for
+// FUSE:     scf.for {{.*}} iter_args
+// FUSE:       memref.store {{.*}} : memref<?x?xf32>
+// FUSE:       memref.store {{.*}} : memref<?x?xf32>
+// FUSE: norm.stage = #norm.stage<dx>
+// FUSE: norm.stage = #norm.stage<reduce>
+// FUSE-LABEL: func @
 
 // The partial dweight/dbias sums join the dx nest's first column loop; x and
 // dy go to per-program row caches there and the dx loop reads the caches;

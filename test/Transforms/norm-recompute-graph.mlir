@@ -1,6 +1,6 @@
-// RUN: norm-opt %s --split-input-file --pass-pipeline="builtin.module(func.func(norm-recompute))" | FileCheck %s
+// RUN: norm-opt %s --split-input-file --pass-pipeline="builtin.module(func.func(norm-recompute-graph))" | FileCheck %s
 
-// Graph level of norm-recompute (value form): a grad op reading the xhat a
+// norm-recompute-graph (value form): a grad op reading the xhat a
 // forward op stored, with that forward's rstd, reads the forward's x (and
 // mean) instead; a forward whose xhat is no longer read stops producing it.
 

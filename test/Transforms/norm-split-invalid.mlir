@@ -1,7 +1,7 @@
 // RUN: norm-opt %s --split-input-file --norm-split --verify-diagnostics
 // RUN: not norm-opt %s --split-input-file --norm-split="strategy=fastest" 2>&1 | FileCheck %s --check-prefix=OPTION
 
-// OPTION: norm-split: unknown strategy 'fastest' (expected deterministic, grouped_atomic, atomic or locked)
+// OPTION: for the --strategy option: Cannot find option named 'fastest'!
 
 func.func @value_form(%dy: tensor<4x8xf32>, %x: tensor<4x8xf32>, %r: tensor<4xf32>) -> tensor<4x8xf32> {
   // expected-error @+1 {{norm-split lowers the buffer form; bufferize first (one-shot-bufferize, or the norm-lower-to-loops pipeline)}}

@@ -362,14 +362,14 @@ int main(int argc, char **argv) {
     return 1;
 
   PassManager pm(&context);
-  norm::NormToNVVMOptions options;
+  norm::NormToGPUBinaryOptions options;
   options.chip = chip;
   options.format = format;
   options.toolkit = toolkit;
   options.strategy = strategy;
   options.groups = groups;
   options.threads = threads;
-  norm::buildNormToNVVMPipeline(pm, options);
+  norm::buildNormToGPUBinaryPipeline(pm, options);
   if (failed(pm.run(*module)))
     return 1;
 
@@ -391,7 +391,7 @@ int main(int argc, char **argv) {
     funcs.front().emitError()
         << "norm-compile: this function returns buffers it allocates; for a "
            "launchable module write the op in buffer form (outputs as "
-           "`outs` memref arguments), or use norm-opt --norm-to-nvvm";
+           "`outs` memref arguments), or use norm-opt --norm-to-gpu-binary";
     return 1;
   }
   auto object =

@@ -2,42 +2,131 @@
 //
 // Part of mlir-norm.
 //
-// Each pipeline is an options struct, a build function that embedders call
-// on their own OpPassManager, and a registration for norm-opt.
+// Each stage of the compiler has one options struct, declared once; the
+// pipelines that run several stages inherit the structs of their stages, so
+// every stage option is reachable from the full pipeline under one name,
+// with one declaration. (PassPipelineOptions derives from PassOptions
+// virtually: all stage options of a composed struct register with its one
+// PassOptions, which parses and prints them together.)
+//
+// Each pipeline is such an options struct, a build function that embedders
+// call on their own OpPassManager, and a registration for norm-opt
+// (registerNormPipelines).
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef NORM_PIPELINES_PIPELINES_H
 #define NORM_PIPELINES_PIPELINES_H
 
+#include "norm/Dialect/Norm/Transforms/Passes.h"
+
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassOptions.h"
 
 namespace mlir::norm {
 
+//===----------------------------------------------------------------------===//
+// Stage options
+//===----------------------------------------------------------------------===//
+
+/// The `strategy` option. Besides StrategyOverride values it accepts a
+/// strategy's name ("" keeps the ops'), the form norm-compile holds it in
+/// today; an unknown name is a fatal error (norm-compile checks the name
+/// before).
+class StrategyOverrideOption
+    : public mlir::detail::PassOptions::Option<StrategyOverride> {
+public:
+  using mlir::detail::PassOptions::Option<StrategyOverride>::Option;
+  // Declared here, hiding the base's assignment template, which would take
+  // (and fail to convert) anything.
+  StrategyOverrideOption &operator=(StrategyOverride value);
+  StrategyOverrideOption &operator=(const std::string &name);
+};
+
+/// Options of the lowering from norm ops to loop nests.
+struct LowerToLoopsOptions : public PassPipelineOptions<LowerToLoopsOptions> {
+  Option<int64_t> groups{
+      *this, "groups",
+      llvm::cl::desc("Partial rows G for ops without a `groups` attribute "
+                     "(0: chosen from M and N)"),
+      llvm::cl::init(0)};
+  StrategyOverrideOption strategy{
+      *this, "strategy",
+      llvm::cl::desc("Reduction strategy of every grad op (keep: each op's "
+                     "own)"),
+      llvm::cl::init(StrategyOverride::Keep), strategyOverrideValues()};
+  Option<bool> bufferizeFunctionBoundaries{
+      *this, "bufferize-function-boundaries",
+      llvm::cl::desc("Also bufferize function signatures (tensor arguments "
+                     "and results become memrefs)"),
+      llvm::cl::init(true)};
+};
+
+/// Options of the GPU mapping (norm-map-to-gpu) that only it reads; it
+/// takes `chip` from GPUToBinaryOptions.
+struct MapToGPUOptions : public PassPipelineOptions<MapToGPUOptions> {
+  Option<int64_t> threads{*this, "threads",
+                          llvm::cl::desc("Threads per block of row kernels"),
+                          llvm::cl::init(256)};
+  Option<int64_t> maxRegisterElements{
+      *this, "max-register-elements",
+      llvm::cl::desc("Largest share of a row (elements per thread, per "
+                     "cached array) kept in registers"),
+      llvm::cl::init(64)};
+};
+
 /// Options of the GPU code generation tail (gpu.module -> PTX/cubin).
 struct GPUToBinaryOptions : public PassPipelineOptions<GPUToBinaryOptions> {
-  PassOptions::Option<std::string> chip{
-      *this, "chip", llvm::cl::desc("Target SM architecture"),
-      llvm::cl::init("sm_90")};
-  PassOptions::Option<std::string> features{
-      *this, "features", llvm::cl::desc("PTX features, e.g. +ptx80"),
-      llvm::cl::init("+ptx80")};
-  PassOptions::Option<unsigned> optLevel{
-      *this, "opt-level", llvm::cl::desc("LLVM optimisation level (0-3)"),
-      llvm::cl::init(3)};
-  PassOptions::Option<std::string> format{
+  Option<std::string> chip{*this, "chip",
+                           llvm::cl::desc("Target SM architecture"),
+                           llvm::cl::init("sm_90")};
+  Option<std::string> features{*this, "features",
+                               llvm::cl::desc("PTX features, e.g. +ptx80"),
+                               llvm::cl::init("+ptx80")};
+  Option<unsigned> optLevel{*this, "opt-level",
+                            llvm::cl::desc("LLVM optimisation level (0-3)"),
+                            llvm::cl::init(3)};
+  Option<std::string> format{
       *this, "format",
       llvm::cl::desc("Output: isa (PTX text), bin (cubin, runs ptxas) or "
                      "fatbin"),
       llvm::cl::init("isa")};
-  PassOptions::Option<std::string> toolkit{
+  Option<std::string> toolkit{
       *this, "toolkit",
       llvm::cl::desc("CUDA toolkit root (libdevice, ptxas); empty: "
                      "$CUDA_HOME, $CUDA_PATH, $CUDA_ROOT, then the build's "
                      "default"),
       llvm::cl::init("")};
 };
+
+/// Options of the CPU lowering of the loop nests (for execution tests).
+struct CPUToLLVMOptions : public PassPipelineOptions<CPUToLLVMOptions> {};
+
+/// Options of the whole compiler, norm ops -> gpu.binary: every option of
+/// its three stages, each once.
+struct NormToGPUBinaryOptions
+    : public PassPipelineOptions<NormToGPUBinaryOptions>,
+      public LowerToLoopsOptions,
+      public MapToGPUOptions,
+      public GPUToBinaryOptions {
+  using PassPipelineOptions<NormToGPUBinaryOptions>::createFromString;
+};
+
+//===----------------------------------------------------------------------===//
+// Pipelines
+//===----------------------------------------------------------------------===//
+
+/// Lowers norm ops to tagged loop nests on each function:
+/// norm-recompute-graph (on tensors), one-shot-bufferize, norm-split,
+/// norm-recompute-loops, norm-promote, norm-fuse-partials, norm-cache-rows,
+/// with norm-check-stage at each stage boundary. No canonicalization: the
+/// output keeps its norm.stage tags for norm-map-to-gpu.
+///
+/// Post-condition (checked: norm-check-stage{stage=fused}): no norm op and
+/// no tensor remain; no [M, N] intermediate; all arithmetic in the nests is
+/// f32 (or the ops' accumulation type); x and dy are read once per row.
+void buildLowerToLoopsPipeline(OpPassManager &pm,
+                               const LowerToLoopsOptions &options);
 
 /// Lowers every `gpu.module` (kernels on scf/arith/math/memref/gpu) to NVVM
 /// and serialises it into a `gpu.binary`.
@@ -48,37 +137,14 @@ struct GPUToBinaryOptions : public PassPipelineOptions<GPUToBinaryOptions> {
 void buildGPUToBinaryPipeline(OpPassManager &pm,
                               const GPUToBinaryOptions &options);
 
-/// Options of the lowering from norm ops to loop nests.
-struct LowerToLoopsOptions : public PassPipelineOptions<LowerToLoopsOptions> {
-  PassOptions::Option<int64_t> groups{
-      *this, "groups",
-      llvm::cl::desc("Partial rows G for ops without a `groups` attribute "
-                     "(0: chosen from M and N)"),
-      llvm::cl::init(0)};
-  PassOptions::Option<std::string> strategy{
-      *this, "strategy",
-      llvm::cl::desc("Override the ops' reduction strategy (deterministic, "
-                     "grouped_atomic, atomic, locked); empty keeps them"),
-      llvm::cl::init("")};
-  PassOptions::Option<bool> bufferizeFunctionBoundaries{
-      *this, "bufferize-function-boundaries",
-      llvm::cl::desc("Also bufferize function signatures (tensor arguments "
-                     "and results become memrefs)"),
-      llvm::cl::init(true)};
-};
-
-/// Value-form ops are bufferized (One-Shot Bufferize), then norm-split,
-/// norm-recompute, norm-promote and norm-fuse-partials run on each function.
-/// Graph-level recomputation runs first, on tensors. No canonicalization:
-/// the output keeps its norm.stage tags for norm-map-to-gpu.
+/// norm-lower-to-loops, norm-map-to-gpu, gpu-kernel-outlining,
+/// canonicalize, cse, then the norm-gpu-to-binary tail.
 ///
-/// Post-condition: no norm op and no tensor remain; x and dy are read once
-/// per row; all arithmetic is f32 (or the ops' accumulation type).
-void buildLowerToLoopsPipeline(OpPassManager &pm,
-                               const LowerToLoopsOptions &options);
-
-/// Options of the CPU lowering of the loop nests (for execution tests).
-struct CPUToLLVMOptions : public PassPipelineOptions<CPUToLLVMOptions> {};
+/// Post-condition: the host functions hold allocations and
+/// gpu.launch_func ops (and a `norm.kernels` record each); the kernels are
+/// in one gpu.binary per function.
+void buildNormToGPUBinaryPipeline(OpPassManager &pm,
+                                  const NormToGPUBinaryOptions &options);
 
 /// Lowers scf/arith/math/memref/func loop nests to the LLVM dialect for the
 /// host CPU (bf16 conversions expanded, since Debian's libgcc lacks
@@ -87,51 +153,9 @@ struct CPUToLLVMOptions : public PassPipelineOptions<CPUToLLVMOptions> {};
 /// Post-condition: only LLVM dialect ops remain.
 void buildCPUToLLVMPipeline(OpPassManager &pm, const CPUToLLVMOptions &options);
 
-/// Options of the whole compiler: norm ops -> PTX / cubin.
-struct NormToNVVMOptions : public PassPipelineOptions<NormToNVVMOptions> {
-  PassOptions::Option<std::string> chip{
-      *this, "chip", llvm::cl::desc("Target SM architecture"),
-      llvm::cl::init("sm_90")};
-  PassOptions::Option<std::string> features{
-      *this, "features", llvm::cl::desc("PTX features, e.g. +ptx80"),
-      llvm::cl::init("+ptx80")};
-  PassOptions::Option<unsigned> optLevel{
-      *this, "opt-level", llvm::cl::desc("LLVM optimisation level (0-3)"),
-      llvm::cl::init(3)};
-  PassOptions::Option<std::string> format{
-      *this, "format",
-      llvm::cl::desc("Output: isa (PTX text), bin (cubin) or fatbin"),
-      llvm::cl::init("isa")};
-  PassOptions::Option<std::string> toolkit{
-      *this, "toolkit",
-      llvm::cl::desc("CUDA toolkit root; empty: $CUDA_HOME, $CUDA_PATH, "
-                     "$CUDA_ROOT, then the build's default"),
-      llvm::cl::init("")};
-  PassOptions::Option<std::string> strategy{
-      *this, "strategy",
-      llvm::cl::desc("Override the ops' reduction strategy; empty keeps "
-                     "them"),
-      llvm::cl::init("")};
-  PassOptions::Option<int64_t> groups{
-      *this, "groups",
-      llvm::cl::desc("Partial rows for ops without a `groups` attribute "
-                     "(0: chosen from M and N)"),
-      llvm::cl::init(0)};
-  PassOptions::Option<int64_t> threads{
-      *this, "threads", llvm::cl::desc("Threads per block of row kernels"),
-      llvm::cl::init(256)};
-};
-
-/// norm-lower-to-loops, norm-map-to-gpu, gpu-kernel-outlining, then the
-/// norm-gpu-to-binary tail.
-///
-/// Post-condition: the host functions hold allocations and
-/// gpu.launch_func ops (and a `norm.kernels` record each); the kernels are
-/// in one gpu.binary per function.
-void buildNormToNVVMPipeline(OpPassManager &pm,
-                             const NormToNVVMOptions &options);
-
-/// Registers the pipelines with the global pass registry (norm-opt).
+/// Registers the pipelines with the global pass registry (norm-opt):
+/// norm-lower-to-loops, norm-gpu-to-binary, norm-to-gpu-binary and
+/// norm-cpu-to-llvm.
 void registerNormPipelines();
 
 } // namespace mlir::norm

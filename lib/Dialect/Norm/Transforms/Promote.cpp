@@ -10,6 +10,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "StageChecks.h"
+
 #include "norm/Dialect/Norm/IR/StageContract.h"
 #include "norm/Dialect/Norm/Transforms/Passes.h"
 
@@ -150,19 +152,8 @@ struct PromotePass : public norm::impl::NormPromoteBase<PromotePass> {
         return signalPassFailure();
       }
       promoteNest(nest, accType);
-      // The post-condition, checked: no narrow arithmetic is left.
-      WalkResult check = nest->walk([&](Operation *op) {
-        if (isa<memref::LoadOp, memref::StoreOp, arith::TruncFOp>(op))
-          return WalkResult::advance();
-        for (Value r : op->getResults())
-          if (isNarrow(r.getType(), accType)) {
-            op->emitError() << "norm-promote: could not widen this "
-                            << r.getType() << " value to " << accType;
-            return WalkResult::interrupt();
-          }
-        return WalkResult::advance();
-      });
-      if (check.wasInterrupted())
+      // The post-condition: no narrow arithmetic is left.
+      if (failed(norm::checkPromotedNest(nest, accType, "norm-promote")))
         return signalPassFailure();
     }
   }

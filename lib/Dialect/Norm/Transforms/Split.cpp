@@ -4,9 +4,15 @@
 //
 // The faithful lowering: every intermediate is materialised and computed in
 // the storage type, exactly as the formulas read. Later passes
-// (norm-recompute, norm-promote, norm-fuse-partials) turn it into the fast
-// form; each of them finds its work by the tags of
+// (norm-recompute-loops, norm-promote, norm-fuse-partials, norm-cache-rows)
+// turn it into the fast form; each of them finds its work by the tags of
 // norm/Dialect/Norm/IR/StageContract.h.
+//
+// One conversion pattern per op kind (populateNormSplitPatterns); the pass
+// applies them with the norm dialect illegal, so "no norm op is left" holds
+// by construction. Whether an op can be lowered (buffer form, [rows, N]
+// views) is decided in one place, whyNotSplittable: the pass reports it as
+// an error on the op, a pattern as its match-failure reason.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,12 +21,16 @@
 #include "norm/Dialect/Norm/IR/StageContract.h"
 #include "norm/Dialect/Norm/Transforms/Groups.h"
 #include "norm/Dialect/Norm/Transforms/Passes.h"
+#include "norm/Dialect/Norm/Transforms/Transforms.h"
 
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/Transforms/DialectConversion.h"
 #include "llvm/ADT/TypeSwitch.h"
+
+#include <memory>
 
 namespace mlir::norm {
 #define GEN_PASS_DEF_NORMSPLIT
@@ -32,68 +42,114 @@ using namespace mlir::norm;
 
 namespace {
 
-/// What the pass options say, resolved.
-struct SplitConfig {
-  int64_t groups = 0;
-  std::optional<ReductionStrategy> strategy;
-};
-
-template <typename OpT>
-constexpr bool isLayerNorm() {
+template <typename OpT> constexpr bool isLayerNorm() {
   return std::is_same_v<OpT, LayerNormOp> ||
          std::is_same_v<OpT, LayerNormGradOp>;
 }
 
-/// A rank-2 [rows, N] view of a rank >= 2 buffer.
-FailureOr<Value> asRows(ImplicitLocOpBuilder &b, Operation *op,
-                        StringRef name, Value v) {
-  auto type = cast<MemRefType>(v.getType());
-  int64_t rank = type.getRank();
-  if (rank == 2)
-    return v;
+template <typename OpT> constexpr bool isGrad() {
+  return std::is_same_v<OpT, LayerNormGradOp> ||
+         std::is_same_v<OpT, RMSNormGradOp>;
+}
+
+/// The reassociation that views a rank >= 2 buffer as [rows, N].
+SmallVector<ReassociationIndices> rowsReassociation(int64_t rank) {
   ReassociationIndices rows;
   for (int64_t d = 0; d + 1 < rank; ++d)
     rows.push_back(d);
-  SmallVector<ReassociationIndices> re = {rows, {rank - 1}};
-  if (!memref::CollapseShapeOp::isGuaranteedCollapsible(type, re))
-    return op->emitOpError()
-           << "cannot view '" << name << "' " << type
-           << " as [rows, N]: its leading dims are not contiguous; pass a "
-              "rank-2 buffer";
-  return memref::CollapseShapeOp::create(b, v, re).getResult();
+  return {rows, {rank - 1}};
 }
 
-/// A rank-1 [rows] view of a statistics buffer.
-FailureOr<Value> asFlat(ImplicitLocOpBuilder &b, Operation *op, StringRef name,
-                        Value v) {
-  auto type = cast<MemRefType>(v.getType());
-  if (type.getRank() == 1)
-    return v;
+/// The reassociation that views a buffer as [rows].
+SmallVector<ReassociationIndices> flatReassociation(int64_t rank) {
   ReassociationIndices all;
-  for (int64_t d = 0; d < type.getRank(); ++d)
+  for (int64_t d = 0; d < rank; ++d)
     all.push_back(d);
-  SmallVector<ReassociationIndices> re = {all};
-  if (!memref::CollapseShapeOp::isGuaranteedCollapsible(type, re))
-    return op->emitOpError() << "cannot view '" << name << "' " << type
-                             << " as [rows]: it is not contiguous";
-  return memref::CollapseShapeOp::create(b, v, re).getResult();
+  return {all};
 }
 
-/// The storage (element) type of a buffer-form op's reference activation;
-/// an error for the value form.
-template <typename OpT>
-FailureOr<FloatType> bufferFormStorage(OpT op, Value reference) {
+/// A rank-2 [rows, N] view of a rank >= 2 buffer (whyNotSplittable has
+/// checked that it exists).
+Value asRows(ImplicitLocOpBuilder &b, Value v) {
+  int64_t rank = cast<MemRefType>(v.getType()).getRank();
+  if (rank == 2)
+    return v;
+  return memref::CollapseShapeOp::create(b, v, rowsReassociation(rank));
+}
+
+/// A rank-1 [rows] view of a statistics buffer (checked, as above).
+Value asFlat(ImplicitLocOpBuilder &b, Value v) {
+  int64_t rank = cast<MemRefType>(v.getType()).getRank();
+  if (rank == 1)
+    return v;
+  return memref::CollapseShapeOp::create(b, v, flatReassociation(rank));
+}
+
+/// Why `v` has no [rows, N] view (`rows`) or no [rows] view, or nothing.
+std::optional<std::string> whyNoView(StringRef name, Value v, bool rows) {
+  auto type = cast<MemRefType>(v.getType());
+  int64_t rank = type.getRank();
+  if (rank == (rows ? 2 : 1))
+    return std::nullopt;
+  SmallVector<ReassociationIndices> re =
+      rows ? rowsReassociation(rank) : flatReassociation(rank);
+  if (memref::CollapseShapeOp::isGuaranteedCollapsible(type, re))
+    return std::nullopt;
+  std::string why;
+  llvm::raw_string_ostream os(why);
+  os << "cannot view '" << name << "' '" << type << "' as ";
+  if (rows)
+    os << "[rows, N]: its leading dims are not contiguous; pass a rank-2 "
+          "buffer";
+  else
+    os << "[rows]: it is not contiguous";
+  return why;
+}
+
+/// Why norm-split cannot lower `op`, or nothing: it lowers the buffer form,
+/// with every buffer viewable as [rows, N] (activations) or [rows]
+/// (statistics).
+template <typename OpT> std::optional<std::string> whyNotSplittable(OpT op) {
   if (!op.isBufferForm())
-    return op.emitOpError()
-           << "norm-split lowers the buffer form; bufferize first "
-              "(one-shot-bufferize, or the norm-lower-to-loops pipeline)";
-  return cast<FloatType>(cast<MemRefType>(reference.getType()).getElementType());
+    return std::string("norm-split lowers the buffer form; bufferize first "
+                       "(one-shot-bufferize, or the norm-lower-to-loops "
+                       "pipeline)");
+  // (name, buffer or null when absent, viewed as [rows, N]), in the order
+  // the lowering takes the views.
+  SmallVector<std::tuple<StringRef, Value, bool>> views;
+  if constexpr (isGrad<OpT>()) {
+    views = {{op.getX() ? "x" : "xhat", op.getInput(), true},
+             {"dy", op.getDy(), true},
+             {"dx", op.getDxOut(), true},
+             {"rstd", op.getRstd(), false},
+             {"dresidual", op.getDresidual(), true}};
+    if constexpr (isLayerNorm<OpT>())
+      views.push_back({"mean", op.getMean(), false});
+  } else {
+    views = {{"x", op.getX(), true},
+             {"y", op.getYOut(), true},
+             {"rstd", op.getRstdOut(), false}};
+    if constexpr (isLayerNorm<OpT>())
+      views.push_back({"mean", op.getMeanOut(), false});
+    views.push_back({"xhat", op.getXhatOut(), true});
+  }
+  for (auto [name, v, rows] : views)
+    if (v)
+      if (std::optional<std::string> why = whyNoView(name, v, rows))
+        return why;
+  return std::nullopt;
+}
+
+/// The storage (element) type of a buffer-form op: its activation's.
+FloatType storageType(Value activation) {
+  return cast<FloatType>(
+      cast<MemRefType>(activation.getType()).getElementType());
 }
 
 /// A [rows, N] scratch buffer of the storage type, tagged recomputable.
 Value allocRecomputable(Emitter &e, OpFoldResult m, OpFoldResult n) {
-  auto alloc = memref::AllocOp::create(e.b, ArrayRef<OpFoldResult>{m, n},
-                                       e.storage);
+  auto alloc =
+      memref::AllocOp::create(e.b, ArrayRef<OpFoldResult>{m, n}, e.storage);
   setRecomputable(alloc);
   return alloc;
 }
@@ -161,9 +217,9 @@ struct PartialScheme {
         e.b, TypeRange{}, ValueRange{},
         [&](OpBuilder &nb, Location loc, ValueRange) {
           Value one = arith::ConstantIntOp::create(nb, loc, 1, 32);
-          Value old = memref::AtomicRMWOp::create(
-              nb, loc, arith::AtomicRMWKind::assign, one, locks,
-              ValueRange{row});
+          Value old =
+              memref::AtomicRMWOp::create(nb, loc, arith::AtomicRMWKind::assign,
+                                          one, locks, ValueRange{row});
           Value busy = arith::CmpIOp::create(nb, loc, arith::CmpIPredicate::eq,
                                              old, one);
           scf::ConditionOp::create(nb, loc, busy, ValueRange{});
@@ -182,42 +238,25 @@ struct PartialScheme {
   }
 };
 
+/// Lowers a grad op that whyNotSplittable accepts, at the builder's place,
+/// tagging its nests with `id`; the op itself stays (the caller erases it).
 template <typename OpT>
-LogicalResult lowerGrad(OpT op, const SplitConfig &config, int64_t id) {
-  ImplicitLocOpBuilder b(op.getLoc(), op);
-  FailureOr<FloatType> storage = bufferFormStorage(op, op.getInput());
-  if (failed(storage))
-    return failure();
+void lowerGrad(OpT op, const SplitOptions &options, int64_t id,
+               ImplicitLocOpBuilder &b) {
   constexpr bool kLayer = isLayerNorm<OpT>();
   FloatType acc = op.getAccumulationElementType();
-  Emitter e(b, *storage, acc);
+  Emitter e(b, storageType(op.getInput()), acc);
 
-  FailureOr<Value> in = asRows(b, op, op.getX() ? "x" : "xhat", op.getInput());
-  if (failed(in))
-    return failure();
-  FailureOr<Value> dy = asRows(b, op, "dy", op.getDy());
-  if (failed(dy))
-    return failure();
-  FailureOr<Value> dx = asRows(b, op, "dx", op.getDxOut());
-  if (failed(dx))
-    return failure();
-  FailureOr<Value> rstd = asFlat(b, op, "rstd", op.getRstd());
-  if (failed(rstd))
-    return failure();
+  Value in = asRows(b, op.getInput());
+  Value dy = asRows(b, op.getDy());
+  Value dx = asRows(b, op.getDxOut());
+  Value rstd = asFlat(b, op.getRstd());
   Value dres, mean;
-  if (op.getDresidual()) {
-    FailureOr<Value> v = asRows(b, op, "dresidual", op.getDresidual());
-    if (failed(v))
-      return failure();
-    dres = *v;
-  }
+  if (op.getDresidual())
+    dres = asRows(b, op.getDresidual());
   if constexpr (kLayer) {
-    if (op.getMean()) {
-      FailureOr<Value> v = asFlat(b, op, "mean", op.getMean());
-      if (failed(v))
-        return failure();
-      mean = *v;
-    }
+    if (op.getMean())
+      mean = asFlat(b, op.getMean());
   }
   Value weight = op.getWeight();
   Value dwOut = op.getDweightOut();
@@ -225,8 +264,8 @@ LogicalResult lowerGrad(OpT op, const SplitConfig &config, int64_t id) {
   if constexpr (kLayer)
     dbOut = op.getDbiasOut();
 
-  OpFoldResult mOfr = memref::getMixedSize(b, b.getLoc(), *in, 0);
-  OpFoldResult nOfr = memref::getMixedSize(b, b.getLoc(), *in, 1);
+  OpFoldResult mOfr = memref::getMixedSize(b, b.getLoc(), in, 0);
+  OpFoldResult nOfr = memref::getMixedSize(b, b.getLoc(), in, 1);
   Value m = getValueOrCreateConstantIndexOp(b, b.getLoc(), mOfr);
   Value n = getValueOrCreateConstantIndexOp(b, b.getLoc(), nOfr);
   Value zero = e.index(0);
@@ -234,15 +273,15 @@ LogicalResult lowerGrad(OpT op, const SplitConfig &config, int64_t id) {
   SmallVector<Value> scratch;
 
   // 1. xhat, materialised (unless the op was given a stored one).
-  Value xhat = *in;
+  Value xhat = in;
   if (op.getX()) {
     xhat = allocRecomputable(e, mOfr, nOfr);
     scratch.push_back(xhat);
     scf::ForOp nest = e.loop(zero, m, [&](Value i) {
-      Value r = e.convert(e.load(*rstd, {i}), e.storage);
+      Value r = e.convert(e.load(rstd, {i}), e.storage);
       Value mu = mean ? e.convert(e.load(mean, {i}), e.storage) : Value();
       e.loop(zero, n, [&](Value j) {
-        Value v = e.load(*in, {i, j});
+        Value v = e.load(in, {i, j});
         if (mu)
           v = arith::SubFOp::create(b, v, mu);
         e.store(arith::MulFOp::create(b, v, r), xhat, {i, j});
@@ -252,7 +291,7 @@ LogicalResult lowerGrad(OpT op, const SplitConfig &config, int64_t id) {
   }
 
   // 2. g = dy * w (w + 1 when zero-centred), materialised.
-  Value g = *dy;
+  Value g = dy;
   auto effectiveWeight = [&](Value j) {
     Value w = e.convert(e.load(weight, {j}), e.storage);
     if (op.getZeroCenteredWeight())
@@ -264,8 +303,8 @@ LogicalResult lowerGrad(OpT op, const SplitConfig &config, int64_t id) {
     scratch.push_back(g);
     scf::ForOp nest = e.loop(zero, m, [&](Value i) {
       e.loop(zero, n, [&](Value j) {
-        Value v = arith::MulFOp::create(b, e.load(*dy, {i, j}),
-                                        effectiveWeight(j));
+        Value v =
+            arith::MulFOp::create(b, e.load(dy, {i, j}), effectiveWeight(j));
         e.store(v, g, {i, j});
       });
     });
@@ -273,12 +312,12 @@ LogicalResult lowerGrad(OpT op, const SplitConfig &config, int64_t id) {
   }
 
   // 3. Programs and partial rows.
-  ReductionStrategy strategy = config.strategy.value_or(op.getStrategy());
+  ReductionStrategy strategy = options.strategy.value_or(op.getStrategy());
   Value groups;
   if (int64_t fixed = op.getGroupsOrZero())
     groups = e.index(fixed);
-  else if (config.groups > 0)
-    groups = e.index(config.groups);
+  else if (options.groups > 0)
+    groups = e.index(options.groups);
   else
     groups = emitDefaultGroups(b, b.getLoc(), m, n);
   Programs programs{groups, arith::CeilDivUIOp::create(b, m, groups), m};
@@ -291,7 +330,8 @@ LogicalResult lowerGrad(OpT op, const SplitConfig &config, int64_t id) {
       scheme.workspaceRows = e.index(1);
     auto newWorkspace = [&]() {
       Value ws = memref::AllocOp::create(
-          b, ArrayRef<OpFoldResult>{getAsOpFoldResult(scheme.workspaceRows), nOfr},
+          b,
+          ArrayRef<OpFoldResult>{getAsOpFoldResult(scheme.workspaceRows), nOfr},
           acc);
       workspaces.push_back(ws);
       return ws;
@@ -324,7 +364,7 @@ LogicalResult lowerGrad(OpT op, const SplitConfig &config, int64_t id) {
       Value t = scheme.target(e, p, r);
       scheme.acquire(e, t);
       e.loop(zero, n, [&](Value j) {
-        Value dyv = e.load(*dy, {r, j});
+        Value dyv = e.load(dy, {r, j});
         if (wsDw) {
           Value prod = arith::MulFOp::create(b, dyv, e.load(xhat, {r, j}));
           scheme.add(e, e.convert(prod, acc), wsDw, t, j);
@@ -348,8 +388,7 @@ LogicalResult lowerGrad(OpT op, const SplitConfig &config, int64_t id) {
       Value z = arith::ConstantOp::create(b, acc, b.getFloatAttr(acc, 0.0));
       SmallVector<Value> inits(sources.size(), z);
       scf::ForOp sum = e.reduction(
-          zero, scheme.workspaceRows, inits,
-          [&](Value w, ValueRange carried) {
+          zero, scheme.workspaceRows, inits, [&](Value w, ValueRange carried) {
             SmallVector<Value> next;
             for (auto [ws, c] : llvm::zip(sources, carried))
               next.push_back(arith::AddFOp::create(b, c, e.load(ws, {w, j})));
@@ -366,7 +405,7 @@ LogicalResult lowerGrad(OpT op, const SplitConfig &config, int64_t id) {
   // 4. dx, program by program, row by row: two in-row sums, then the row.
   scf::ForOp dxNest = programs.forEachRow(e, [&](Value, Value r) {
     Value nf = e.indexToStorage(n);
-    Value rs = e.convert(e.load(*rstd, {r}), e.storage);
+    Value rs = e.convert(e.load(rstd, {r}), e.storage);
     Value z = e.storageConstant(0.0);
     scf::ForOp sums =
         e.reduction(zero, n, {z, z}, [&](Value j, ValueRange carried) {
@@ -374,8 +413,8 @@ LogicalResult lowerGrad(OpT op, const SplitConfig &config, int64_t id) {
           Value hv = e.load(xhat, {r, j});
           Value sumG = kLayer ? Value(arith::AddFOp::create(b, carried[0], gv))
                               : carried[0];
-          Value sumGX = arith::AddFOp::create(
-              b, carried[1], arith::MulFOp::create(b, gv, hv));
+          Value sumGX = arith::AddFOp::create(b, carried[1],
+                                              arith::MulFOp::create(b, gv, hv));
           return SmallVector<Value>{sumG, sumGX};
         });
     Value meanG = arith::DivFOp::create(b, sums.getResult(0), nf);
@@ -388,7 +427,7 @@ LogicalResult lowerGrad(OpT op, const SplitConfig &config, int64_t id) {
       Value out = arith::MulFOp::create(b, rs, d);
       if (dres)
         out = arith::AddFOp::create(b, out, e.load(dres, {r, j}));
-      e.store(out, *dx, {r, j});
+      e.store(out, dx, {r, j});
     });
   });
   setStage(dxNest, Stage::Dx, id, acc);
@@ -397,53 +436,35 @@ LogicalResult lowerGrad(OpT op, const SplitConfig &config, int64_t id) {
 
   for (Value v : llvm::concat<Value>(workspaces, scratch))
     memref::DeallocOp::create(b, v);
-  op.erase();
-  return success();
 }
 
 //===----------------------------------------------------------------------===//
 // Forward
 //===----------------------------------------------------------------------===//
 
+/// Lowers a forward op that whyNotSplittable accepts, as lowerGrad does.
 template <typename OpT>
-LogicalResult lowerForward(OpT op, int64_t id) {
-  ImplicitLocOpBuilder b(op.getLoc(), op);
-  FailureOr<FloatType> storage = bufferFormStorage(op, op.getX());
-  if (failed(storage))
-    return failure();
+void lowerForward(OpT op, int64_t id, ImplicitLocOpBuilder &b) {
   constexpr bool kLayer = isLayerNorm<OpT>();
   FloatType acc = op.getAccumulationElementType();
-  Emitter e(b, *storage, acc);
+  Emitter e(b, storageType(op.getX()), acc);
 
-  FailureOr<Value> x = asRows(b, op, "x", op.getX());
-  if (failed(x))
-    return failure();
-  FailureOr<Value> y = asRows(b, op, "y", op.getYOut());
-  if (failed(y))
-    return failure();
-  FailureOr<Value> rstdOut = asFlat(b, op, "rstd", op.getRstdOut());
-  if (failed(rstdOut))
-    return failure();
+  Value x = asRows(b, op.getX());
+  Value y = asRows(b, op.getYOut());
+  Value rstdOut = asFlat(b, op.getRstdOut());
   Value meanOut, xhatOut, bias;
   if constexpr (kLayer) {
-    FailureOr<Value> v = asFlat(b, op, "mean", op.getMeanOut());
-    if (failed(v))
-      return failure();
-    meanOut = *v;
+    meanOut = asFlat(b, op.getMeanOut());
     bias = op.getBias();
   }
-  if (op.getXhatOut()) {
-    FailureOr<Value> v = asRows(b, op, "xhat", op.getXhatOut());
-    if (failed(v))
-      return failure();
-    xhatOut = *v;
-  }
+  if (op.getXhatOut())
+    xhatOut = asRows(b, op.getXhatOut());
   Value weight = op.getWeight();
 
   Value m = getValueOrCreateConstantIndexOp(
-      b, b.getLoc(), memref::getMixedSize(b, b.getLoc(), *x, 0));
+      b, b.getLoc(), memref::getMixedSize(b, b.getLoc(), x, 0));
   Value n = getValueOrCreateConstantIndexOp(
-      b, b.getLoc(), memref::getMixedSize(b, b.getLoc(), *x, 1));
+      b, b.getLoc(), memref::getMixedSize(b, b.getLoc(), x, 1));
   Value zero = e.index(0);
 
   scf::ForOp nest = e.loop(zero, m, [&](Value r) {
@@ -456,13 +477,13 @@ LogicalResult lowerForward(OpT op, int64_t id) {
     if (kLayer) {
       scf::ForOp s = e.reduction(zero, n, {z}, [&](Value j, ValueRange c) {
         return SmallVector<Value>{
-            arith::AddFOp::create(b, c[0], e.load(*x, {r, j}))};
+            arith::AddFOp::create(b, c[0], e.load(x, {r, j}))};
       });
       mu = arith::DivFOp::create(b, s.getResult(0), nf);
     }
     // Two-pass variance: sum((x - mean)^2), RMSNorm: sum(x^2).
     scf::ForOp s = e.reduction(zero, n, {z}, [&](Value j, ValueRange c) {
-      Value v = e.load(*x, {r, j});
+      Value v = e.load(x, {r, j});
       if (mu)
         v = arith::SubFOp::create(b, v, mu);
       return SmallVector<Value>{
@@ -473,15 +494,16 @@ LogicalResult lowerForward(OpT op, int64_t id) {
     Type f32 = b.getF32Type();
     if (meanOut)
       e.store(e.convert(mu, f32), meanOut, {r});
-    e.store(e.convert(rs, f32), *rstdOut, {r});
+    e.store(e.convert(rs, f32), rstdOut, {r});
     e.loop(zero, n, [&](Value j) {
-      Value v = e.load(*x, {r, j});
+      Value v = e.load(x, {r, j});
       if (mu)
         v = arith::SubFOp::create(b, v, mu);
       Value h = arith::MulFOp::create(b, v, rs);
       if (xhatOut)
-        e.store(e.convert(h, cast<MemRefType>(xhatOut.getType()).getElementType()),
-                xhatOut, {r, j});
+        e.store(
+            e.convert(h, cast<MemRefType>(xhatOut.getType()).getElementType()),
+            xhatOut, {r, j});
       Value out = h;
       if (weight) {
         Value w = e.convert(e.load(weight, {j}), e.storage);
@@ -492,57 +514,130 @@ LogicalResult lowerForward(OpT op, int64_t id) {
       if (bias)
         out = arith::AddFOp::create(b, out,
                                     e.convert(e.load(bias, {j}), e.storage));
-      e.store(out, *y, {r, j});
+      e.store(out, y, {r, j});
     });
   });
   setStage(nest, Stage::Forward, id, acc);
-  op.erase();
-  return success();
 }
+
+/// Lowers one op kind; `nextId` numbers the lowered ops in the order the
+/// conversion visits them (program order), shared by the patterns of one
+/// populateNormSplitPatterns call.
+template <typename OpT>
+struct SplitOpPattern : public OpConversionPattern<OpT> {
+  SplitOpPattern(MLIRContext *context, const SplitOptions &options,
+                 std::shared_ptr<int64_t> nextId)
+      : OpConversionPattern<OpT>(context), options(options),
+        nextId(std::move(nextId)) {}
+
+  // Buffer-form ops have no results, so no operand is ever remapped: the
+  // op's own accessors read the same values as the adaptor's.
+  LogicalResult
+  matchAndRewrite(OpT op, typename OpT::Adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    if (std::optional<std::string> why = whyNotSplittable(op))
+      return rewriter.notifyMatchFailure(op, *why);
+    // A copy of the rewriter's builder keeps its listener: the conversion
+    // sees every op the lowering creates.
+    ImplicitLocOpBuilder b(op.getLoc(), static_cast<OpBuilder &>(rewriter));
+    b.setInsertionPoint(op);
+    int64_t id = (*nextId)++;
+    if constexpr (isGrad<OpT>())
+      lowerGrad(op, options, id, b);
+    else
+      lowerForward(op, id, b);
+    rewriter.eraseOp(op);
+    return success();
+  }
+
+private:
+  SplitOptions options;
+  std::shared_ptr<int64_t> nextId;
+};
 
 struct SplitPass : public norm::impl::NormSplitBase<SplitPass> {
   using Base::Base;
 
   void runOnOperation() override {
-    SplitConfig config;
-    config.groups = groups;
-    if (!strategy.empty()) {
-      config.strategy = symbolizeReductionStrategy(strategy);
-      if (!config.strategy) {
-        getOperation().emitError()
-            << "norm-split: unknown strategy '" << strategy
-            << "' (expected deterministic, grouped_atomic, atomic or locked)";
-        return signalPassFailure();
-      }
-    }
     if (groups < 0) {
-      getOperation().emitError() << "norm-split: groups must be >= 0, got "
-                                 << groups;
+      getOperation().emitError()
+          << "norm-split: groups must be >= 0, got " << groups;
       return signalPassFailure();
     }
 
-    SmallVector<Operation *> ops;
+    // What the patterns would only report as a match failure (and the
+    // conversion as "failed to legalize") is an error on the op here.
+    bool unsplittable = false;
     getOperation().walk([&](Operation *op) {
-      if (isa<LayerNormOp, RMSNormOp, LayerNormGradOp, RMSNormGradOp>(op))
-        ops.push_back(op);
-    });
-    int64_t id = 0;
-    for (Operation *op : ops) {
-      LogicalResult result =
-          TypeSwitch<Operation *, LogicalResult>(op)
+      std::optional<std::string> why =
+          TypeSwitch<Operation *, std::optional<std::string>>(op)
               .Case<LayerNormGradOp, RMSNormGradOp>([&](auto grad) {
                 ++numGradOps;
-                return lowerGrad(grad, config, id);
+                return whyNotSplittable(grad);
               })
               .Case<LayerNormOp, RMSNormOp>([&](auto fwd) {
                 ++numForwardOps;
-                return lowerForward(fwd, id);
-              });
-      if (failed(result))
-        return signalPassFailure();
-      ++id;
-    }
+                return whyNotSplittable(fwd);
+              })
+              .Default([](Operation *) { return std::nullopt; });
+      if (why) {
+        op->emitOpError() << *why;
+        unsplittable = true;
+      }
+    });
+    if (unsplittable)
+      return signalPassFailure();
+
+    RewritePatternSet patterns(&getContext());
+    populateNormSplitPatterns(
+        patterns, SplitOptions{groups, toReductionStrategy(strategy)});
+    // The post-condition, by construction: no norm op is left, or the
+    // conversion fails naming the op it could not lower.
+    ConversionTarget target(getContext());
+    target.addIllegalDialect<NormDialect>();
+    target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
+    if (failed(applyPartialConversion(getOperation(), target,
+                                      std::move(patterns))))
+      signalPassFailure();
   }
 };
 
 } // namespace
+
+void mlir::norm::populateNormSplitPatterns(RewritePatternSet &patterns,
+                                           const SplitOptions &options) {
+  auto nextId = std::make_shared<int64_t>(0);
+  patterns.add<SplitOpPattern<LayerNormGradOp>, SplitOpPattern<RMSNormGradOp>,
+               SplitOpPattern<LayerNormOp>, SplitOpPattern<RMSNormOp>>(
+      patterns.getContext(), options, nextId);
+}
+
+std::optional<ReductionStrategy>
+mlir::norm::toReductionStrategy(StrategyOverride choice) {
+  switch (choice) {
+  case StrategyOverride::Keep:
+    return std::nullopt;
+  case StrategyOverride::Deterministic:
+    return ReductionStrategy::Deterministic;
+  case StrategyOverride::GroupedAtomic:
+    return ReductionStrategy::GroupedAtomic;
+  case StrategyOverride::Atomic:
+    return ReductionStrategy::Atomic;
+  case StrategyOverride::Locked:
+    return ReductionStrategy::Locked;
+  }
+  llvm_unreachable("unknown strategy override");
+}
+
+llvm::cl::ValuesClass mlir::norm::strategyOverrideValues() {
+  return llvm::cl::values(
+      clEnumValN(StrategyOverride::Keep, "keep", "each op's own strategy"),
+      clEnumValN(StrategyOverride::Deterministic, "deterministic",
+                 "partial row p per program, fixed-order reduce"),
+      clEnumValN(StrategyOverride::GroupedAtomic, "grouped_atomic",
+                 "partial row r mod G, atomic adds"),
+      clEnumValN(StrategyOverride::Atomic, "atomic",
+                 "one partial row, atomic adds"),
+      clEnumValN(StrategyOverride::Locked, "locked",
+                 "partial row r mod G under a spin lock"));
+}

@@ -1,14 +1,11 @@
 //===- Passes.td - norm dialect transformations ------------*- tablegen -*-===//
 //
 // Part of mlir-norm. The lowering of norm ops to loop nests, stage by stage.
-// The stages communicate through a small set of discardable attributes the
-// split pass puts on what it creates (see docs/Lowering.md):
-//
-//   norm.stage = "xhat" | "g" | "zero" | "partials" | "reduce" | "dx" |
-//                "forward"       on the outermost scf.for of each loop nest
-//   norm.accumulate = f32        on the same loops: the promotion type
-//   norm.recomputable            on a memref.alloc whose every element can be
-//                                recomputed from its producer nest at any use
+// The stages communicate through the discardable attributes of the stage
+// contract (norm/Dialect/Norm/IR/StageContract.h, docs/Lowering.md). Every
+// pass checks its post-condition and fails with an error naming the op that
+// breaks it; norm-check-stage checks what the pipeline promises at each
+// stage boundary.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,8 +15,9 @@
 include "mlir/Pass/PassBase.td"
 
 def NormSplit : Pass<"norm-split", "::mlir::func::FuncOp"> {
-  let summary = "Lower buffer-form norm ops to a per-row dx loop nest and a "
-                "grouped cross-row dweight/dbias reduction";
+  let summary = "Lower buffer-form norm ops, forward and grad, to tagged "
+                "loop nests (grads: a per-row dx nest and a grouped "
+                "dweight/dbias reduction)";
   let description = [{
     Rewrites each buffer-form `norm.layer_norm_grad` / `norm.rms_norm_grad`
     into, in this order:
@@ -45,7 +43,7 @@ def NormSplit : Pass<"norm-split", "::mlir::func::FuncOp"> {
     pass's `groups` option, else from (M, N) alone (never the device):
     `G = max(1, min(clamp(2^21 / N, 128, 512), ceil(M / 8)))`.
 
-    Forward ops become one row loop nest (`norm.stage = "forward"`): the row
+    Forward ops become one row loop nest (`#norm.stage<forward>`): the row
     sums, the statistics, then y (and xhat if requested).
 
     Before:
@@ -60,17 +58,24 @@ def NormSplit : Pass<"norm-split", "::mlir::func::FuncOp"> {
     ```mlir
     %xhat = memref.alloc(%m, %n) {norm.recomputable} : memref<?x?xf32>
     scf.for %i ... { scf.for %j ... { ... memref.store %h, %xhat[%i, %j] } }
-        {norm.stage = "xhat"}
+        {norm.stage = #norm.stage<xhat>}
     scf.for %p = %c0 to %groups ... {
       scf.for %r = %lo to %hi ... {
         %s = scf.for %j ... iter_args(...) { ... }   // sum(g * xhat)
         scf.for %j ... { ... memref.store %d, %dx[%r, %j] }
       }
-    } {norm.stage = "dx"}
+    } {norm.stage = #norm.stage<dx>}
     ```
 
-    Post-condition: no norm op remains in the function; every partial
-    workspace is f32 of shape [G, N]; loop nests carry `norm.stage`.
+    One conversion pattern per op kind (`populateNormSplitPatterns` in
+    `Transforms.h`), applied with the norm dialect illegal. An op in value
+    form, or with a buffer that has no [rows, N] / [rows] view, is an error
+    on that op.
+
+    Post-condition (by construction: the conversion fails otherwise): no
+    norm op remains in the function; every nest it created carries
+    `norm.stage`, `norm.id` and `norm.accumulate`; every partial workspace
+    is of the accumulation type and shape [G, N].
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::math::MathDialect",
@@ -80,9 +85,10 @@ def NormSplit : Pass<"norm-split", "::mlir::func::FuncOp"> {
     Option<"groups", "groups", "int64_t", /*default=*/"0",
            "Partial rows G when the op has no `groups` attribute "
            "(0: chosen from M and N)">,
-    Option<"strategy", "strategy", "std::string", /*default=*/"\"\"",
-           "Override every op's reduction strategy (deterministic, "
-           "grouped_atomic, atomic, locked); empty keeps the op's">
+    Option<"strategy", "strategy", "::mlir::norm::StrategyOverride",
+           /*default=*/"::mlir::norm::StrategyOverride::Keep",
+           "Reduction strategy of every grad op (keep: each op's own)",
+           [{::mlir::norm::strategyOverrideValues()}]>
   ];
   let statistics = [
     Statistic<"numGradOps", "grad-ops", "Backward ops lowered">,
@@ -90,21 +96,56 @@ def NormSplit : Pass<"norm-split", "::mlir::func::FuncOp"> {
   ];
 }
 
-def NormRecompute : Pass<"norm-recompute", "::mlir::func::FuncOp"> {
-  let summary = "Recompute normalised rows instead of storing them";
+def NormRecomputeGraph : Pass<"norm-recompute-graph", "::mlir::func::FuncOp"> {
+  let summary = "Value form: a grad op fed a forward's stored xhat reads the "
+                "forward's x and statistics instead";
   let description = [{
-    Two rewrites that trade stored bytes for arithmetic:
+    On the value form (tensors), before bufferization: when a grad op reads
+    the `xhat` a forward op of its family produced, and the grad's `rstd` is
+    that forward's, the grad takes the forward's `x` (and `mean`) instead
+    and recomputes xhat per row; a forward whose `xhat` is then unused stops
+    producing it. That saves writing and reading an [M, N] tensor. The
+    patterns are `populateStoredXhatToRecomputePatterns` (`Transforms.h`),
+    applied to the norm ops alone (no folding of the code around them).
 
-    * Loop level: every `memref.alloc` tagged `norm.recomputable` (the
-      materialised `xhat` and `g` of `norm-split`) disappears. Each load
-      from it is replaced by a copy of the computation its producer nest
-      stored at that index, so xhat = (x - mean) * rstd and g = dy * w are
-      recomputed in registers where they are used; the producer nest and the
-      buffer are erased.
-    * Graph level (value form): when a grad op reads a stored `xhat` that a
-      forward op produced, and the grad's `rstd` is that forward's, the grad
-      takes the forward's `x` (and `mean`) instead, and the forward stops
-      producing `xhat` if nothing else reads it.
+    Before:
+
+    ```mlir
+    %y, %mean, %rstd, %xhat = norm.layer_norm x(%x : tensor<?x64xbf16>) ...
+    %dx = norm.layer_norm_grad dy(%dy ...) xhat(%xhat ...) rstd(%rstd ...) ...
+    ```
+
+    After:
+
+    ```mlir
+    %y, %mean, %rstd = norm.layer_norm x(%x : tensor<?x64xbf16>) ...
+    %dx = norm.layer_norm_grad dy(%dy ...) x(%x ...) mean(%mean ...)
+        rstd(%rstd ...) ...
+    ```
+
+    Post-condition (checked): no grad op reads a stored `xhat` together
+    with the `rstd` of the forward op that produced it, unless that
+    forward's `x` has another type than the `xhat` (an f32 xhat of a bf16
+    x, which the grad could not read as x); no forward op produces an
+    `xhat` that nothing reads.
+  }];
+  let statistics = [
+    Statistic<"numGraphRewrites", "graph-rewrites",
+              "Grad ops moved from a stored xhat to x + statistics">
+  ];
+}
+
+def NormRecomputeLoops : Pass<"norm-recompute-loops", "::mlir::func::FuncOp"> {
+  let summary = "Recompute the materialised xhat and g at each load instead "
+                "of storing them";
+  let description = [{
+    Every `memref.alloc` tagged `norm.recomputable` (the materialised `xhat`
+    and `g` of `norm-split`) disappears. Each load from it is replaced by a
+    copy of the computation its producer nest stored at that index, so
+    xhat = (x - mean) * rstd and g = dy * w are recomputed in registers
+    where they are used; the producer nest and the buffer are erased. A
+    recomputable buffer whose producer is not one store `buf[i, j]` in a
+    two-deep nest over (i, j) that writes nothing else is an error.
 
     Before:
 
@@ -112,22 +153,22 @@ def NormRecompute : Pass<"norm-recompute", "::mlir::func::FuncOp"> {
     %xhat = memref.alloc(%m, %n) {norm.recomputable} : memref<?x?xbf16>
     scf.for %i ... { scf.for %j ... {
       %x = memref.load %x[%i, %j] ... %h = arith.mulf %d, %rstd
-      memref.store %h, %xhat[%i, %j] } } {norm.stage = "xhat"}
+      memref.store %h, %xhat[%i, %j] } } {norm.stage = #norm.stage<xhat>}
     ... %v = memref.load %xhat[%r, %k] ...
     ```
 
     After: `%v` is `arith.mulf(arith.subf(load %x[%r, %k], mean), rstd)`,
     and `%xhat` is gone.
 
-    Post-condition: no `norm.recomputable` buffer remains; the function
+    Post-condition (checked): no `norm.recomputable` buffer remains, and no
+    rank-2 buffer is allocated only for the tagged nests other than the
+    partial workspaces (the buffers a `zero` nest fills): the function
     allocates no [M, N] intermediate.
   }];
   let dependentDialects = ["::mlir::memref::MemRefDialect"];
   let statistics = [
     Statistic<"numBuffers", "buffers", "Materialised buffers removed">,
-    Statistic<"numLoads", "loads", "Loads replaced by recomputation">,
-    Statistic<"numGraphRewrites", "graph-rewrites",
-              "Grad ops moved from a stored xhat to x + statistics">
+    Statistic<"numLoads", "loads", "Loads replaced by recomputation">
   ];
 }
 
@@ -158,52 +199,142 @@ def NormPromote : Pass<"norm-promote", "::mlir::func::FuncOp"> {
     memref.store %t, %dx[%r, %j] : memref<?x?xbf16>
     ```
 
-    Post-condition: in tagged nests no arithmetic op, block argument or
-    loop result has an f16/bf16 type; narrow values exist only as a load's
+    Post-condition (checked): in tagged nests no arithmetic op, block
+    argument or loop result has an f16/bf16 type; narrow values exist only as a load's
     result (immediately extended) or a store's operand (just truncated).
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect"];
 }
 
 def NormFusePartials : Pass<"norm-fuse-partials", "::mlir::func::FuncOp"> {
-  let summary = "Accumulate partial dweight/dbias in the dx pass, reading "
-                "x and dy once";
+  let summary = "Accumulate the partial dweight/dbias sums in the dx nest's "
+                "first column loop";
   let description = [{
-    Moves the partial-sum nest (`norm.stage = "partials"`) into the dx nest
-    (`norm.stage = "dx"`), which walks the same programs and rows: the
-    partial accumulation joins the row's first column loop, next to the two
-    in-row sums. The row's x and dy are loaded into a per-program f32 row
-    cache in that loop and the dx loop reads the cache, so x and dy are read
-    from memory once. The fixed-order reduce moves after the fused nest.
+    Moves the partial-sum nest (`norm.stage = #norm.stage<partials>`) of
+    each lowered grad op into its dx nest (`#norm.stage<dx>`, same
+    `norm.id`), after proving structurally that both walk the same programs
+    and rows: the partial accumulation (and a lock's acquire/release around
+    it) joins the row's first column loop, next to the two in-row sums. The
+    fixed-order reduce moves after the fused nest. `norm-cache-rows` then
+    makes that loop the only one reading x and dy.
 
     Before (abridged):
 
     ```mlir
     scf.for %p ... { scf.for %r ... { scf.for %j ... { ws[p, j] += dy * xhat } } }
-        {norm.stage = "partials"}
-    scf.for %j ... { dw[j] = sum over p of ws[p, j] } {norm.stage = "reduce"}
+        {norm.stage = #norm.stage<partials>}
+    scf.for %j ... { dw[j] = sum over p of ws[p, j] } {norm.stage = #norm.stage<reduce>}
     scf.for %p ... { scf.for %r ... { sums over j; dx over j } }
-        {norm.stage = "dx"}
+        {norm.stage = #norm.stage<dx>}
     ```
 
     After:
 
     ```mlir
     scf.for %p ... {
-      %cx = memref.alloca(%n) : memref<?xf32>   // row cache
       scf.for %r ... {
-        scf.for %j ... { cache x, dy; sums; ws[p, j] += dy * xhat }
-        scf.for %j ... { dx from the cache }
+        scf.for %j ... { sums; ws[p, j] += dy * xhat }
+        scf.for %j ... { dx }
       }
-    } {norm.stage = "dx"}
-    scf.for %j ... { dw[j] = sum over p of ws[p, j] } {norm.stage = "reduce"}
+    } {norm.stage = #norm.stage<dx>}
+    scf.for %j ... { dw[j] = sum over p of ws[p, j] } {norm.stage = #norm.stage<reduce>}
     ```
 
-    Post-condition: no `partials` nest remains; in the dx nest every element
-    of x and dy is loaded from memory once.
+    Post-condition (checked): no `partials` nest remains; a partials nest
+    that cannot be fused (no dx nest of its op, or other programs or rows)
+    is an error.
   }];
-  let dependentDialects = ["::mlir::memref::MemRefDialect",
-                           "::mlir::scf::SCFDialect"];
+  let dependentDialects = ["::mlir::scf::SCFDialect"];
+}
+
+def NormCacheRows : Pass<"norm-cache-rows", "::mlir::func::FuncOp"> {
+  let summary = "Read each row of x and dy once: later column loops read a "
+                "per-program row cache";
+  let description = [{
+    In the row body of every dx nest (and every forward nest), each row
+    that the first column loop loads at `[r, j]` is stored, as the loop
+    uses it (extended to f32 after `norm-promote`), into a row cache, and
+    the later column loops read the cache instead of memory. Repeated loads
+    of one element in the first loop become one, and row-invariant loads
+    (the statistics) move out of the column loops. The caches are
+    `memref.alloc` ops of N elements tagged `norm.row_cache`, allocated
+    just before the nest and freed after it: each parallel program needs
+    its own copy (the GPU mapping keeps them in registers).
+
+    Before (one row of a dx nest, abridged):
+
+    ```mlir
+    scf.for %j ... { %x = memref.load %x[%r, %j] ... sums }
+    scf.for %j ... { %x2 = memref.load %x[%r, %j] ... dx }
+    ```
+
+    After:
+
+    ```mlir
+    %cx = memref.alloc(%n) {norm.row_cache} : memref<?xf32>
+    ...
+    scf.for %j ... { %x = memref.load %x[%r, %j] ...
+                     memref.store %xe, %cx[%j] ... sums }
+    scf.for %j ... { %x2 = memref.load %cx[%j] ... dx }
+    ```
+
+    Post-condition (checked): in every row body of a dx or forward nest, no
+    buffer's row is loaded by more than one column loop (x and dy are read
+    from memory once per row); a load that cannot be served from the cache
+    is an error naming it.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
+def NormCheckStage : Pass<"norm-check-stage", "::mlir::func::FuncOp"> {
+  let summary = "Check the invariants the lowering promises after a stage";
+  let description = [{
+    Changes nothing; fails, with an error naming the first op that breaks
+    it, unless the function satisfies what the pipelines promise after
+    `stage` (each stage includes the promises of the ones before it):
+
+    * `bufferized`: no norm op in value form and no tensor value, except
+      at the function boundary (arguments, `func.return`, `func.call`) and
+      in the `bufferization.to_buffer` / `to_tensor` casts that leaves;
+    * `split`: no norm op; every tagged nest is an `scf.for` carrying
+      `norm.stage`, `norm.id` and `norm.accumulate`, not inside another;
+    * `recomputed`: no `norm.recomputable` buffer and no [M, N]
+      intermediate (a rank-2 `memref.alloc` only the tagged nests use
+      that is not a partial workspace, filled by a `zero` nest);
+    * `promoted`: no f16/bf16 (narrower than `norm.accumulate`) result or
+      block argument in a tagged nest, except a load's result and the
+      truncation before a store;
+    * `fused`: no `partials` nest, and in every row body of a dx or
+      forward nest no buffer's row is loaded by more than one column loop.
+
+    The pipelines run it at each of these boundaries, so a pass that
+    breaks the stage contract fails where it does.
+
+    ```mlir
+    // norm-opt --norm-check-stage=stage=split
+    func.func @f(...) {
+      // error: norm-check-stage: split: norm op left
+      norm.rms_norm_grad ...
+    }
+    ```
+  }];
+  let options = [
+    Option<"stage", "stage", "::mlir::norm::CheckedStage",
+           /*default=*/"::mlir::norm::CheckedStage::Fused",
+           "The stage whose invariants to check",
+           [{::llvm::cl::values(
+             clEnumValN(::mlir::norm::CheckedStage::Bufferized, "bufferized",
+                        "after one-shot-bufferize"),
+             clEnumValN(::mlir::norm::CheckedStage::Split, "split",
+                        "after norm-split"),
+             clEnumValN(::mlir::norm::CheckedStage::Recomputed, "recomputed",
+                        "after norm-recompute-loops"),
+             clEnumValN(::mlir::norm::CheckedStage::Promoted, "promoted",
+                        "after norm-promote"),
+             clEnumValN(::mlir::norm::CheckedStage::Fused, "fused",
+                        "after norm-fuse-partials and norm-cache-rows"))}]>
+  ];
 }
 
 #endif // NORM_DIALECT_NORM_TRANSFORMS_PASSES_TD

@@ -1,31 +1,29 @@
-//===- Recompute.cpp - recompute normalised rows instead of storing them --===//
+//===- RecomputeLoops.cpp - recompute xhat and g instead of storing them --===//
 //
 // Part of mlir-norm.
 //
-// Loop level: a buffer tagged `norm.recomputable` is written by exactly one
+// A buffer tagged `norm.recomputable` is written by exactly one
 // perfect two-deep nest, `buf[i, j] = f(i, j)`, where f only reads buffers
 // the nest does not write. Every load `buf[a, b]` becomes a copy of f(a, b)
 // and the buffer disappears. The tag is norm-split's promise that f's
 // inputs are not modified between the nest and any load of the buffer.
-//
-// Graph level: see populateStoredXhatToRecomputePatterns.
+// (The graph-level counterpart, on tensors, is RecomputeGraph.cpp.)
 //
 //===----------------------------------------------------------------------===//
 
+#include "StageChecks.h"
+
 #include "norm/Dialect/Norm/IR/StageContract.h"
-#include "norm/Dialect/Norm/IR/NormOps.h"
 #include "norm/Dialect/Norm/Transforms/Passes.h"
-#include "norm/Dialect/Norm/Transforms/Transforms.h"
 
 #include "mlir/Analysis/SliceAnalysis.h"
 #include "mlir/Analysis/TopologicalSortUtils.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/Dominance.h"
 #include "mlir/IR/IRMapping.h"
-#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace mlir::norm {
-#define GEN_PASS_DEF_NORMRECOMPUTE
+#define GEN_PASS_DEF_NORMRECOMPUTELOOPS
 #include "norm/Dialect/Norm/Transforms/Passes.h.inc"
 } // namespace mlir::norm
 
@@ -48,21 +46,24 @@ FailureOr<Producer> findProducer(memref::AllocOp alloc) {
     auto s = dyn_cast<memref::StoreOp>(user);
     if (!s || store)
       return alloc.emitError()
-             << "norm-recompute: a recomputable buffer must have exactly one "
+             << "norm-recompute-loops: a recomputable buffer must have exactly "
+                "one "
                 "store and otherwise only loads, but it is used by "
              << user->getName();
     store = s;
   }
   if (!store)
-    return alloc.emitError() << "norm-recompute: recomputable buffer is never "
-                                "written";
+    return alloc.emitError()
+           << "norm-recompute-loops: recomputable buffer is never "
+              "written";
   auto inner = dyn_cast<scf::ForOp>(store->getParentOp());
   auto outer = inner ? dyn_cast<scf::ForOp>(inner->getParentOp()) : nullptr;
   if (!outer || store.getIndices().size() != 2 ||
       store.getIndices()[0] != outer.getInductionVar() ||
       store.getIndices()[1] != inner.getInductionVar())
     return alloc.emitError()
-           << "norm-recompute: the store into a recomputable buffer must be "
+           << "norm-recompute-loops: the store into a recomputable buffer must "
+              "be "
               "buf[i, j] directly inside its two-deep loop nest over (i, j)";
   // Nothing else in the nest may write memory.
   WalkResult writes = outer.walk([&](Operation *op) {
@@ -74,15 +75,14 @@ FailureOr<Producer> findProducer(memref::AllocOp alloc) {
     return WalkResult::advance();
   });
   if (writes.wasInterrupted())
-    return alloc.emitError() << "norm-recompute: the producer nest of a "
+    return alloc.emitError() << "norm-recompute-loops: the producer nest of a "
                                 "recomputable buffer writes other memory";
   return Producer{outer, inner, store};
 }
 
 /// Replaces `load` (of the produced buffer) by a copy of the producer's
 /// computation at the load's indices.
-LogicalResult recomputeAt(Producer p, memref::LoadOp load,
-                          DominanceInfo &dom) {
+LogicalResult recomputeAt(Producer p, memref::LoadOp load, DominanceInfo &dom) {
   // The ops the stored value depends on inside the nest, in order.
   BackwardSliceOptions options;
   // The loops themselves are not part of it: their induction variables map
@@ -104,15 +104,16 @@ LogicalResult recomputeAt(Producer p, memref::LoadOp load,
     for (Value operand : op->getOperands())
       if (!p.outer->isAncestor(operand.getParentRegion()->getParentOp()) &&
           !dom.properlyDominates(operand, load))
-        return load.emitError()
-               << "norm-recompute: cannot recompute here, an input of the "
-                  "producer does not dominate this load";
+        return load.emitError() << "norm-recompute-loops: cannot recompute "
+                                   "here, an input of the "
+                                   "producer does not dominate this load";
 
   OpBuilder b(load);
   for (Operation *op : sorted) {
     if (op->getNumRegions() != 0)
-      return op->emitError() << "norm-recompute: producer computation with "
-                                "regions cannot be recomputed";
+      return op->emitError()
+             << "norm-recompute-loops: producer computation with "
+                "regions cannot be recomputed";
     b.clone(*op, map);
   }
   Value v = map.lookupOrDefault(p.store.getValue());
@@ -121,42 +122,12 @@ LogicalResult recomputeAt(Producer p, memref::LoadOp load,
   return success();
 }
 
-struct RecomputePass : public norm::impl::NormRecomputeBase<RecomputePass> {
+struct RecomputeLoopsPass
+    : public norm::impl::NormRecomputeLoopsBase<RecomputeLoopsPass> {
   using Base::Base;
 
   void runOnOperation() override {
     func::FuncOp func = getOperation();
-
-    // Graph level (value form), on the norm ops alone: no folding or
-    // clean-up of the user's code around them.
-    SmallVector<Operation *> normOps;
-    auto readsStoredXhat = [](Operation *op) {
-      if (auto g = dyn_cast<norm::LayerNormGradOp>(op))
-        return static_cast<bool>(g.getXhat());
-      if (auto g = dyn_cast<norm::RMSNormGradOp>(op))
-        return static_cast<bool>(g.getXhat());
-      return false;
-    };
-    int64_t before = 0;
-    func.walk([&](Operation *op) {
-      if (isa<norm::NormDialect>(op->getDialect())) {
-        normOps.push_back(op);
-        before += readsStoredXhat(op);
-      }
-    });
-    if (!normOps.empty()) {
-      RewritePatternSet patterns(&getContext());
-      norm::populateStoredXhatToRecomputePatterns(patterns);
-      GreedyRewriteConfig config;
-      config.enableFolding(false).enableConstantCSE(false);
-      config.setStrictness(GreedyRewriteStrictness::ExistingAndNewOps);
-      (void)applyOpPatternsGreedily(normOps, std::move(patterns), config);
-      int64_t after = 0;
-      func.walk([&](Operation *op) { after += readsStoredXhat(op); });
-      numGraphRewrites += before - after;
-    }
-
-    // Loop level.
     SmallVector<memref::AllocOp> buffers;
     func.walk([&](memref::AllocOp alloc) {
       if (norm::isRecomputable(alloc))
@@ -182,6 +153,8 @@ struct RecomputePass : public norm::impl::NormRecomputeBase<RecomputePass> {
       alloc.erase();
       ++numBuffers;
     }
+    if (failed(norm::checkRecomputed(func, "norm-recompute-loops")))
+      signalPassFailure();
   }
 };
 

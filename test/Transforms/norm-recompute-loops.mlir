@@ -1,5 +1,5 @@
-// RUN: norm-opt %s --split-input-file --norm-recompute | FileCheck %s
-// RUN: norm-opt %s --split-input-file --norm-split --norm-recompute | FileCheck %s --check-prefix=SPLIT
+// RUN: norm-opt %s --split-input-file --norm-recompute-loops | FileCheck %s
+// RUN: norm-opt %s --split-input-file --norm-split --norm-recompute-loops | FileCheck %s --check-prefix=SPLIT
 
 // A hand-written faithful xhat buffer: each load becomes the producer's
 // computation at the load's indices; the producer nest and buffer go.

@@ -1,4 +1,4 @@
-//===- Loops.cpp - norm ops -> loop nests, and loop nests -> LLVM (CPU) ---===//
+//===- LowerToLoops.cpp - norm ops -> tagged f32 loop nests ---------------===//
 //
 // Part of mlir-norm.
 //
@@ -7,19 +7,34 @@
 #include "norm/Dialect/Norm/Transforms/Passes.h"
 #include "norm/Pipelines/Pipelines.h"
 
-#include "mlir/Conversion/Passes.h"
-#include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Dialect/MemRef/Transforms/Passes.h"
-#include "mlir/Transforms/Passes.h"
+
+#include "llvm/Support/ErrorHandling.h"
 
 using namespace mlir;
+
+norm::StrategyOverrideOption &
+norm::StrategyOverrideOption::operator=(StrategyOverride value) {
+  Option<StrategyOverride>::operator=(value);
+  return *this;
+}
+
+norm::StrategyOverrideOption &
+norm::StrategyOverrideOption::operator=(const std::string &name) {
+  if (name.empty())
+    return *this = StrategyOverride::Keep;
+  StrategyOverride value = StrategyOverride::Keep;
+  if (!getParser().parse(*this, ArgStr, name, value))
+    return *this = value;
+  llvm::report_fatal_error(llvm::Twine("unknown reduction strategy '") + name +
+                           "'");
+}
 
 void norm::buildLowerToLoopsPipeline(OpPassManager &pm,
                                      const LowerToLoopsOptions &options) {
   // Graph level first: a grad op fed a stored xhat takes x + stats.
-  pm.addNestedPass<func::FuncOp>(createNormRecompute());
+  pm.addNestedPass<func::FuncOp>(createNormRecomputeGraph());
 
   bufferization::OneShotBufferizePassOptions bufferize;
   bufferize.bufferizeFunctionBoundaries = options.bufferizeFunctionBoundaries;
@@ -29,26 +44,27 @@ void norm::buildLowerToLoopsPipeline(OpPassManager &pm,
       bufferization::LayoutMapOption::IdentityLayoutMap;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
 
+  // Each stage, then the check of what the pipeline promises after it.
   OpPassManager &fn = pm.nest<func::FuncOp>();
+  auto check = [&](CheckedStage stage) {
+    NormCheckStageOptions options;
+    options.stage = stage;
+    fn.addPass(createNormCheckStage(options));
+  };
+  check(CheckedStage::Bufferized);
   NormSplitOptions split;
   split.groups = options.groups;
   split.strategy = options.strategy;
   fn.addPass(createNormSplit(split));
-  fn.addPass(createNormRecompute());
+  check(CheckedStage::Split);
+  fn.addPass(createNormRecomputeLoops());
+  check(CheckedStage::Recomputed);
   fn.addPass(createNormPromote());
+  check(CheckedStage::Promoted);
   fn.addPass(createNormFusePartials());
+  fn.addPass(createNormCacheRows());
+  check(CheckedStage::Fused);
   // No canonicalize here: it folds single-iteration loops (N = 1, one
   // group) together with their norm.stage tags, which norm-map-to-gpu
-  // needs. norm-to-nvvm cleans up after the mapping.
-}
-
-void norm::buildCPUToLLVMPipeline(OpPassManager &pm,
-                                  const CPUToLLVMOptions &) {
-  pm.addPass(memref::createExpandStridedMetadataPass());
-  pm.addPass(createSCFToControlFlowPass());
-  arith::ArithExpandOpsPassOptions expand;
-  expand.includeBf16 = true;
-  pm.addPass(arith::createArithExpandOpsPass(expand));
-  pm.addPass(createConvertToLLVMPass());
-  pm.addPass(createReconcileUnrealizedCastsPass());
+  // needs. norm-to-gpu-binary cleans up after the mapping.
 }

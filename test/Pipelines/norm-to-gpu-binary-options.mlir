@@ -1,0 +1,28 @@
+// RUN: norm-opt %s --dump-pass-pipeline -o /dev/null \
+// RUN:   --norm-to-gpu-binary="strategy=locked groups=32 bufferize-function-boundaries=0 threads=128 max-register-elements=32 chip=sm_80 opt-level=2" 2>&1 | FileCheck %s
+// RUN: norm-opt %s --dump-pass-pipeline -o /dev/null --norm-lower-to-loops 2>&1 | FileCheck %s --check-prefix=LOOPS
+// RUN: not norm-opt %s --norm-to-gpu-binary="strategy=fastest" 2>&1 | FileCheck %s --check-prefix=BAD
+
+// Every stage option reaches its pass from the full pipeline, each under
+// one name (chip feeds both the GPU mapping and the NVVM target), and the
+// stage checks run at each boundary.
+// CHECK: one-shot-bufferize{{.*}}bufferize-function-boundaries=false
+// CHECK: norm-check-stage{stage=bufferized}
+// CHECK: norm-split{groups=32 strategy=locked}
+// CHECK: norm-check-stage{stage=split}
+// CHECK: norm-recompute-loops
+// CHECK: norm-check-stage{stage=recomputed}
+// CHECK: norm-promote
+// CHECK: norm-check-stage{stage=promoted}
+// CHECK: norm-fuse-partials
+// CHECK: norm-cache-rows
+// CHECK: norm-check-stage{stage=fused}
+// CHECK: norm-map-to-gpu{chip=sm_80 max-register-elements=32 threads=128}
+// CHECK: nvvm-attach-target{O=2 chip=sm_80
+
+// LOOPS: norm-recompute-graph
+// LOOPS: norm-split{groups=0 strategy=keep}
+// LOOPS: norm-check-stage{stage=fused}
+// LOOPS-NOT: norm-map-to-gpu
+
+// BAD: for the --strategy option: Cannot find option named 'fastest'!
