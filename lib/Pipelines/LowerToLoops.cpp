@@ -10,26 +10,7 @@
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
-#include "llvm/Support/ErrorHandling.h"
-
 using namespace mlir;
-
-norm::StrategyOverrideOption &
-norm::StrategyOverrideOption::operator=(StrategyOverride value) {
-  Option<StrategyOverride>::operator=(value);
-  return *this;
-}
-
-norm::StrategyOverrideOption &
-norm::StrategyOverrideOption::operator=(const std::string &name) {
-  if (name.empty())
-    return *this = StrategyOverride::Keep;
-  StrategyOverride value = StrategyOverride::Keep;
-  if (!getParser().parse(*this, ArgStr, name, value))
-    return *this = value;
-  llvm::report_fatal_error(llvm::Twine("unknown reduction strategy '") + name +
-                           "'");
-}
 
 void norm::buildLowerToLoopsPipeline(OpPassManager &pm,
                                      const LowerToLoopsOptions &options) {

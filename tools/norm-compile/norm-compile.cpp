@@ -32,6 +32,7 @@
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/SourceMgr.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
@@ -75,23 +76,8 @@ static cl::opt<bool> zeroCentered("zero-centered",
 static cl::opt<bool> withXhat("xhat",
                               cl::desc("Spec (forward): also write xhat"),
                               cl::cat(category));
-static cl::opt<std::string> strategy("strategy",
-                                     cl::desc("Reduction strategy"),
-                                     cl::init(""), cl::cat(category));
-static cl::opt<int64_t> groups("groups", cl::desc("Fixed partial rows"),
-                               cl::init(0), cl::cat(category));
 static cl::opt<std::string> name("name", cl::desc("Spec: function name"),
                                  cl::init("norm_kernel"), cl::cat(category));
-static cl::opt<std::string> chip("chip", cl::desc("Target chip"),
-                                 cl::init("sm_90"), cl::cat(category));
-static cl::opt<std::string> format("format",
-                                   cl::desc("isa (PTX), bin, fatbin"),
-                                   cl::init("isa"), cl::cat(category));
-static cl::opt<std::string> toolkit("toolkit", cl::desc("CUDA toolkit root"),
-                                    cl::init(""), cl::cat(category));
-static cl::opt<int64_t> threads("block-threads",
-                                cl::desc("Threads per block"),
-                                cl::init(256), cl::cat(category));
 static cl::opt<bool> emitMLIR("emit-mlir",
                               cl::desc("Print the generated input IR and "
                                        "stop"),
@@ -127,6 +113,7 @@ FloatType floatTypeNamed(MLIRContext *ctx, StringRef name) {
 /// shared builder, norm/Dialect/Norm/Utils/NormFunction.h) and lists its
 /// arguments; an error for a spec it cannot be.
 FailureOr<func::FuncOp> buildSpec(ModuleOp module,
+                                  const norm::NormToGPUBinaryOptions &options,
                                   SmallVectorImpl<Argument> &args) {
   MLIRContext *ctx = module.getContext();
   std::optional<norm::NormOpKind> kind = norm::symbolizeNormOpKind(op);
@@ -151,21 +138,13 @@ FailureOr<func::FuncOp> buildSpec(ModuleOp module,
                  << (spec.xType ? weightDtype : dtype) << "'\n";
     return failure();
   }
-  if (!strategy.empty()) {
-    spec.strategy = norm::symbolizeReductionStrategy(strategy);
-    if (!spec.strategy) {
-      llvm::errs() << "norm-compile: --strategy must be deterministic, "
-                      "grouped_atomic, atomic or locked, got '"
-                   << strategy << "'\n";
-      return failure();
-    }
-  }
+  spec.strategy = norm::toReductionStrategy(options.strategy);
   spec.weight = !noWeight;
   spec.bias = !noBias;
   spec.dresidual = dresidual;
   spec.zeroCentered = zeroCentered;
   spec.xhat = withXhat;
-  spec.groups = groups;
+  spec.groups = options.groups;
   // Any strided layout is launchable: the runtime passes each tensor's
   // offset and strides.
   spec.stridedRows = spec.stridedVectors = true;
@@ -185,13 +164,14 @@ FailureOr<func::FuncOp> buildSpec(ModuleOp module,
 /// The manifest of the compiled host function `func`, in the fields of
 /// norm/Support/ManifestSchema.h.
 llvm::json::Object manifestOf(func::FuncOp func,
+                              const norm::NormToGPUBinaryOptions &options,
                               ArrayRef<Argument> argsFromSpec) {
   llvm::json::Object m;
   m[key(field::kFormatVersion)] = manifest::kFormatVersion;
   m[key(field::kFunction)] = func.getName().str();
-  m[key(field::kChip)] = chip.getValue();
-  m[key(field::kFormat)] = format.getValue();
-  m[key(field::kThreads)] = threads.getValue();
+  m[key(field::kChip)] = options.chip.getValue();
+  m[key(field::kFormat)] = options.format.getValue();
+  m[key(field::kThreads)] = options.threads.getValue();
   if (!op.empty()) {
     llvm::json::Object spec;
     spec[key(field::kSpecOp)] = op.getValue();
@@ -199,9 +179,13 @@ llvm::json::Object manifestOf(func::FuncOp func,
     spec[key(field::kSpecDtype)] = dtype.getValue();
     spec[key(field::kSpecWeightDtype)] =
         weightDtype.empty() ? dtype.getValue() : weightDtype.getValue();
+    std::optional<norm::ReductionStrategy> strategy =
+        norm::toReductionStrategy(options.strategy);
     spec[key(field::kSpecStrategy)] =
-        strategy.empty() ? "deterministic" : strategy.getValue();
-    spec[key(field::kSpecGroups)] = groups.getValue();
+        norm::stringifyReductionStrategy(
+            strategy.value_or(norm::ReductionStrategy::Deterministic))
+            .str();
+    spec[key(field::kSpecGroups)] = options.groups.getValue();
     m[key(field::kSpec)] = std::move(spec);
   }
 
@@ -310,15 +294,63 @@ llvm::json::Object manifestOf(func::FuncOp func,
   return m;
 }
 
+/// The names of the compiler pipeline's options (NormToGPUBinaryOptions),
+/// read off the struct itself so that they are declared only there.
+llvm::StringSet<> pipelineOptionNames() {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  norm::NormToGPUBinaryOptions().print(os); // {a=1 b=x ...}
+  llvm::StringSet<> names;
+  SmallVector<StringRef> fields;
+  StringRef(text).trim("{} ").split(fields, ' ', -1, /*KeepEmpty=*/false);
+  for (StringRef f : fields)
+    names.insert(f.split('=').first);
+  return names;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
-  cl::HideUnrelatedOptions(category);
-  cl::ParseCommandLineOptions(
-      argc, argv,
+  // `--chip=sm_80`, `--threads=128`, ...: an option of the pipeline goes to
+  // the pipeline's own parser (as norm-opt's --norm-to-gpu-binary="..."
+  // would take it); the rest to norm-compile's.
+  llvm::StringSet<> pipelineNames = pipelineOptionNames();
+  SmallVector<const char *> ownArgs = {argv[0]};
+  std::string pipelineText;
+  for (int i = 1; i < argc; ++i) {
+    StringRef arg(argv[i]);
+    auto [key, value] = arg.ltrim('-').split('=');
+    if (!arg.starts_with("-") || !pipelineNames.contains(key)) {
+      ownArgs.push_back(argv[i]);
+      continue;
+    }
+    bool hasValue = arg.contains('=');
+    pipelineText += (key + "=" +
+                     (!hasValue ? StringRef("true")
+                                : value.contains(' ') ? ("\"" + value + "\"").str()
+                                                      : value) +
+                     " ")
+                        .str();
+  }
+  std::string overview =
       "norm-compile: norm ops (an MLIR file or a spec) to GPU kernels and a "
-      "launch manifest\n");
+      "launch manifest\n\nIt also takes every option of norm-opt's "
+      "--norm-to-gpu-binary pipeline as --NAME=VALUE:";
+  SmallVector<StringRef> sorted(pipelineNames.keys());
+  llvm::sort(sorted);
+  for (StringRef name : sorted)
+    overview += (" --" + name).str();
+  overview += "\n";
+  cl::HideUnrelatedOptions(category);
+  cl::ParseCommandLineOptions(int(ownArgs.size()), ownArgs.data(), overview);
+  std::unique_ptr<norm::NormToGPUBinaryOptions> options =
+      norm::NormToGPUBinaryOptions::createFromString(pipelineText);
+  if (!options) {
+    llvm::errs() << "norm-compile: invalid pipeline options '" << pipelineText
+                 << "'\n";
+    return 2;
+  }
 
   DialectRegistry registry;
   norm::registerNormDialects(registry);
@@ -336,7 +368,7 @@ int main(int argc, char **argv) {
       return 2;
     }
     module = ModuleOp::create(UnknownLoc::get(&context));
-    FailureOr<func::FuncOp> fn = buildSpec(*module, specArgs);
+    FailureOr<func::FuncOp> fn = buildSpec(*module, *options, specArgs);
     if (failed(fn))
       return 2;
     if (emitMLIR) {
@@ -362,14 +394,7 @@ int main(int argc, char **argv) {
     return 1;
 
   PassManager pm(&context);
-  norm::NormToGPUBinaryOptions options;
-  options.chip = chip;
-  options.format = format;
-  options.toolkit = toolkit;
-  options.strategy = strategy;
-  options.groups = groups;
-  options.threads = threads;
-  norm::buildNormToGPUBinaryPipeline(pm, options);
+  norm::buildNormToGPUBinaryPipeline(pm, *options);
   if (failed(pm.run(*module)))
     return 1;
 
@@ -412,7 +437,7 @@ int main(int argc, char **argv) {
       return 1;
     }
     mf->os() << llvm::formatv("{0:2}",
-                              llvm::json::Value(manifestOf(funcs.front(),
+                              llvm::json::Value(manifestOf(funcs.front(), *options,
                                                            specArgs)))
              << "\n";
     mf->keep();

@@ -29,20 +29,6 @@ namespace mlir::norm {
 // Stage options
 //===----------------------------------------------------------------------===//
 
-/// The `strategy` option. Besides StrategyOverride values it accepts a
-/// strategy's name ("" keeps the ops'), the form norm-compile holds it in
-/// today; an unknown name is a fatal error (norm-compile checks the name
-/// before).
-class StrategyOverrideOption
-    : public mlir::detail::PassOptions::Option<StrategyOverride> {
-public:
-  using mlir::detail::PassOptions::Option<StrategyOverride>::Option;
-  // Declared here, hiding the base's assignment template, which would take
-  // (and fail to convert) anything.
-  StrategyOverrideOption &operator=(StrategyOverride value);
-  StrategyOverrideOption &operator=(const std::string &name);
-};
-
 /// Options of the lowering from norm ops to loop nests.
 struct LowerToLoopsOptions : public PassPipelineOptions<LowerToLoopsOptions> {
   Option<int64_t> groups{
@@ -50,7 +36,7 @@ struct LowerToLoopsOptions : public PassPipelineOptions<LowerToLoopsOptions> {
       llvm::cl::desc("Partial rows G for ops without a `groups` attribute "
                      "(0: chosen from M and N)"),
       llvm::cl::init(0)};
-  StrategyOverrideOption strategy{
+  Option<StrategyOverride> strategy{
       *this, "strategy",
       llvm::cl::desc("Reduction strategy of every grad op (keep: each op's "
                      "own)"),
