@@ -45,12 +45,14 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 
 # The pipelines and passes a chain draws from. Kept here, in one place, so a
 # renamed pass is one edit (norm-opt --help lists what exists).
-GPU_PIPELINE = "--norm-to-nvvm=chip=sm_90"
+GPU_PIPELINE = "--norm-to-gpu-binary=chip=sm_90"
 LOOPS_PIPELINE = "--norm-lower-to-loops"
 CHAIN_PASSES = [
     "--one-shot-bufferize=bufferize-function-boundaries",
-    "--norm-split", "--norm-recompute", "--norm-promote",
-    "--norm-fuse-partials", "--norm-map-to-gpu", "--gpu-kernel-outlining",
+    "--norm-recompute-graph", "--norm-split", "--norm-recompute-loops",
+    "--norm-promote", "--norm-fuse-partials", "--norm-cache-rows",
+    "--norm-check-stage=stage=fused", "--norm-map-to-gpu",
+    "--gpu-kernel-outlining",
     "--norm-lower-to-loops", "--canonicalize", "--cse",
     "--norm-split=strategy=locked", "--norm-split=strategy=atomic groups=3",
     "--norm-map-to-gpu=threads=64", "--norm-map-to-gpu=chip=sm_80",
