@@ -25,8 +25,15 @@ void buildZeroKernel(scf::ForOp nest, StringRef name, int64_t threads);
 /// kReduceSlices warps take the partial rows w = slice, slice + 8, ...
 inline constexpr int64_t kReduceColumns = 32;
 inline constexpr int64_t kReduceSlices = 8;
-/// Fails (with an error) on a nest without a sum.
-LogicalResult buildReduceKernel(scf::ForOp nest, StringRef name);
+/// `sum` is the nest's sum over partial rows (checkReduceNestShape).
+void buildReduceKernel(scf::ForOp nest, scf::ForOp sum, StringRef name);
+
+/// The shapes the kernel builders accept (NestShapes.cpp): each returns an
+/// error naming the nest for anything else. The row nest's check returns
+/// its row loop, the reduce nest's its sum loop.
+FailureOr<scf::ForOp> checkRowNestShape(scf::ForOp nest, bool forward);
+LogicalResult checkZeroNestShape(scf::ForOp nest);
+FailureOr<scf::ForOp> checkReduceNestShape(scf::ForOp nest);
 
 /// Everything the row kernel (`dx`, `forward`) knows about one nest.
 struct RowNest {

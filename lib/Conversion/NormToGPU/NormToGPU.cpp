@@ -121,15 +121,20 @@ struct MapToGPUPass : public norm::impl::NormMapToGPUBase<MapToGPUPass> {
     OpBuilder b(nest);
     switch (stage) {
     case norm::Stage::Zero:
+      if (failed(norm::checkZeroNestShape(nest)))
+        return failure();
       norm::buildZeroKernel(nest, name, threads);
       record(b, name, "zero", threads, "workspace_rows");
       break;
-    case norm::Stage::Reduce:
-      if (failed(norm::buildReduceKernel(nest, name)))
+    case norm::Stage::Reduce: {
+      FailureOr<scf::ForOp> sum = norm::checkReduceNestShape(nest);
+      if (failed(sum))
         return failure();
+      norm::buildReduceKernel(nest, *sum, name);
       record(b, name, "reduce", norm::kReduceColumns * norm::kReduceSlices,
              "columns32");
       break;
+    }
     case norm::Stage::Dx:
     case norm::Stage::Forward: {
       bool forward = stage == norm::Stage::Forward;

@@ -20,15 +20,10 @@ using namespace mlir::norm;
 /// columns; its 8 warps take the partial rows w = warp, warp + 8, ...
 /// (loads unrolled by 4, the sum still in row order), then warp 0 adds the
 /// 8 slices in order. A fixed order, so a fixed result.
-LogicalResult norm::buildReduceKernel(scf::ForOp nest, StringRef name) {
+void norm::buildReduceKernel(scf::ForOp nest, scf::ForOp sum,
+                             StringRef name) {
   OpBuilder b(nest);
   Location loc = nest.getLoc();
-  scf::ForOp sum;
-  for (Operation &op : nest.getBody()->without_terminator())
-    if (auto loop = dyn_cast<scf::ForOp>(op); loop && loop.getNumResults())
-      sum = loop;
-  if (!sum)
-    return nest.emitError() << "norm-map-to-gpu: reduce nest without a sum";
   Value n = nest.getUpperBound();
   Value grid =
       arith::CeilDivUIOp::create(b, loc, n, cIndex(b, loc, kReduceColumns));
@@ -122,5 +117,4 @@ LogicalResult norm::buildReduceKernel(scf::ForOp nest, StringRef name) {
           scf::YieldOp::create(ib, loc);
         });
       });
-  return success();
 }

@@ -67,22 +67,18 @@ FailureOr<RowNest> norm::analyzeRowNest(scf::ForOp nest, bool forward,
                                         int64_t threads,
                                         int64_t maxRegisterElements,
                                         const TargetInfo &target) {
+  FailureOr<scf::ForOp> rows = checkRowNestShape(nest, forward);
+  if (failed(rows))
+    return failure();
   RowNest rn;
   rn.nest = nest;
   rn.forward = forward;
-  if (forward) {
-    rn.rows = nest;
-  } else {
-    for (Operation &op : *nest.getBody())
-      if (auto loop = dyn_cast<scf::ForOp>(op))
-        rn.rows = loop;
+  rn.rows = *rows;
+  if (!forward)
     rn.programIV = nest.getInductionVar();
-  }
-  if (!rn.rows)
-    return nest.emitError() << "norm-map-to-gpu: no row loop in this nest";
 
   RowShape shape;
-  // N: the column loops' bound.
+  // N: the column loops' bound (one, checked above).
   for (Operation &op : *rn.rows.getBody())
     if (auto loop = dyn_cast<scf::ForOp>(op)) {
       shape.n = getConstantIntValue(loop.getUpperBound());

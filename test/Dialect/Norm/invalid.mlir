@@ -196,6 +196,22 @@ func.func @grad_neither_x_nor_xhat(%dy: tensor<4x8xf32>, %r: tensor<4xf32>) {
 
 // -----
 
+func.func @forward_empty_rows(%x: memref<?x0xf32>, %y: memref<?x0xf32>, %r: memref<?xf32>) {
+  // expected-error @+1 {{'x' must have a non-empty trailing dim (N > 0), got 'memref<?x0xf32>'}}
+  norm.rms_norm x(%x : memref<?x0xf32>) outs y(%y : memref<?x0xf32>) rstd(%r : memref<?xf32>)
+  return
+}
+
+// -----
+
+func.func @grad_empty_rows(%dy: tensor<?x0xbf16>, %x: tensor<?x0xbf16>, %r: tensor<?xf32>) {
+  // expected-error @+1 {{'x' must have a non-empty trailing dim (N > 0), got 'tensor<?x0xbf16>'}}
+  %dx = norm.rms_norm_grad dy(%dy : tensor<?x0xbf16>) x(%x : tensor<?x0xbf16>) rstd(%r : tensor<?xf32>) -> dx(tensor<?x0xbf16>)
+  return
+}
+
+// -----
+
 func.func @grad_rank1(%dy: tensor<8xf32>, %x: tensor<8xf32>, %r: tensor<f32>) {
   // expected-error @+1 {{'x' must have rank >= 2 (rows x N), got 'tensor<8xf32>'}}
   %dx = norm.rms_norm_grad dy(%dy : tensor<8xf32>) x(%x : tensor<8xf32>) rstd(%r : tensor<f32>) -> dx(tensor<8xf32>)

@@ -73,6 +73,12 @@ public:
              << "'" << refName
              << "' element type must be f32, f16 or bf16, got "
              << refType.getElementType();
+    // A row of no elements has no mean and no variance (0 / 0).
+    if (refType.getShape().back() == 0)
+      return op->emitOpError() << "'" << refName
+                               << "' must have a non-empty trailing dim (N "
+                                  "> 0), got "
+                               << refType;
     return success();
   }
 

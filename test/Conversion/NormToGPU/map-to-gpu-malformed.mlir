@@ -1,0 +1,116 @@
+// A tag says what a nest is for, not that its shape is right: the mapping
+// checks each nest against the form the lowering creates and names what is
+// wrong, instead of crashing or emitting a wrong kernel (issue 8: these
+// inputs crashed norm-map-to-gpu with use-after-frees).
+// RUN: norm-opt %s --split-input-file --norm-map-to-gpu --verify-diagnostics
+
+// A `dx` nest that is a single row loop (the first chunk of
+// test/Transforms/norm-promote.mlir).
+func.func @dx_without_programs(%x: memref<?x?xf32>, %r: memref<?xf32>, %out: memref<?xf32>, %m: index, %n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  // expected-error @+1 {{this 'dx' nest is not of the form the lowering creates (for p { for r { column loops } }): the program loop holds 'memref.load' besides its one row loop}}
+  scf.for %i = %c0 to %m step %c1 {
+    %rs = memref.load %r[%i] : memref<?xf32>
+    %zero = arith.constant 0.0 : f32
+    %s = scf.for %j = %c0 to %n step %c1 iter_args(%acc = %zero) -> (f32) {
+      %v = memref.load %x[%i, %j] : memref<?x?xf32>
+      %a = arith.addf %acc, %v : f32
+      scf.yield %a : f32
+    }
+    %p = arith.mulf %s, %rs : f32
+    memref.store %p, %out[%i] : memref<?xf32>
+  } {norm.stage = #norm.stage<dx>, norm.id = 0 : i64, norm.accumulate = f32}
+  return
+}
+
+// -----
+
+// A `zero` nest whose column loop carries a sum.
+func.func @zero_with_a_sum(%x: memref<?x?xf32>, %out: memref<?x?xf32>, %m: index, %n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %z = arith.constant 0.0 : f32
+  // expected-error @+1 {{this 'zero' nest is not of the form the lowering creates (for w { stores; for j { stores } }): a column loop yields values}}
+  scf.for %r = %c0 to %m step %c1 {
+    %s = scf.for %j = %c0 to %n step %c1 iter_args(%acc = %z) -> (f32) {
+      %v = memref.load %x[%r, %j] : memref<?x?xf32>
+      %a = arith.addf %acc, %v : f32
+      scf.yield %a : f32
+    }
+    scf.for %j = %c0 to %n step %c1 {
+      memref.store %s, %out[%r, %j] : memref<?x?xf32>
+    }
+  } {norm.stage = #norm.stage<zero>, norm.id = 0 : i64, norm.accumulate = f32}
+  return
+}
+
+// -----
+
+// A `reduce` nest without its sum over partial rows.
+func.func @reduce_without_sum(%ws: memref<4x8xf32>, %dw: memref<8xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  // expected-error @+1 {{this 'reduce' nest is not of the form the lowering creates (for j { s = for w { sum of loads }; stores }): it holds 'memref.load' before its sum}}
+  scf.for %j = %c0 to %c8 step %c1 {
+    %v = memref.load %ws[%c0, %j] : memref<4x8xf32>
+    memref.store %v, %dw[%j] : memref<8xf32>
+  } {norm.stage = #norm.stage<reduce>, norm.id = 0 : i64, norm.accumulate = f32}
+  return
+}
+
+// -----
+
+// A `forward` nest whose column loop starts at 1.
+func.func @forward_offset_columns(%x: memref<?x8xf32>, %y: memref<?x8xf32>, %m: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  // expected-error @+1 {{this 'forward' nest is not of the form the lowering creates (for r { column loops }): a column loop does not run from 0 in steps of 1}}
+  scf.for %r = %c0 to %m step %c1 {
+    scf.for %j = %c1 to %c8 step %c1 {
+      %v = memref.load %x[%r, %j] : memref<?x8xf32>
+      memref.store %v, %y[%r, %j] : memref<?x8xf32>
+    }
+  } {norm.stage = #norm.stage<forward>, norm.id = 0 : i64, norm.accumulate = f32}
+  return
+}
+
+// -----
+
+// A `forward` nest over zero columns (N = 0: a division by zero in the
+// geometry before).
+func.func @forward_no_columns(%x: memref<?x0xf32>, %y: memref<?x0xf32>, %m: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  // expected-error @+1 {{a column loop runs over 0 columns}}
+  scf.for %r = %c0 to %m step %c1 {
+    scf.for %j = %c0 to %c0 step %c1 {
+      %v = memref.load %x[%r, %j] : memref<?x0xf32>
+      memref.store %v, %y[%r, %j] : memref<?x0xf32>
+    }
+  } {norm.stage = #norm.stage<forward>, norm.id = 0 : i64, norm.accumulate = f32}
+  return
+}
+
+// -----
+
+// A `dx` nest whose column loop holds a region.
+func.func @dx_nested_region(%x: memref<?x8xf32>, %y: memref<?x8xf32>, %m: index, %c: i1) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  // expected-error @+1 {{a column loop holds 'scf.if'}}
+  scf.for %p = %c0 to %m step %c1 {
+    scf.for %r = %p to %m step %c1 {
+      scf.for %j = %c0 to %c8 step %c1 {
+        scf.if %c {
+          %v = memref.load %x[%r, %j] : memref<?x8xf32>
+          memref.store %v, %y[%r, %j] : memref<?x8xf32>
+        }
+      }
+    }
+  } {norm.stage = #norm.stage<dx>, norm.id = 0 : i64, norm.accumulate = f32}
+  return
+}
