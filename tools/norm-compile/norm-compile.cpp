@@ -357,6 +357,9 @@ int main(int argc, char **argv) {
   norm::registerNormPasses();
   MLIRContext context(registry);
   context.loadAllAvailableDialects();
+  // Diagnostics name the op; a dump of the whole function after each would
+  // bury them.
+  context.printOpOnDiagnostic(false);
 
   SmallVector<Argument> specArgs;
   llvm::SourceMgr sourceMgr;

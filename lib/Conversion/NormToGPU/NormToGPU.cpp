@@ -179,6 +179,19 @@ struct MapToGPUPass : public norm::impl::NormMapToGPUBase<MapToGPUPass> {
       nests.push_back(loop);
       return WalkResult::skip();
     });
+    // Kernels are named after the function, and PTX symbols take letters,
+    // digits, '_' and '$' only (LLVM would abort on anything else).
+    StringRef fname = func.getName();
+    if (!nests.empty() &&
+        (fname.empty() || llvm::isDigit(fname.front()) ||
+         !llvm::all_of(fname, [](char c) {
+           return llvm::isAlnum(c) || c == '_' || c == '$';
+         }))) {
+      func.emitError() << "norm-map-to-gpu: function name '" << fname
+                       << "' cannot name a kernel: PTX symbols are letters, "
+                          "digits, '_' and '$', not starting with a digit";
+      return signalPassFailure();
+    }
     OpBuilder b(func);
     int counter = 0;
     for (scf::ForOp nest : nests) {
