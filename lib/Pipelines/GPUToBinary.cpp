@@ -22,6 +22,14 @@ void norm::buildGPUToBinaryPipeline(OpPassManager &pm,
                                     const GPUToBinaryOptions &options) {
   CudaToolkitSearch toolkit = findCudaToolkit(options.toolkit);
 
+  // What the upstream tail would abort on (or silently accept) is an error
+  // here.
+  NormCheckTargetOptions check;
+  check.chip = options.chip;
+  check.features = options.features;
+  check.format = options.format;
+  pm.addPass(createNormCheckTarget(check));
+
   GpuNVVMAttachTargetOptions target;
   target.chip = options.chip;
   target.features = options.features;
@@ -32,9 +40,9 @@ void norm::buildGPUToBinaryPipeline(OpPassManager &pm,
   kernels.addPass(createNormAlignWorkgroupMemory());
   kernels.addPass(createSCFToControlFlowPass());
   kernels.addPass(createConvertGpuOpsToNVVMOps());
-  NormCheckLibdeviceOptions check;
-  check.toolkit = options.toolkit;
-  kernels.addPass(createNormCheckLibdevice(check));
+  NormCheckLibdeviceOptions libdevice;
+  libdevice.toolkit = options.toolkit;
+  kernels.addPass(createNormCheckLibdevice(libdevice));
   pm.addPass(createReconcileUnrealizedCastsPass());
 
   GpuModuleToBinaryPassOptions binary;

@@ -42,6 +42,38 @@ def NormCheckLibdevice : Pass<"norm-check-libdevice", "::mlir::gpu::GPUModuleOp"
   ];
 }
 
+def NormCheckTarget : Pass<"norm-check-target", "::mlir::ModuleOp"> {
+  let summary = "Fail on a chip, PTX version or output format the GPU tail "
+                "cannot serve";
+  let description = [{
+    Runs first in `norm-gpu-to-binary`. The upstream NVVM tail ends in
+    `LLVM ERROR` (an abort, no diagnostic) when the PTX version in
+    `features` is older than the chip needs (`chip=sm_120` with the default
+    `+ptx80`), and `gpu-module-to-binary` takes any `format`. This pass turns
+    each into an error naming the option, its value and what is accepted:
+
+    ```
+    error: norm-gpu-to-binary: unknown chip 'sm_120' (known: sm_80, sm_86,
+    sm_89, sm_90, sm_90a)
+    error: norm-gpu-to-binary: features '+ptx70' are too old for sm_90,
+    which needs +ptx78 or later
+    error: norm-gpu-to-binary: format 'garbage' is not one of isa, bin,
+    fatbin
+    ```
+
+    Post-condition: the chip is one TargetInfo knows, the PTX version is at
+    least its minimum, and the format is one gpu-module-to-binary serves.
+  }];
+  let options = [
+    Option<"chip", "chip", "std::string", /*default=*/"\"sm_90\"",
+           "Target chip">,
+    Option<"features", "features", "std::string", /*default=*/"\"+ptx80\"",
+           "PTX features (+ptxNN)">,
+    Option<"format", "format", "std::string", /*default=*/"\"isa\"",
+           "Output format: isa, bin or fatbin">
+  ];
+}
+
 def NormAlignWorkgroupMemory
     : Pass<"norm-align-workgroup-memory", "::mlir::gpu::GPUModuleOp"> {
   let summary = "Give every workgroup (shared) buffer 16-byte alignment";

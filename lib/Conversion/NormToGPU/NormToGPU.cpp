@@ -160,7 +160,9 @@ struct MapToGPUPass : public norm::impl::NormMapToGPUBase<MapToGPUPass> {
     func::FuncOp func = getOperation();
     target = norm::TargetInfo::get(chip);
     if (!target) {
-      func.emitError() << "norm-map-to-gpu: unknown chip '" << chip << "'";
+      func.emitError() << "norm-map-to-gpu: unknown chip '" << chip
+                       << "' (known: " << norm::TargetInfo::knownChipList()
+                       << ")";
       return signalPassFailure();
     }
     if (threads % target->warpSize || threads > target->maxThreadsPerBlock ||

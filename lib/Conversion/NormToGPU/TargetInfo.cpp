@@ -6,6 +6,8 @@
 
 #include "norm/Conversion/NormToGPU/TargetInfo.h"
 
+#include "llvm/ADT/StringSwitch.h"
+
 #include "llvm/ADT/STLExtras.h"
 
 using namespace mlir::norm;
@@ -23,5 +25,20 @@ std::optional<TargetInfo> TargetInfo::get(llvm::StringRef chip) {
     return std::nullopt;
   TargetInfo info;
   info.chip = chip.str();
+  // PTX ISA release notes: sm_86 came with PTX 7.1, sm_89 and sm_90 with
+  // 7.8, sm_90a with 8.0.
+  info.minPtxVersion = llvm::StringSwitch<int64_t>(chip)
+                           .Case("sm_80", 70)
+                           .Case("sm_86", 71)
+                           .Cases({"sm_89", "sm_90"}, 78)
+                           .Case("sm_90a", 80)
+                           .Default(80);
   return info;
+}
+
+std::string TargetInfo::knownChipList() {
+  std::string list;
+  for (llvm::StringRef chip : knownChips())
+    list += (list.empty() ? "" : ", ") + chip.str();
+  return list;
 }

@@ -34,11 +34,15 @@ struct TargetInfo {
   int64_t maxStaticSharedBytes = 48 * 1024;
   /// Widest global access a thread can issue in one instruction.
   int64_t maxVectorBytes = 16;
+  /// The oldest PTX ISA version that knows the chip, times ten (78 = 7.8).
+  int64_t minPtxVersion = 70;
 
   /// The facts for `chip` ("sm_80", "sm_90", ...); none for unknown chips.
   static std::optional<TargetInfo> get(llvm::StringRef chip);
   /// Every chip `get` knows.
   static llvm::ArrayRef<llvm::StringRef> knownChips();
+  /// "sm_80, sm_86, ...", for diagnostics.
+  static std::string knownChipList();
 };
 
 } // namespace mlir::norm

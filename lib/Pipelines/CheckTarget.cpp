@@ -1,0 +1,64 @@
+//===- CheckTarget.cpp - reject what the NVVM tail would abort on ---------===//
+//
+// Part of mlir-norm.
+//
+//===----------------------------------------------------------------------===//
+
+#include "norm/Conversion/NormToGPU/TargetInfo.h"
+#include "norm/Pipelines/Passes.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/StringExtras.h"
+
+namespace mlir::norm {
+#define GEN_PASS_DEF_NORMCHECKTARGET
+#include "norm/Pipelines/Passes.h.inc"
+} // namespace mlir::norm
+
+using namespace mlir;
+
+namespace {
+struct CheckTargetPass
+    : public norm::impl::NormCheckTargetBase<CheckTargetPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    std::optional<norm::TargetInfo> target = norm::TargetInfo::get(chip);
+    if (!target) {
+      module.emitError() << "norm-gpu-to-binary: unknown chip '" << chip
+                         << "' (known: " << norm::TargetInfo::knownChipList()
+                         << ")";
+      return signalPassFailure();
+    }
+    // The PTX version is the +ptxNN feature; without one LLVM picks the
+    // chip's own minimum.
+    SmallVector<StringRef> parts;
+    StringRef(features).split(parts, ',', -1, /*KeepEmpty=*/false);
+    for (StringRef f : parts) {
+      f = f.trim();
+      int64_t version = 0;
+      if (!f.consume_front("+ptx"))
+        continue;
+      if (f.getAsInteger(10, version)) {
+        module.emitError() << "norm-gpu-to-binary: features '" << features
+                           << "': '+ptx" << f
+                           << "' is not a PTX version (e.g. +ptx80)";
+        return signalPassFailure();
+      }
+      if (version < target->minPtxVersion) {
+        module.emitError()
+            << "norm-gpu-to-binary: features '" << features
+            << "' are too old for " << chip << ", which needs +ptx"
+            << target->minPtxVersion << " or later";
+        return signalPassFailure();
+      }
+    }
+    if (!llvm::is_contained({"isa", "bin", "fatbin"}, StringRef(format))) {
+      module.emitError() << "norm-gpu-to-binary: format '" << format
+                         << "' is not one of isa, bin, fatbin";
+      return signalPassFailure();
+    }
+  }
+};
+} // namespace
