@@ -54,8 +54,13 @@ static cl::opt<std::string>
     op("op",
        cl::desc("Spec: layer_norm_grad, rms_norm_grad, layer_norm, rms_norm"),
        cl::init(""), cl::cat(category));
-static cl::opt<int64_t> n("n", cl::desc("Spec: hidden size N (static)"),
-                          cl::init(0), cl::cat(category));
+// A string, read as a decimal number below: cl's integer parser would take
+// 0x10 as 16 and 010 as 8.
+static cl::opt<std::string> nText("n",
+                                  cl::desc("Spec: hidden size N (static)"),
+                                  cl::init(""), cl::cat(category));
+/// --n, once buildSpec has read it.
+static int64_t specN = 0;
 static cl::opt<std::string> dtype("dtype",
                                   cl::desc("Spec: x dtype (f32, f16, bf16)"),
                                   cl::init("bf16"), cl::cat(category));
@@ -123,8 +128,11 @@ FailureOr<func::FuncOp> buildSpec(ModuleOp module,
                  << op << "'\n";
     return failure();
   }
-  if (n <= 0) {
-    llvm::errs() << "norm-compile: --n must be a positive hidden size\n";
+  int64_t &n = specN;
+  if (StringRef(nText).getAsInteger(10, n) || n <= 0) {
+    llvm::errs() << "norm-compile: --n must be a positive hidden size (a "
+                    "decimal number), got '"
+                 << nText << "'\n";
     return failure();
   }
   norm::NormOpSpec spec;
@@ -175,7 +183,7 @@ llvm::json::Object manifestOf(func::FuncOp func,
   if (!op.empty()) {
     llvm::json::Object spec;
     spec[key(field::kSpecOp)] = op.getValue();
-    spec[key(field::kSpecN)] = n.getValue();
+    spec[key(field::kSpecN)] = specN;
     spec[key(field::kSpecDtype)] = dtype.getValue();
     spec[key(field::kSpecWeightDtype)] =
         weightDtype.empty() ? dtype.getValue() : weightDtype.getValue();
@@ -422,28 +430,56 @@ int main(int argc, char **argv) {
            "`outs` memref arguments), or use norm-opt --norm-to-gpu-binary";
     return 1;
   }
+  // Launchable means: every argument is a buffer the runtime can describe.
+  for (BlockArgument arg : funcs.front().getArguments())
+    if (!isa<MemRefType>(arg.getType())) {
+      funcs.front().emitError()
+          << "norm-compile: argument #" << arg.getArgNumber() << " is "
+          << arg.getType()
+          << "; a launchable function takes memref arguments only";
+      return 1;
+    }
   auto object =
       cast<gpu::ObjectAttr>(binaries.front().getObjects().getValue().front());
+
+  // Both files or neither: each is written to a temporary and renamed into
+  // place (ToolOutputFile::keep) only when both were written without error.
   std::string error;
   auto out = openOutputFile(outputFile, &error);
   if (!out) {
     llvm::errs() << "norm-compile: " << error << "\n";
     return 1;
   }
-  out->os() << object.getObject().getValue();
-  out->keep();
-
+  std::unique_ptr<llvm::ToolOutputFile> mf;
   if (!manifestFile.empty()) {
-    auto mf = openOutputFile(manifestFile, &error);
+    mf = openOutputFile(manifestFile, &error);
     if (!mf) {
       llvm::errs() << "norm-compile: " << error << "\n";
       return 1;
     }
-    mf->os() << llvm::formatv("{0:2}",
-                              llvm::json::Value(manifestOf(funcs.front(), *options,
-                                                           specArgs)))
-             << "\n";
-    mf->keep();
   }
+  auto written = [&](llvm::ToolOutputFile &file, StringRef what) {
+    file.os().flush();
+    if (!file.os().has_error())
+      return true;
+    llvm::errs() << "norm-compile: cannot write the " << what << ": "
+                 << file.os().error().message() << "\n";
+    file.os().clear_error(); // else raw_fd_ostream aborts on close
+    return false;
+  };
+  out->os() << object.getObject().getValue();
+  bool ok = written(*out, "kernels");
+  if (mf) {
+    mf->os() << llvm::formatv(
+                    "{0:2}", llvm::json::Value(manifestOf(
+                                 funcs.front(), *options, specArgs)))
+             << "\n";
+    ok = written(*mf, "manifest") && ok;
+  }
+  if (!ok)
+    return 1;
+  out->keep();
+  if (mf)
+    mf->keep();
   return 0;
 }
