@@ -174,6 +174,20 @@ struct MapToGPUPass : public norm::impl::NormMapToGPUBase<MapToGPUPass> {
                        << static_cast<int64_t>(threads);
       return signalPassFailure();
     }
+    // A dim of a constant index out of range is undefined behaviour that
+    // upstream folders do not expect (canonicalize crashes on it once it is
+    // inside a launch): refuse it here, before any of it moves.
+    WalkResult badDim = func.walk([&](memref::DimOp dim) {
+      std::optional<int64_t> index = dim.getConstantIndex();
+      auto type = dyn_cast<MemRefType>(dim.getSource().getType());
+      if (!index || !type || (*index >= 0 && *index < type.getRank()))
+        return WalkResult::advance();
+      dim.emitError() << "norm-map-to-gpu: dim " << *index
+                      << " is out of range for " << type;
+      return WalkResult::interrupt();
+    });
+    if (badDim.wasInterrupted())
+      return signalPassFailure();
     SmallVector<scf::ForOp> nests;
     func.walk<WalkOrder::PreOrder>([&](scf::ForOp loop) {
       if (!norm::getStage(loop))

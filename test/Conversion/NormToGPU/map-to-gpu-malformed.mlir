@@ -114,3 +114,16 @@ func.func @dx_nested_region(%x: memref<?x8xf32>, %y: memref<?x8xf32>, %m: index,
   } {norm.stage = #norm.stage<dx>, norm.id = 0 : i64, norm.accumulate = f32}
   return
 }
+
+// -----
+
+// A dim of an out-of-range constant index, which upstream canonicalize
+// crashed on once the mapping had moved it into a kernel (issue 8 item 5).
+func.func @dim_out_of_range(%dy: memref<?x8xf32>, %x: memref<?x8xf32>, %r: memref<?xf32>, %dx: memref<?x8xf32>) {
+  %c = arith.constant -1 : index
+  // expected-error @+1 {{norm-map-to-gpu: dim -1 is out of range for 'memref<?x8xf32>'}}
+  %m = memref.dim %x, %c : memref<?x8xf32>
+  %v = memref.alloc(%m) : memref<?xf32>
+  memref.dealloc %v : memref<?xf32>
+  return
+}
