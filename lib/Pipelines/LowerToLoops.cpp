@@ -37,6 +37,8 @@ void norm::buildLowerToLoopsPipeline(OpPassManager &pm,
   split.groups = options.groups;
   split.strategy = options.strategy;
   fn.addPass(createNormSplit(split));
+  fn.addPass(createNormLowerForward());
+  // The split stage: every norm op, grad and forward, is a tagged nest.
   check(CheckedStage::Split);
   fn.addPass(createNormRecomputeLoops());
   check(CheckedStage::Recomputed);

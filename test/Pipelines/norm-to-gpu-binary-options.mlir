@@ -9,7 +9,8 @@
 // CHECK: one-shot-bufferize{{.*}}bufferize-function-boundaries=false
 // CHECK: norm-check-stage{stage=bufferized}
 // CHECK: norm-split{groups=32 strategy=locked}
-// CHECK: norm-check-stage{stage=split}
+// CHECK-NEXT: norm-lower-forward
+// CHECK-NEXT: norm-check-stage{stage=split}
 // CHECK: norm-recompute-loops
 // CHECK: norm-check-stage{stage=recomputed}
 // CHECK: norm-promote
@@ -22,6 +23,8 @@
 
 // LOOPS: norm-recompute-graph
 // LOOPS: norm-split{groups=0 strategy=keep}
+// LOOPS-NEXT: norm-lower-forward
+// LOOPS-NEXT: norm-check-stage{stage=split}
 // LOOPS: norm-check-stage{stage=fused}
 // LOOPS-NOT: norm-map-to-gpu
 

@@ -1,4 +1,4 @@
-// RUN: norm-opt %s --split-input-file --pass-pipeline="builtin.module(one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map}, func.func(norm-check-stage{stage=bufferized}, norm-split, norm-check-stage{stage=split}, norm-recompute-loops, norm-check-stage{stage=recomputed}, norm-promote, norm-check-stage{stage=promoted}, norm-fuse-partials, norm-cache-rows, norm-check-stage{stage=fused}))" | FileCheck %s
+// RUN: norm-opt %s --split-input-file --pass-pipeline="builtin.module(one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map}, func.func(norm-check-stage{stage=bufferized}, norm-split, norm-lower-forward, norm-check-stage{stage=split}, norm-recompute-loops, norm-check-stage{stage=recomputed}, norm-promote, norm-check-stage{stage=promoted}, norm-fuse-partials, norm-cache-rows, norm-check-stage{stage=fused}))" | FileCheck %s
 // RUN: norm-opt %s --split-input-file --norm-lower-to-loops --norm-check-stage=stage=fused | FileCheck %s
 
 // Each stage's invariants hold after the pass that establishes them (and

@@ -1,5 +1,5 @@
-// RUN: norm-opt %s --split-input-file --norm-split --norm-recompute-loops --norm-promote --norm-fuse-partials --norm-cache-rows --cse | FileCheck %s
-// RUN: norm-opt %s --split-input-file --norm-split --norm-recompute-loops --norm-promote --norm-fuse-partials | FileCheck %s --check-prefix=FUSE
+// RUN: norm-opt %s --split-input-file --norm-split --norm-lower-forward --norm-recompute-loops --norm-promote --norm-fuse-partials --norm-cache-rows --cse | FileCheck %s
+// RUN: norm-opt %s --split-input-file --norm-split --norm-lower-forward --norm-recompute-loops --norm-promote --norm-fuse-partials | FileCheck %s --check-prefix=FUSE
 
 // norm-fuse-partials alone: the partials nest is gone, its sums are in the
 // dx nest's first column loop, the reduce follows the dx nest; no row cache

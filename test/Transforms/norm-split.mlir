@@ -167,25 +167,17 @@ func.func @layer_norm_grad_from_xhat(%dy: memref<?x64xf32>, %xhat: memref<?x64xf
 
 // -----
 
-// Forward: one row nest with the two-pass variance, then y (and xhat).
-// CHECK-LABEL: func @layer_norm_forward
-// CHECK: scf.for %[[ROW:.*]] =
-// CHECK:   %[[SUM:.*]] = scf.for {{.*}} -> (bf16)
-// CHECK:   %[[MU:.*]] = arith.divf %[[SUM]]
-// CHECK:   %[[SQ:.*]] = scf.for {{.*}} -> (bf16)
-// CHECK:   %[[VAR:.*]] = arith.divf %[[SQ]]
-// CHECK:   %[[RS:.*]] = math.rsqrt
-// CHECK:   memref.store {{.*}}[%[[ROW]]] : memref<?xf32>
-// CHECK:   memref.store {{.*}}[%[[ROW]]] : memref<?xf32>
-// CHECK:   scf.for
-// CHECK:     memref.store {{.*}} : memref<?x?xf32>
-// CHECK:     memref.store {{.*}} : memref<?x?xbf16>
-// CHECK: norm.stage = #norm.stage<forward>
-func.func @layer_norm_forward(%x: memref<?x?xbf16>, %w: memref<?xf32>, %b: memref<?xf32>,
-                              %y: memref<?x?xbf16>, %mean: memref<?xf32>, %rstd: memref<?xf32>,
-                              %xhat: memref<?x?xf32>) {
-  norm.layer_norm x(%x : memref<?x?xbf16>) weight(%w : memref<?xf32>) bias(%b : memref<?xf32>)
-      outs y(%y : memref<?x?xbf16>) mean(%mean : memref<?xf32>) rstd(%rstd : memref<?xf32>)
-      xhat(%xhat : memref<?x?xf32>)
+// A forward op is not norm-split's (norm-lower-forward lowers it): it stays
+// as it is, next to the lowered grad.
+// CHECK-LABEL: func @forward_left_alone
+// CHECK: norm.rms_norm x(%{{.*}} : memref<?x16xf32>)
+// CHECK-NOT: norm.rms_norm_grad
+// CHECK: norm.stage = #norm.stage<dx>
+// CHECK: return
+func.func @forward_left_alone(%x: memref<?x16xf32>, %y: memref<?x16xf32>, %r: memref<?xf32>,
+                              %dy: memref<?x16xf32>, %dx: memref<?x16xf32>) {
+  norm.rms_norm x(%x : memref<?x16xf32>) outs y(%y : memref<?x16xf32>) rstd(%r : memref<?xf32>)
+  norm.rms_norm_grad dy(%dy : memref<?x16xf32>) x(%x : memref<?x16xf32>)
+      rstd(%r : memref<?xf32>) outs dx(%dx : memref<?x16xf32>)
   return
 }

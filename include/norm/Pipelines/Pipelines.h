@@ -103,9 +103,10 @@ struct NormToGPUBinaryOptions
 //===----------------------------------------------------------------------===//
 
 /// Lowers norm ops to tagged loop nests on each function:
-/// norm-recompute-graph (on tensors), one-shot-bufferize, norm-split,
-/// norm-recompute-loops, norm-promote, norm-fuse-partials, norm-cache-rows,
-/// with norm-check-stage at each stage boundary. No canonicalization: the
+/// norm-recompute-graph (on tensors), one-shot-bufferize, norm-split (grad
+/// ops) then norm-lower-forward (forward ops), norm-recompute-loops,
+/// norm-promote, norm-fuse-partials, norm-cache-rows, with norm-check-stage
+/// at each stage boundary (`split` after both lowerings). No canonicalization: the
 /// output keeps its norm.stage tags for norm-map-to-gpu.
 ///
 /// Post-condition (checked: norm-check-stage{stage=fused}): no norm op and

@@ -1,36 +1,30 @@
-//===- Split.cpp - norm ops -> row loop nests + grouped reduction ---------===//
+//===- Split.cpp - grad ops -> row loop nests + grouped reduction ---------===//
 //
 // Part of mlir-norm.
 //
-// The faithful lowering: every intermediate is materialised and computed in
-// the storage type, exactly as the formulas read. Later passes
-// (norm-recompute-loops, norm-promote, norm-fuse-partials, norm-cache-rows)
-// turn it into the fast form; each of them finds its work by the tags of
-// norm/Dialect/Norm/IR/StageContract.h.
+// norm-split: the faithful lowering of the backward ops. Every intermediate
+// is materialised and computed in the storage type, exactly as the formulas
+// read; the per-row dx nest is split from the grouped dweight/dbias
+// reduction. Later passes (norm-recompute-loops, norm-promote,
+// norm-fuse-partials, norm-cache-rows) turn it into the fast form; each of
+// them finds its work by the tags of norm/Dialect/Norm/IR/StageContract.h.
+// The forward ops are norm-lower-forward's (LowerForward.cpp).
 //
-// One conversion pattern per op kind (populateNormSplitPatterns); the pass
-// applies them with the norm dialect illegal, so "no norm op is left" holds
-// by construction. Whether an op can be lowered (buffer form, [rows, N]
-// views) is decided in one place, whyNotSplittable: the pass reports it as
-// an error on the op, a pattern as its match-failure reason.
+// One conversion pattern per grad op kind (populateNormSplitPatterns); the
+// pass applies them with the grad ops illegal, so "no grad op is left" holds
+// by construction. Whether an op can be lowered is decided in one place,
+// whyNotLowerable (LoweringUtils.h).
 //
 //===----------------------------------------------------------------------===//
 
-#include "Emitter.h"
-#include "norm/Dialect/Norm/IR/NormOps.h"
-#include "norm/Dialect/Norm/IR/StageContract.h"
+#include "LoweringUtils.h"
 #include "norm/Dialect/Norm/Transforms/Groups.h"
 #include "norm/Dialect/Norm/Transforms/Passes.h"
 #include "norm/Dialect/Norm/Transforms/Transforms.h"
 
 #include "mlir/Dialect/Arith/Utils/Utils.h"
-#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
-#include "mlir/Transforms/DialectConversion.h"
-#include "llvm/ADT/TypeSwitch.h"
-
-#include <memory>
 
 namespace mlir::norm {
 #define GEN_PASS_DEF_NORMSPLIT
@@ -41,110 +35,6 @@ using namespace mlir;
 using namespace mlir::norm;
 
 namespace {
-
-template <typename OpT> constexpr bool isLayerNorm() {
-  return std::is_same_v<OpT, LayerNormOp> ||
-         std::is_same_v<OpT, LayerNormGradOp>;
-}
-
-template <typename OpT> constexpr bool isGrad() {
-  return std::is_same_v<OpT, LayerNormGradOp> ||
-         std::is_same_v<OpT, RMSNormGradOp>;
-}
-
-/// The reassociation that views a rank >= 2 buffer as [rows, N].
-SmallVector<ReassociationIndices> rowsReassociation(int64_t rank) {
-  ReassociationIndices rows;
-  for (int64_t d = 0; d + 1 < rank; ++d)
-    rows.push_back(d);
-  return {rows, {rank - 1}};
-}
-
-/// The reassociation that views a buffer as [rows].
-SmallVector<ReassociationIndices> flatReassociation(int64_t rank) {
-  ReassociationIndices all;
-  for (int64_t d = 0; d < rank; ++d)
-    all.push_back(d);
-  return {all};
-}
-
-/// A rank-2 [rows, N] view of a rank >= 2 buffer (whyNotSplittable has
-/// checked that it exists).
-Value asRows(ImplicitLocOpBuilder &b, Value v) {
-  int64_t rank = cast<MemRefType>(v.getType()).getRank();
-  if (rank == 2)
-    return v;
-  return memref::CollapseShapeOp::create(b, v, rowsReassociation(rank));
-}
-
-/// A rank-1 [rows] view of a statistics buffer (checked, as above).
-Value asFlat(ImplicitLocOpBuilder &b, Value v) {
-  int64_t rank = cast<MemRefType>(v.getType()).getRank();
-  if (rank == 1)
-    return v;
-  return memref::CollapseShapeOp::create(b, v, flatReassociation(rank));
-}
-
-/// Why `v` has no [rows, N] view (`rows`) or no [rows] view, or nothing.
-std::optional<std::string> whyNoView(StringRef name, Value v, bool rows) {
-  auto type = cast<MemRefType>(v.getType());
-  int64_t rank = type.getRank();
-  if (rank == (rows ? 2 : 1))
-    return std::nullopt;
-  SmallVector<ReassociationIndices> re =
-      rows ? rowsReassociation(rank) : flatReassociation(rank);
-  if (memref::CollapseShapeOp::isGuaranteedCollapsible(type, re))
-    return std::nullopt;
-  std::string why;
-  llvm::raw_string_ostream os(why);
-  os << "cannot view '" << name << "' '" << type << "' as ";
-  if (rows)
-    os << "[rows, N]: its leading dims are not contiguous; pass a rank-2 "
-          "buffer";
-  else
-    os << "[rows]: it is not contiguous";
-  return why;
-}
-
-/// Why norm-split cannot lower `op`, or nothing: it lowers the buffer form,
-/// with every buffer viewable as [rows, N] (activations) or [rows]
-/// (statistics).
-template <typename OpT> std::optional<std::string> whyNotSplittable(OpT op) {
-  if (!op.isBufferForm())
-    return std::string("norm-split lowers the buffer form; bufferize first "
-                       "(one-shot-bufferize, or the norm-lower-to-loops "
-                       "pipeline)");
-  // (name, buffer or null when absent, viewed as [rows, N]), in the order
-  // the lowering takes the views.
-  SmallVector<std::tuple<StringRef, Value, bool>> views;
-  if constexpr (isGrad<OpT>()) {
-    views = {{op.getX() ? "x" : "xhat", op.getInput(), true},
-             {"dy", op.getDy(), true},
-             {"dx", op.getDxOut(), true},
-             {"rstd", op.getRstd(), false},
-             {"dresidual", op.getDresidual(), true}};
-    if constexpr (isLayerNorm<OpT>())
-      views.push_back({"mean", op.getMean(), false});
-  } else {
-    views = {{"x", op.getX(), true},
-             {"y", op.getYOut(), true},
-             {"rstd", op.getRstdOut(), false}};
-    if constexpr (isLayerNorm<OpT>())
-      views.push_back({"mean", op.getMeanOut(), false});
-    views.push_back({"xhat", op.getXhatOut(), true});
-  }
-  for (auto [name, v, rows] : views)
-    if (v)
-      if (std::optional<std::string> why = whyNoView(name, v, rows))
-        return why;
-  return std::nullopt;
-}
-
-/// The storage (element) type of a buffer-form op: its activation's.
-FloatType storageType(Value activation) {
-  return cast<FloatType>(
-      cast<MemRefType>(activation.getType()).getElementType());
-}
 
 /// A [rows, N] scratch buffer of the storage type, tagged recomputable.
 Value allocRecomputable(Emitter &e, OpFoldResult m, OpFoldResult n) {
@@ -173,10 +63,6 @@ struct Programs {
     });
   }
 };
-
-//===----------------------------------------------------------------------===//
-// Backward
-//===----------------------------------------------------------------------===//
 
 /// How the partial rows of one strategy are addressed and updated.
 struct PartialScheme {
@@ -238,14 +124,14 @@ struct PartialScheme {
   }
 };
 
-/// Lowers a grad op that whyNotSplittable accepts, at the builder's place,
+/// Lowers a grad op that whyNotLowerable accepts, at the builder's place,
 /// tagging its nests with `id`; the op itself stays (the caller erases it).
 template <typename OpT>
 void lowerGrad(OpT op, const SplitOptions &options, int64_t id,
                ImplicitLocOpBuilder &b) {
   constexpr bool kLayer = isLayerNorm<OpT>();
-  FloatType acc = op.getAccumulationElementType();
-  Emitter e(b, storageType(op.getInput()), acc);
+  Emitter e = emitterFor(op, b);
+  FloatType acc = e.acc;
 
   Value in = asRows(b, op.getInput());
   Value dy = asRows(b, op.getDy());
@@ -438,121 +324,21 @@ void lowerGrad(OpT op, const SplitOptions &options, int64_t id,
     memref::DeallocOp::create(b, v);
 }
 
-//===----------------------------------------------------------------------===//
-// Forward
-//===----------------------------------------------------------------------===//
+/// Lowers one grad op kind.
+template <typename OpT> struct SplitPattern : public OpConversionPattern<OpT> {
+  SplitPattern(MLIRContext *context, const SplitOptions &options)
+      : OpConversionPattern<OpT>(context), options(options) {}
 
-/// Lowers a forward op that whyNotSplittable accepts, as lowerGrad does.
-template <typename OpT>
-void lowerForward(OpT op, int64_t id, ImplicitLocOpBuilder &b) {
-  constexpr bool kLayer = isLayerNorm<OpT>();
-  FloatType acc = op.getAccumulationElementType();
-  Emitter e(b, storageType(op.getX()), acc);
-
-  Value x = asRows(b, op.getX());
-  Value y = asRows(b, op.getYOut());
-  Value rstdOut = asFlat(b, op.getRstdOut());
-  Value meanOut, xhatOut, bias;
-  if constexpr (kLayer) {
-    meanOut = asFlat(b, op.getMeanOut());
-    bias = op.getBias();
-  }
-  if (op.getXhatOut())
-    xhatOut = asRows(b, op.getXhatOut());
-  Value weight = op.getWeight();
-
-  Value m = getValueOrCreateConstantIndexOp(
-      b, b.getLoc(), memref::getMixedSize(b, b.getLoc(), x, 0));
-  Value n = getValueOrCreateConstantIndexOp(
-      b, b.getLoc(), memref::getMixedSize(b, b.getLoc(), x, 1));
-  Value zero = e.index(0);
-
-  scf::ForOp nest = e.loop(zero, m, [&](Value r) {
-    // Inside the nest, so that norm-promote sees the exact f32 values.
-    Value nf = e.indexToStorage(n);
-    Value eps = e.storageConstant(op.getEps().convertToDouble());
-    Value z = e.storageConstant(0.0);
-    Value mu;
-    Value sq;
-    if (kLayer) {
-      scf::ForOp s = e.reduction(zero, n, {z}, [&](Value j, ValueRange c) {
-        return SmallVector<Value>{
-            arith::AddFOp::create(b, c[0], e.load(x, {r, j}))};
-      });
-      mu = arith::DivFOp::create(b, s.getResult(0), nf);
-    }
-    // Two-pass variance: sum((x - mean)^2), RMSNorm: sum(x^2).
-    scf::ForOp s = e.reduction(zero, n, {z}, [&](Value j, ValueRange c) {
-      Value v = e.load(x, {r, j});
-      if (mu)
-        v = arith::SubFOp::create(b, v, mu);
-      return SmallVector<Value>{
-          arith::AddFOp::create(b, c[0], arith::MulFOp::create(b, v, v))};
-    });
-    sq = arith::DivFOp::create(b, s.getResult(0), nf);
-    Value rs = math::RsqrtOp::create(b, arith::AddFOp::create(b, sq, eps));
-    Type f32 = b.getF32Type();
-    if (meanOut)
-      e.store(e.convert(mu, f32), meanOut, {r});
-    e.store(e.convert(rs, f32), rstdOut, {r});
-    e.loop(zero, n, [&](Value j) {
-      Value v = e.load(x, {r, j});
-      if (mu)
-        v = arith::SubFOp::create(b, v, mu);
-      Value h = arith::MulFOp::create(b, v, rs);
-      if (xhatOut)
-        e.store(
-            e.convert(h, cast<MemRefType>(xhatOut.getType()).getElementType()),
-            xhatOut, {r, j});
-      Value out = h;
-      if (weight) {
-        Value w = e.convert(e.load(weight, {j}), e.storage);
-        if (op.getZeroCenteredWeight())
-          w = arith::AddFOp::create(b, w, e.storageConstant(1.0));
-        out = arith::MulFOp::create(b, out, w);
-      }
-      if (bias)
-        out = arith::AddFOp::create(b, out,
-                                    e.convert(e.load(bias, {j}), e.storage));
-      e.store(out, y, {r, j});
-    });
-  });
-  setStage(nest, Stage::Forward, id, acc);
-}
-
-/// Lowers one op kind; `nextId` numbers the lowered ops in the order the
-/// conversion visits them (program order), shared by the patterns of one
-/// populateNormSplitPatterns call.
-template <typename OpT>
-struct SplitOpPattern : public OpConversionPattern<OpT> {
-  SplitOpPattern(MLIRContext *context, const SplitOptions &options,
-                 std::shared_ptr<int64_t> nextId)
-      : OpConversionPattern<OpT>(context), options(options),
-        nextId(std::move(nextId)) {}
-
-  // Buffer-form ops have no results, so no operand is ever remapped: the
-  // op's own accessors read the same values as the adaptor's.
   LogicalResult
   matchAndRewrite(OpT op, typename OpT::Adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    if (std::optional<std::string> why = whyNotSplittable(op))
-      return rewriter.notifyMatchFailure(op, *why);
-    // A copy of the rewriter's builder keeps its listener: the conversion
-    // sees every op the lowering creates.
-    ImplicitLocOpBuilder b(op.getLoc(), static_cast<OpBuilder &>(rewriter));
-    b.setInsertionPoint(op);
-    int64_t id = (*nextId)++;
-    if constexpr (isGrad<OpT>())
+    return lowerToNests(op, rewriter, [&](int64_t id, ImplicitLocOpBuilder &b) {
       lowerGrad(op, options, id, b);
-    else
-      lowerForward(op, id, b);
-    rewriter.eraseOp(op);
-    return success();
+    });
   }
 
 private:
   SplitOptions options;
-  std::shared_ptr<int64_t> nextId;
 };
 
 struct SplitPass : public norm::impl::NormSplitBase<SplitPass> {
@@ -564,40 +350,11 @@ struct SplitPass : public norm::impl::NormSplitBase<SplitPass> {
           << "norm-split: groups must be >= 0, got " << groups;
       return signalPassFailure();
     }
-
-    // What the patterns would only report as a match failure (and the
-    // conversion as "failed to legalize") is an error on the op here.
-    bool unsplittable = false;
-    getOperation().walk([&](Operation *op) {
-      std::optional<std::string> why =
-          TypeSwitch<Operation *, std::optional<std::string>>(op)
-              .Case<LayerNormGradOp, RMSNormGradOp>([&](auto grad) {
-                ++numGradOps;
-                return whyNotSplittable(grad);
-              })
-              .Case<LayerNormOp, RMSNormOp>([&](auto fwd) {
-                ++numForwardOps;
-                return whyNotSplittable(fwd);
-              })
-              .Default([](Operation *) { return std::nullopt; });
-      if (why) {
-        op->emitOpError() << *why;
-        unsplittable = true;
-      }
-    });
-    if (unsplittable)
-      return signalPassFailure();
-
     RewritePatternSet patterns(&getContext());
     populateNormSplitPatterns(
         patterns, SplitOptions{groups, toReductionStrategy(strategy)});
-    // The post-condition, by construction: no norm op is left, or the
-    // conversion fails naming the op it could not lower.
-    ConversionTarget target(getContext());
-    target.addIllegalDialect<NormDialect>();
-    target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
-    if (failed(applyPartialConversion(getOperation(), target,
-                                      std::move(patterns))))
+    if (failed(lowerAllToNests<LayerNormGradOp, RMSNormGradOp>(
+            getOperation(), std::move(patterns), numGradOps)))
       signalPassFailure();
   }
 };
@@ -606,10 +363,8 @@ struct SplitPass : public norm::impl::NormSplitBase<SplitPass> {
 
 void mlir::norm::populateNormSplitPatterns(RewritePatternSet &patterns,
                                            const SplitOptions &options) {
-  auto nextId = std::make_shared<int64_t>(0);
-  patterns.add<SplitOpPattern<LayerNormGradOp>, SplitOpPattern<RMSNormGradOp>,
-               SplitOpPattern<LayerNormOp>, SplitOpPattern<RMSNormOp>>(
-      patterns.getContext(), options, nextId);
+  patterns.add<SplitPattern<LayerNormGradOp>, SplitPattern<RMSNormGradOp>>(
+      patterns.getContext(), options);
 }
 
 std::optional<ReductionStrategy>

@@ -39,8 +39,8 @@ def Norm_Dialect : Dialect {
   let useDefaultAttributePrinterParser = 1;
 
   // The contract between the lowering stages (docs/Lowering.md): what
-  // norm-split and norm-fuse-partials put on the loops and buffers they
-  // create, and what the later passes and the GPU mapping read. Typed
+  // norm-split, norm-lower-forward and norm-cache-rows put on the loops and
+  // buffers they create, and what the later passes and the GPU mapping read. Typed
   // accessors are in norm/Dialect/Norm/IR/StageContract.h; the dialect
   // verifies each attribute's type wherever it appears.
   let discardableAttrs = (ins
@@ -103,19 +103,22 @@ def Norm_Stage : I32EnumAttr<"Stage",
 }
 
 def Norm_StageAttr : EnumAttr<Norm_Dialect, Norm_Stage, "stage"> {
-  let summary = "the stage of a loop nest created by norm-split";
+  let summary = "the stage of a loop nest created by norm-split or "
+                "norm-lower-forward";
   let description = [{
-    Put on the outermost `scf.for` of every nest norm-split creates, as the
-    discardable attribute `norm.stage`:
+    Put on the outermost `scf.for` of every nest norm-split (grad ops) and
+    norm-lower-forward (forward ops) create, as the discardable attribute
+    `norm.stage`:
 
-    * `xhat`, `g`: a materialised intermediate (norm-recompute removes it);
+    * `xhat`, `g`: a materialised intermediate (norm-recompute-loops
+      removes it);
     * `zero`: clears the partial rows (and locks) of the dweight/dbias
       workspace;
     * `partials`: adds each row's `dy * xhat` / `dy` into a partial row
       (norm-fuse-partials moves it into the `dx` nest);
     * `reduce`: the fixed-order sum of the partial rows into dweight/dbias;
     * `dx`: the per-row input gradient (programs of contiguous rows);
-    * `forward`: a forward op's row loop.
+    * `forward`: a forward op's row loop (norm-lower-forward).
   }];
   let assemblyFormat = "`<` $value `>`";
 }

@@ -2,8 +2,9 @@
 //
 // Part of mlir-norm.
 //
-// norm-split tags the loop nests and buffers it creates; the later passes
-// (norm-recompute, norm-promote, norm-fuse-partials) and the GPU mapping
+// norm-split (grad ops) and norm-lower-forward (forward ops) tag the loop
+// nests and buffers they create; the later passes (norm-recompute-loops,
+// norm-promote, norm-fuse-partials, norm-cache-rows) and the GPU mapping
 // find their work by these tags and never by guessing at loop shapes. The
 // tags are discardable attributes registered by the norm dialect (so the
 // verifier checks their types) and read and written only through the typed
@@ -19,7 +20,7 @@
 //   norm.recomputable                   memref.alloc: every element may be
 //                                       recomputed from its producer nest
 //   norm.row_cache                      memref.alloc: a row cache each
-//                                       program owns (norm-fuse-partials)
+//                                       program owns (norm-cache-rows)
 //   norm.kernels = [...]                host func.func: the kernels the GPU
 //                                       mapping launched, in order
 //

@@ -15,9 +15,9 @@
 include "mlir/Pass/PassBase.td"
 
 def NormSplit : Pass<"norm-split", "::mlir::func::FuncOp"> {
-  let summary = "Lower buffer-form norm ops, forward and grad, to tagged "
-                "loop nests (grads: a per-row dx nest and a grouped "
-                "dweight/dbias reduction)";
+  let summary = "Lower buffer-form grad ops to tagged loop nests: a "
+                "per-row dx nest split from a grouped dweight/dbias "
+                "reduction";
   let description = [{
     Rewrites each buffer-form `norm.layer_norm_grad` / `norm.rms_norm_grad`
     into, in this order:
@@ -43,8 +43,7 @@ def NormSplit : Pass<"norm-split", "::mlir::func::FuncOp"> {
     pass's `groups` option, else from (M, N) alone (never the device):
     `G = max(1, min(clamp(2^21 / N, 128, 512), ceil(M / 8)))`.
 
-    Forward ops become one row loop nest (`#norm.stage<forward>`): the row
-    sums, the statistics, then y (and xhat if requested).
+    Forward ops are left alone (norm-lower-forward lowers them).
 
     Before:
 
@@ -68,17 +67,18 @@ def NormSplit : Pass<"norm-split", "::mlir::func::FuncOp"> {
     ```
 
     One conversion pattern per op kind (`populateNormSplitPatterns` in
-    `Transforms.h`), applied with the norm dialect illegal. An op in value
+    `Transforms.h`), applied with the two grad ops illegal. An op in value
     form, or with a buffer that has no [rows, N] / [rows] view, is an error
-    on that op.
+    on that op. Each lowered op's nests get a `norm.id` one past the largest
+    already in the function (unique per function, whichever of this pass and
+    norm-lower-forward ran first).
 
     Post-condition (by construction: the conversion fails otherwise): no
-    norm op remains in the function; every nest it created carries
+    grad op remains in the function; every nest it created carries
     `norm.stage`, `norm.id` and `norm.accumulate`; every partial workspace
     is of the accumulation type and shape [G, N].
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect",
-                           "::mlir::math::MathDialect",
                            "::mlir::memref::MemRefDialect",
                            "::mlir::scf::SCFDialect"];
   let options = [
@@ -91,7 +91,75 @@ def NormSplit : Pass<"norm-split", "::mlir::func::FuncOp"> {
            [{::mlir::norm::strategyOverrideValues()}]>
   ];
   let statistics = [
-    Statistic<"numGradOps", "grad-ops", "Backward ops lowered">,
+    Statistic<"numGradOps", "grad-ops", "Backward ops lowered">
+  ];
+}
+
+def NormLowerForward : Pass<"norm-lower-forward", "::mlir::func::FuncOp"> {
+  let summary = "Lower buffer-form forward ops to one tagged row loop nest "
+                "each";
+  let description = [{
+    Rewrites each buffer-form `norm.layer_norm` / `norm.rms_norm` into one
+    loop over the rows, tagged `#norm.stage<forward>`. Per row: the sum of
+    x and the mean (LayerNorm), the two-pass variance `sum((x - mean)^2) / N`
+    (RMSNorm: `sum(x^2) / N`), `rstd = rsqrt(var + eps)`, the stores of mean
+    and rstd, then a column loop storing `xhat = (x - mean) * rstd` (when
+    requested) and `y = xhat * w + b` (`w + 1` when zero-centred; weight and
+    bias when present).
+
+    Like norm-split's, the form is faithful: arithmetic in the storage type,
+    `N` and `eps` as accumulation-type constants truncated to it, so that
+    `norm-promote` moves it to f32 exactly; `norm-cache-rows` later makes
+    it read x once per row. Grad ops are left alone (norm-split lowers
+    them).
+
+    Before:
+
+    ```mlir
+    norm.rms_norm x(%x : memref<?x?xf32>) weight(%w : memref<?xf32>)
+        outs y(%y : memref<?x?xf32>) rstd(%rstd : memref<?xf32>)
+    ```
+
+    After (the constants `%nf` = N and `%eps` are made inside the row loop):
+
+    ```mlir
+    scf.for %r = %c0 to %m step %c1 {
+      %sq = scf.for %j = %c0 to %n step %c1 iter_args(%s = %zero) -> (f32) {
+        %v = memref.load %x[%r, %j] : memref<?x?xf32>
+        %vv = arith.mulf %v, %v : f32
+        %t = arith.addf %s, %vv : f32
+        scf.yield %t : f32
+      }
+      %var = arith.divf %sq, %nf : f32
+      %ve = arith.addf %var, %eps : f32
+      %rs = math.rsqrt %ve : f32
+      memref.store %rs, %rstd[%r] : memref<?xf32>
+      scf.for %j = %c0 to %n step %c1 {
+        %v = memref.load %x[%r, %j] : memref<?x?xf32>
+        %h = arith.mulf %v, %rs : f32
+        %wj = memref.load %w[%j] : memref<?xf32>
+        %o = arith.mulf %h, %wj : f32
+        memref.store %o, %y[%r, %j] : memref<?x?xf32>
+      }
+    } {norm.accumulate = f32, norm.id = 0 : i64,
+       norm.stage = #norm.stage<forward>}
+    ```
+
+    One conversion pattern per op kind (`populateNormLowerForwardPatterns`
+    in `Transforms.h`), applied with the two forward ops illegal. An op in
+    value form, or with a buffer that has no [rows, N] / [rows] view, is an
+    error on that op. Each nest's `norm.id` is one past the largest already
+    in the function, as in norm-split.
+
+    Post-condition (by construction: the conversion fails otherwise): no
+    forward op remains in the function; every nest it created carries
+    `norm.stage`, `norm.id` and `norm.accumulate`.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::scf::SCFDialect"];
+  let statistics = [
     Statistic<"numForwardOps", "forward-ops", "Forward ops lowered">
   ];
 }
@@ -297,8 +365,9 @@ def NormCheckStage : Pass<"norm-check-stage", "::mlir::func::FuncOp"> {
     * `bufferized`: no norm op in value form and no tensor value, except
       at the function boundary (arguments, `func.return`, `func.call`) and
       in the `bufferization.to_buffer` / `to_tensor` casts that leaves;
-    * `split`: no norm op; every tagged nest is an `scf.for` carrying
-      `norm.stage`, `norm.id` and `norm.accumulate`, not inside another;
+    * `split` (after norm-split and norm-lower-forward): no norm op; every
+      tagged nest is an `scf.for` carrying `norm.stage`, `norm.id` and
+      `norm.accumulate`, not inside another;
     * `recomputed`: no `norm.recomputable` buffer and no [M, N]
       intermediate (a rank-2 `memref.alloc` only the tagged nests use
       that is not a partial workspace, filled by a `zero` nest);
@@ -327,7 +396,7 @@ def NormCheckStage : Pass<"norm-check-stage", "::mlir::func::FuncOp"> {
              clEnumValN(::mlir::norm::CheckedStage::Bufferized, "bufferized",
                         "after one-shot-bufferize"),
              clEnumValN(::mlir::norm::CheckedStage::Split, "split",
-                        "after norm-split"),
+                        "after norm-split and norm-lower-forward"),
              clEnumValN(::mlir::norm::CheckedStage::Recomputed, "recomputed",
                         "after norm-recompute-loops"),
              clEnumValN(::mlir::norm::CheckedStage::Promoted, "promoted",

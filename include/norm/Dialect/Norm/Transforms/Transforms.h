@@ -33,16 +33,22 @@ struct SplitOptions {
   std::optional<ReductionStrategy> strategy;
 };
 
-/// Buffer form: each norm op (forward or grad) becomes its tagged loop
-/// nests (docs/Lowering.md), one OpConversionPattern per op kind, for a
-/// conversion with the norm dialect illegal. The lowered ops are numbered
-/// (`norm.id`) in the order the conversion visits them, counting on across
-/// every application of this pattern set: populate a fresh set per function
-/// for ids from 0. An op in value form, or with a buffer that has no
-/// [rows, N] / [rows] view, does not match (the reason is the match
-/// failure's).
+/// Buffer form: each grad op (norm.layer_norm_grad, norm.rms_norm_grad)
+/// becomes its tagged loop nests (docs/Lowering.md): materialised xhat and
+/// g, the grouped dweight/dbias reduction, the per-row dx nest. One
+/// OpConversionPattern per op kind, for a conversion with those ops illegal.
+/// Each lowered op is numbered (`norm.id`) one past the largest id already
+/// in its function, so ids stay unique whatever ran before. An op in value
+/// form, or with a buffer that has no [rows, N] / [rows] view, does not
+/// match (the reason is the match failure's).
 void populateNormSplitPatterns(RewritePatternSet &patterns,
                                const SplitOptions &options);
+
+/// Buffer form: each forward op (norm.layer_norm, norm.rms_norm) becomes one
+/// row loop nest tagged `#norm.stage<forward>`. Patterns, numbering and
+/// match failures as populateNormSplitPatterns', for a conversion with the
+/// forward ops illegal.
+void populateNormLowerForwardPatterns(RewritePatternSet &patterns);
 
 } // namespace norm
 } // namespace mlir
