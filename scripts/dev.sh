@@ -60,7 +60,7 @@ build() {
 
 run_example() {
   local opt=$BUILD_DIR/bin/norm-opt
-  log "examples/rms_norm_grad.mlir: norm-lower-to-loops (bufferize, split, recompute, promote, fuse, cache rows)"
+  log "examples/rms_norm_grad.mlir: norm-lower-to-loops (bufferize, split, lower-forward, recompute, promote, fuse, cache rows)"
   "$opt" examples/rms_norm_grad.mlir --norm-lower-to-loops
   log "examples/layer_norm_grad.mlir: norm-to-gpu-binary, the PTX (sm_90)"
   "$opt" examples/layer_norm_grad.mlir --norm-to-gpu-binary="chip=sm_90" |

@@ -49,7 +49,8 @@ GPU_PIPELINE = "--norm-to-gpu-binary=chip=sm_90"
 LOOPS_PIPELINE = "--norm-lower-to-loops"
 CHAIN_PASSES = [
     "--one-shot-bufferize=bufferize-function-boundaries",
-    "--norm-recompute-graph", "--norm-split", "--norm-recompute-loops",
+    "--norm-recompute-graph", "--norm-split", "--norm-lower-forward",
+    "--norm-recompute-loops",
     "--norm-promote", "--norm-fuse-partials", "--norm-cache-rows",
     "--norm-check-stage=stage=fused", "--norm-map-to-gpu",
     "--gpu-kernel-outlining",

@@ -347,7 +347,8 @@ struct SplitPass : public norm::impl::NormSplitBase<SplitPass> {
   void runOnOperation() override {
     if (groups < 0) {
       getOperation().emitError()
-          << "norm-split: groups must be >= 0, got " << groups;
+          << "norm-split: groups must be >= 0, got "
+          << static_cast<int64_t>(groups);
       return signalPassFailure();
     }
     RewritePatternSet patterns(&getContext());
