@@ -215,12 +215,6 @@ void addBufferEffects(
   }
 }
 
-template <typename OpT>
-constexpr bool isLayerNorm() {
-  return std::is_same_v<OpT, LayerNormOp> ||
-         std::is_same_v<OpT, LayerNormGradOp>;
-}
-
 //===----------------------------------------------------------------------===//
 // Forward
 //===----------------------------------------------------------------------===//

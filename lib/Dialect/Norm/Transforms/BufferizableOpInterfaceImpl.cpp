@@ -28,17 +28,11 @@ using namespace mlir::norm;
 
 namespace {
 
-template <typename OpTy>
-constexpr bool isGradOp() {
-  return std::is_same_v<OpTy, LayerNormGradOp> ||
-         std::is_same_v<OpTy, RMSNormGradOp>;
-}
-
 /// The activation every output's shape is derived from: `x` for a forward
 /// op, `x` or the stored `xhat` for a grad op.
 template <typename OpTy>
 Value getReferenceInput(OpTy op) {
-  if constexpr (isGradOp<OpTy>())
+  if constexpr (isGrad<OpTy>())
     return op.getInput();
   else
     return op.getX();
@@ -53,7 +47,7 @@ template <typename OpTy>
 int64_t getReferenceDim(int64_t rank, int64_t refRank, int64_t dim) {
   if (rank == refRank)
     return dim;
-  if constexpr (isGradOp<OpTy>())
+  if constexpr (isGrad<OpTy>())
     return refRank - 1;
   else
     return dim;

@@ -30,16 +30,6 @@
 
 namespace mlir::norm {
 
-template <typename OpT> constexpr bool isLayerNorm() {
-  return std::is_same_v<OpT, LayerNormOp> ||
-         std::is_same_v<OpT, LayerNormGradOp>;
-}
-
-template <typename OpT> constexpr bool isGrad() {
-  return std::is_same_v<OpT, LayerNormGradOp> ||
-         std::is_same_v<OpT, RMSNormGradOp>;
-}
-
 /// The pass that lowers `OpT`, for the messages that name it.
 template <typename OpT> constexpr StringLiteral loweringPassName() {
   return isGrad<OpT>() ? StringLiteral("norm-split")

@@ -17,4 +17,24 @@
 #define GET_OP_CLASSES
 #include "norm/Dialect/Norm/IR/NormOps.h.inc"
 
+#include <type_traits>
+
+namespace mlir::norm {
+
+/// norm.layer_norm or norm.layer_norm_grad (else an RMSNorm op).
+template <typename OpT>
+constexpr bool isLayerNorm() {
+  return std::is_same_v<OpT, LayerNormOp> ||
+         std::is_same_v<OpT, LayerNormGradOp>;
+}
+
+/// A backward op (else a forward one).
+template <typename OpT>
+constexpr bool isGrad() {
+  return std::is_same_v<OpT, LayerNormGradOp> ||
+         std::is_same_v<OpT, RMSNormGradOp>;
+}
+
+} // namespace mlir::norm
+
 #endif // NORM_DIALECT_NORM_IR_NORMOPS_H
