@@ -70,6 +70,14 @@ FailureOr<RowNest> norm::analyzeRowNest(scf::ForOp nest, bool forward,
   FailureOr<scf::ForOp> rows = checkRowNestShape(nest, forward);
   if (failed(rows))
     return failure();
+  // The row kernels' sums, partial rows and shared-memory scratch are f32
+  // (and sized so by the geometry); an f64 accumulation is for the CPU
+  // reference runs.
+  if (Type acc = getAccumulateType(nest); acc && !acc.isF32())
+    return nest.emitError()
+           << "norm-map-to-gpu: the GPU kernels accumulate in f32, this nest "
+              "in "
+           << acc << " (accumulation_type other than f32 is for CPU runs)";
   RowNest rn;
   rn.nest = nest;
   rn.forward = forward;

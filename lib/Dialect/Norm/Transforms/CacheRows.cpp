@@ -72,9 +72,14 @@ void dedupeLoads(Block &block) {
           first = ext;
         continue;
       }
-      if (ext->isBeforeInBlock(first)) {
+      // The one extension must dominate every use: right after the load
+      // when the two are in different blocks (a hoisted row statistic used
+      // by several column loops; isBeforeInBlock compares within one block
+      // only), else the earlier of the two.
+      if (ext->getBlock() != first->getBlock())
+        first->moveAfter(load);
+      else if (ext->isBeforeInBlock(first))
         first->moveBefore(ext);
-      }
       ext.replaceAllUsesWith(first.getResult());
       ext.erase();
     }
