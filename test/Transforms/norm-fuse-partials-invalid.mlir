@@ -36,3 +36,30 @@ func.func @no_dx_nest(%ws: memref<?x?xf32>, %n: index) {
   } {norm.stage = #norm.stage<partials>, norm.id = 0 : i64, norm.accumulate = f32}
   return
 }
+
+// -----
+
+// A dx nest inside a partials nest (issue 8 item 3: fusing the outer nest
+// erased the inner one while the pass still held it).
+func.func @nested_nests(%ws: memref<?x?xf32>, %n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %v = arith.constant 1.0 : f32
+  // expected-note @+1 {{the enclosing 'partials' nest}}
+  scf.for %p = %c0 to %n step %c1 {
+    scf.for %r = %c0 to %n step %c1 {
+      scf.for %j = %c0 to %n step %c1 {
+        memref.store %v, %ws[%p, %j] : memref<?x?xf32>
+      }
+    }
+    // expected-error @+1 {{norm-fuse-partials: a 'dx' nest inside another tagged nest; nests are never nested}}
+    scf.for %q = %c0 to %n step %c1 {
+      scf.for %r = %c0 to %n step %c1 {
+        scf.for %j = %c0 to %n step %c1 {
+          memref.store %v, %ws[%r, %j] : memref<?x?xf32>
+        }
+      }
+    } {norm.stage = #norm.stage<dx>, norm.id = 0 : i64, norm.accumulate = f32}
+  } {norm.stage = #norm.stage<partials>, norm.id = 0 : i64, norm.accumulate = f32}
+  return
+}

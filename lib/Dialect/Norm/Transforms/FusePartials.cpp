@@ -140,12 +140,28 @@ struct FusePartialsPass
     using norm::Stage;
     // Nests by op id (an ordered map: any int64_t is a valid id).
     std::map<int64_t, DenseMap<Stage, scf::ForOp>> byId;
-    getOperation().walk([&](scf::ForOp loop) {
+    // A nest inside another one is no input norm-split makes; fusing the
+    // outer would erase the inner while it is still referenced.
+    WalkResult nested = getOperation().walk([&](scf::ForOp loop) {
       std::optional<Stage> stage = norm::getStage(loop);
       std::optional<int64_t> id = norm::getNestId(loop);
-      if (stage && id)
-        byId[*id][*stage] = loop;
+      if (!stage || !id)
+        return WalkResult::advance();
+      if (Operation *outer = norm::getEnclosingNest(loop->getParentOp())) {
+        InFlightDiagnostic diag =
+            loop.emitError()
+            << "norm-fuse-partials: a '" << norm::stringifyStage(*stage)
+            << "' nest inside another tagged nest; nests are never nested";
+        diag.attachNote(outer->getLoc())
+            << "the enclosing '"
+            << norm::stringifyStage(*norm::getStage(outer)) << "' nest";
+        return WalkResult::interrupt();
+      }
+      byId[*id][*stage] = loop;
+      return WalkResult::advance();
     });
+    if (nested.wasInterrupted())
+      return signalPassFailure();
 
     for (auto &[id, nests] : byId) {
       scf::ForOp partials = nests.lookup(Stage::Partials);
