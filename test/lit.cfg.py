@@ -56,5 +56,8 @@ llvm_config.add_tool_substitutions(tools, tool_dirs)
 if os.path.exists(os.path.join(config.cuda_toolkit, "nvvm", "libdevice",
                                "libdevice.10.bc")):
     config.available_features.add("cuda-toolkit")
+import shutil
+if shutil.which("clang++") or shutil.which("clang++-14"):
+    config.available_features.add("clang")
 if os.path.exists(os.path.join(config.cuda_toolkit, "bin", "ptxas")):
     config.available_features.add("ptxas")

@@ -382,8 +382,9 @@ SmallVector<Value> RowKernel::crossLaneReduce(ValueRange partials) {
   Value laneInWarp = arith::RemUIOp::create(b, loc, tid, c(g.warp));
   Value leader =
       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, laneInWarp, c(0));
-  for (auto [i, v] : llvm::enumerate(vals)) {
-    Value scratch = crossWarpScratch[i];
+  for (auto [i, sum] : llvm::enumerate(vals)) {
+    // Lambdas do not capture structured bindings before C++20 (clang).
+    Value v = sum, scratch = crossWarpScratch[i];
     scf::IfOp::create(b, loc, leader, [&](OpBuilder &ib, Location) {
       memref::StoreOp::create(ib, loc, v, scratch, ValueRange{warp});
       scf::YieldOp::create(ib, loc);

@@ -176,7 +176,9 @@ void RegisterRowKernel::writePartialRows() {
   Value p = base.lookup(nest.programIV);
   if (partialsInShared())
     gpu::BarrierOp::create(b, loc);
-  for (auto [ws, acc] : partialArrays) {
+  for (auto [ws, accumulator] : partialArrays) {
+    // Lambdas do not capture structured bindings before C++20 (clang).
+    Value acc = accumulator;
     Value wsK = base.lookupOrDefault(ws);
     int64_t numChunks = llvm::divideCeil(n, g.vec);
     if (partialsInShared()) {

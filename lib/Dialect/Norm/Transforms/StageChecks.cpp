@@ -179,7 +179,10 @@ LogicalResult norm::checkRowsReadOnce(Operation *root, StringRef who) {
     std::optional<std::pair<Block *, Value>> row = getRowBody(nest);
     if (!row)
       return WalkResult::advance();
-    auto [body, r] = *row;
+    // Named values, not structured bindings: the lambdas below capture r
+    // (clang rejects capturing a binding before C++20).
+    Block *body = row->first;
+    Value r = row->second;
     // Buffers whose row an earlier column loop loaded.
     DenseSet<Value> read;
     for (auto col : body->getOps<scf::ForOp>()) {
