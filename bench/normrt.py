@@ -165,17 +165,50 @@ class Module:
         return rc, (self.rt.last_error() if rc else "")
 
     def dry_run(self, tensors, workspace_ptr=0, workspace_size=0):
-        """normrt_dry_run: (rc, plan text or error message)."""
+        """normrt_dry_run: (rc, plan text or error message). The whole plan,
+        however long: raises DryRunTruncated rather than return part of
+        it."""
         arr = (NormrtTensor * max(1, len(tensors)))(*tensors)
-        n = ctypes.c_size_t()
-        buf = ctypes.create_string_buffer(1 << 16)
-        rc = self.rt.lib.normrt_dry_run(self.handle, arr, len(tensors),
-                                        workspace_ptr or None,
-                                        workspace_size, buf, len(buf),
-                                        ctypes.byref(n))
+
+        def call(buf, capacity, length):
+            return self.rt.lib.normrt_dry_run(self.handle, arr, len(tensors),
+                                              workspace_ptr or None,
+                                              workspace_size, buf, capacity,
+                                              length)
+        rc, text = read_plan_text(call)
         if rc:
             return rc, self.rt.last_error()
-        return 0, buf.value.decode("utf-8", "replace")
+        return 0, text
+
+
+class DryRunTruncated(RuntimeError):
+    """normrt_dry_run's text did not fit the buffer even after growing it."""
+
+
+def read_plan_text(call, capacity=1 << 16):
+    """Runs call(buffer, capacity, byref(length)) -- normrt_dry_run with its
+    other arguments bound -- and returns (rc, text). The C API reports the
+    full length however small the buffer, so a buffer too small for it is
+    grown to fit and the call repeated; a text still cut short (or a length
+    the call did not report) raises DryRunTruncated instead of returning
+    part of the plan."""
+    for _ in range(2):
+        n = ctypes.c_size_t(0)
+        buf = ctypes.create_string_buffer(capacity)
+        rc = call(buf, capacity, ctypes.byref(n))
+        if rc:
+            return rc, None
+        if n.value < capacity:
+            text = buf.raw[:n.value]
+            if len(buf.value) != n.value:
+                raise DryRunTruncated(
+                    "normrt_dry_run: %d bytes in a %d-byte buffer, but it "
+                    "reports a %d-byte plan" % (len(buf.value), capacity,
+                                                n.value))
+            return 0, text.decode("utf-8", "replace")
+        capacity = n.value + 1
+    raise DryRunTruncated("normrt_dry_run: the plan (%d bytes) does not fit "
+                          "a %d-byte buffer" % (n.value, capacity))
 
 
 def load_config(rt, gpu_dir, entry, image="auto"):

@@ -68,6 +68,13 @@ enum {
 /// in the image, its block size against its register-limited maximum and,
 /// where the driver can tell (CUDA 12.4+), its parameter count against the
 /// manifest.
+///
+/// The manifest's consistency, checked once here (NORMRT_ERROR_MANIFEST,
+/// "manifest: <entry>: ..."): 'weight', 'bias', 'dweight' and 'dbias' have
+/// shape [N]; the kernel list is not empty; no kernel takes one argument
+/// twice; a "dx" kernel takes every row argument (rank 2, a leading "?",
+/// 'mean', 'rstd'), a "forward" kernel every argument; and every argument
+/// is a parameter of some kernel.
 NORMRT_API int normrt_module_load(const void *image, size_t image_size,
                                   const char *manifest_json,
                                   NormrtModule **module);
@@ -79,8 +86,9 @@ NORMRT_API int normrt_module_load_files(const char *image_path,
 
 /// Reads and checks a manifest without loading kernels or the driver: the
 /// module answers every query and normrt_validate / normrt_dry_run, but
-/// normrt_launch fails on it (unless M = 0). For tests and for planning on
-/// machines without a GPU.
+/// normrt_launch fails on it unless the launch has nothing to do (M = 0 and
+/// no dweight / dbias to clear: it has no driver to clear them with). For
+/// tests and for planning on machines without a GPU.
 NORMRT_API int normrt_module_load_manifest_only(const char *manifest_json,
                                                 NormrtModule **module);
 
@@ -105,15 +113,32 @@ NORMRT_API int normrt_workspace_bytes(const NormrtModule *module, int64_t rows,
 /// none; it must be 16-byte aligned and at least normrt_workspace_bytes.
 ///
 /// Tensors bind to arguments by name, in any order; a tensor whose name is
-/// NULL binds to the argument at its own index. M is the row count of 'x'
-/// (else of the first row argument); every other M extent must equal it.
-/// Row strides must be at least N when a view has more than one row; views
-/// with no elements may have a NULL pointer. `dx` may be the `dy` buffer.
+/// NULL binds to the argument at its own index. Every extent the manifest
+/// gives must match the tensor's. M is the row count of 'x' (else of the
+/// first row argument); the leading extent of every row argument (rank 2,
+/// a leading "?" in the manifest, 'mean', 'rstd') must equal it, even where
+/// the manifest writes a number. Row strides must be at least N when a view
+/// has more than one row; views with no elements may have a NULL pointer.
+///
+/// Aliasing: a view spans the bytes from its first element to one past its
+/// last (a strided view includes the gaps between its rows). No output may
+/// overlap an input or another output, except that `dx` may be `dy` itself:
+/// the same pointer, dtype, shape and strides (the stride of a single row
+/// is not compared); an output that only partly overlaps is refused too.
+/// The workspace bytes the launch uses (normrt_workspace_bytes from
+/// `workspace`) may overlap no argument (NORMRT_ERROR_WORKSPACE). Inputs
+/// may overlap each other. The message names both, e.g. "'dx' overlaps 'x'
+/// (bytes [0x..., 0x...) and [0x..., 0x...)): an output may overlap no
+/// other argument (only dx may be dy itself)".
 ///
 /// The kernels clear the workspaces they accumulate into themselves; a
 /// workspace the manifest gives no "zero" kernel for is cleared with
-/// cuMemsetD8Async on `stream` first. With M = 0 no kernel is launched; the
-/// vector outputs (dweight, dbias: sums over zero rows) are set to zero.
+/// cuMemsetD8Async on `stream` first. With M = 0 (tensors still checked,
+/// overlaps included) no kernel is launched and no workspace is used (it
+/// may be NULL); the outputs that do not follow M (dweight, dbias: sums
+/// over zero rows) are set to zero with cuMemsetD8Async, the row outputs
+/// have no elements. normrt_dry_run shows that plan: "m 0 ..." and one
+/// "clear" line per such output, no "launch" line.
 ///
 /// The launch runs in the module's context: if it is not current on the
 /// calling thread, it is made current for the call and the previous one
@@ -134,7 +159,9 @@ NORMRT_API int normrt_validate(const NormrtModule *module,
 /// normrt_validate, and on success writes the launches normrt_launch would
 /// make, as text, into `buffer` (NUL-terminated, truncated to `capacity`
 /// bytes; `buffer` may be NULL when `capacity` is 0). `*length` (if not
-/// NULL) receives the full text length without the NUL. One line per step:
+/// NULL) receives the full text length without the NUL, however small the
+/// buffer: the text was truncated if `*length >= capacity`; call again with
+/// `*length + 1` bytes. One line per step:
 ///   m <M> groups <G> workspace <bytes>
 ///   slice <k> offset <bytes> bytes <bytes>
 ///   clear <address> <bytes>

@@ -44,6 +44,26 @@ int32_t Manifest::findArgument(std::string_view name) const {
 
 namespace {
 
+/// The per-column vectors, whose extent is N.
+bool isVectorName(std::string_view name) {
+  return name == "weight" || name == "bias" || name == "dweight" ||
+         name == "dbias";
+}
+
+/// The per-row statistics, rank 1 with extent M.
+bool isRowStatisticName(std::string_view name) {
+  return name == "mean" || name == "rstd";
+}
+
+/// "[?, 4096]".
+std::string formatShape(const std::vector<int64_t> &shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? ", " : "") + (shape[i] == kRowsExtent ? std::string("?")
+                                                    : std::to_string(shape[i]));
+  return s + "]";
+}
+
 /// Reads one manifest; every check failure records the first error with the
 /// path of the entry it is about.
 class ManifestReader {
@@ -86,6 +106,10 @@ private:
   bool readKernel(const JsonValue &v, size_t index);
   bool readParam(const JsonValue &v, const std::string &where,
                  KernelParam &out);
+  /// The kernels' parameter lists against the arguments: none taken twice
+  /// by one kernel, a `dx` kernel takes every row argument, a `forward`
+  /// kernel every argument, and every argument some kernel.
+  bool checkKernelParams();
 
   Manifest &m;
 };
@@ -366,6 +390,45 @@ bool ManifestReader::readKernel(const JsonValue &v, size_t index) {
   return true;
 }
 
+bool ManifestReader::checkKernelParams() {
+  std::vector<bool> taken(m.arguments.size(), false);
+  for (size_t k = 0; k < m.kernels.size(); ++k) {
+    const KernelSpec &spec = m.kernels[k];
+    std::string where =
+        "kernels[" + std::to_string(k) + "] ('" + spec.name + "')";
+    std::vector<int32_t> param(m.arguments.size(), -1);
+    for (size_t j = 0; j < spec.params.size(); ++j) {
+      const KernelParam &p = spec.params[j];
+      if (p.isWorkspace)
+        continue;
+      if (param[p.index] >= 0)
+        return fail(where, "params[" + std::to_string(param[p.index]) +
+                               "] and params[" + std::to_string(j) +
+                               "] both take argument " +
+                               std::to_string(p.index) + " ('" +
+                               m.arguments[p.index].name + "')");
+      param[p.index] = int32_t(j);
+      taken[p.index] = true;
+    }
+    if (spec.kind != KernelKind::Dx && spec.kind != KernelKind::Forward)
+      continue;
+    bool dx = spec.kind == KernelKind::Dx;
+    for (size_t i = 0; i < m.arguments.size(); ++i)
+      if (param[i] < 0 && (!dx || m.arguments[i].rows))
+        return fail(where, std::string("a '") + (dx ? "dx" : "forward") +
+                               "' kernel takes every " +
+                               (dx ? "row argument" : "argument") +
+                               ", but not argument " + std::to_string(i) +
+                               " ('" + m.arguments[i].name + "')");
+  }
+  for (size_t i = 0; i < m.arguments.size(); ++i)
+    if (!taken[i])
+      return fail("arguments[" + std::to_string(i) + "] ('" +
+                      m.arguments[i].name + "')",
+                  "no kernel takes it as a parameter");
+  return true;
+}
+
 bool ManifestReader::read(const JsonValue &root) {
   if (!root.isObject())
     return fail("", "the top level must be an object, got " + kindOf(root));
@@ -423,6 +486,20 @@ bool ManifestReader::read(const JsonValue &root) {
   if (m.rowsArgument < 0)
     return fail("", "no row argument (rank 2, or with a leading \"?\") to "
                     "take M from");
+  // Which arguments follow M and which N; the vectors' extent is checked
+  // here, once, the row arguments' leading extent at every launch.
+  for (size_t i = 0; i < m.arguments.size(); ++i) {
+    ArgumentSpec &a = m.arguments[i];
+    a.vector = isVectorName(a.name);
+    a.rows = !a.vector && (a.shape.size() == 2 || a.shape[0] == kRowsExtent ||
+                           isRowStatisticName(a.name));
+    if (a.vector && (a.shape.size() != 1 || a.shape[0] != m.n))
+      return fail("arguments[" + std::to_string(i) + "] ('" + a.name + "')",
+                  "a per-column vector must have shape [N] = [" +
+                      (m.n ? std::to_string(m.n) : std::string("?")) +
+                      "], got " + formatShape(a.shape) +
+                      (m.n ? "" : " (the manifest gives no N)"));
+  }
 
   const JsonValue *workspaces;
   if (!get(root, field::kWorkspaces, "", workspaces))
@@ -437,6 +514,11 @@ bool ManifestReader::read(const JsonValue &root) {
   for (size_t i = 0; i < kernels->getArray().size(); ++i)
     if (!readKernel(kernels->getArray()[i], i))
       return false;
+  if (m.kernels.empty())
+    return fail("", "\"kernels\" is empty; a function launches at least "
+                    "one kernel");
+  if (!checkKernelParams())
+    return false;
 
   // A workspace no `zero` kernel clears (the atomic strategy's single
   // partial row is zeroed on the host side of the compiled function, which

@@ -122,15 +122,14 @@ Status mlir::norm::runtime::planLaunch(const Manifest &manifest,
       s.failed())
     return s;
   if (plan.m == 0) {
-    // No rows: no kernel runs, but dweight / dbias are sums over zero rows,
-    // so the vector outputs are cleared (as PyTorch returns zeros).
+    // No rows: no kernel runs and no workspace is used, but dweight / dbias
+    // are sums over zero rows, so the outputs that do not follow M are
+    // cleared (as PyTorch returns zeros). Row outputs have no elements.
     for (size_t i = 0; i < manifest.arguments.size(); ++i) {
       const ArgumentSpec &a = manifest.arguments[i];
-      const NormrtTensor *t = bound[i];
-      if (!a.output || a.shape.size() != 1 || !t || !t->data)
-        continue;
-      plan.clears.emplace_back(reinterpret_cast<uint64_t>(t->data),
-                               uint64_t(t->sizes[0]) * dtypeBytes(a.dtype));
+      ByteRange r = byteRange(a, *bound[i]);
+      if (a.output && !a.rows && !r.empty())
+        plan.clears.emplace_back(r.begin, r.end - r.begin);
     }
     return Status::success();
   }
@@ -159,6 +158,9 @@ Status mlir::norm::runtime::planLaunch(const Manifest &manifest,
       return Status::error(NORMRT_ERROR_WORKSPACE,
                            "workspace " + hex(base) +
                                " wraps around the address space");
+    if (Status s = checkWorkspaceOverlaps(manifest, bound, {base, end});
+        s.failed())
+      return s;
   }
   for (size_t k = 0; k < manifest.workspaces.size(); ++k)
     if (manifest.clearWorkspace[k] && plan.workspace.bytes[k])

@@ -91,7 +91,9 @@ Status checkTensor(const ArgumentSpec &a, const NormrtTensor &t) {
 /// The checks against M and the extent of the view.
 Status checkExtent(const ArgumentSpec &a, const NormrtTensor &t, int64_t m,
                    const ArgumentSpec &rowsArg, int64_t n) {
-  if (a.shape[0] == kRowsExtent && t.sizes[0] != m)
+  // Every row argument, also one the manifest gives a static leading
+  // extent: the kernels take M rows of each.
+  if (a.rows && t.sizes[0] != m)
     return invalid(a, "rows " + std::to_string(t.sizes[0]) + " but '" +
                           rowsArg.name + "' has " + std::to_string(m));
   int64_t rows = t.sizes[0];
@@ -124,6 +126,26 @@ Status checkExtent(const ArgumentSpec &a, const NormrtTensor &t, int64_t m,
   return Status::success();
 }
 
+/// Two views are one: the in-place dx = dy.
+bool sameView(const ArgumentSpec &a, const NormrtTensor &t,
+              const ArgumentSpec &b, const NormrtTensor &u) {
+  if (t.data != u.data || a.dtype != b.dtype || t.rank != u.rank)
+    return false;
+  for (int32_t i = 0; i < t.rank; ++i)
+    if (t.sizes[i] != u.sizes[i])
+      return false;
+  // A single row's stride is never used.
+  for (int32_t i = 0; i < t.rank; ++i)
+    if (t.strides[i] != u.strides[i] &&
+        !(i == 0 && t.rank == 2 && t.sizes[0] <= 1))
+      return false;
+  return true;
+}
+
+std::string formatRange(const ByteRange &r) {
+  return "[" + hex(r.begin) + ", " + hex(r.end) + ")";
+}
+
 std::string argumentList(const Manifest &manifest) {
   std::string s;
   for (const ArgumentSpec &a : manifest.arguments)
@@ -132,6 +154,74 @@ std::string argumentList(const Manifest &manifest) {
 }
 
 } // namespace
+
+ByteRange mlir::norm::runtime::byteRange(const ArgumentSpec &a,
+                                         const NormrtTensor &t) {
+  // After checkTensor and checkExtent: non-negative sizes, unit inner
+  // stride, a row stride >= N where there is more than one row, and a view
+  // that neither overflows nor wraps.
+  int64_t elements = t.sizes[0];
+  if (t.rank == 2)
+    elements =
+        t.sizes[0] && t.sizes[1]
+            ? (t.sizes[0] - 1) * std::max<int64_t>(t.strides[0], 0) + t.sizes[1]
+            : 0;
+  uint64_t begin = reinterpret_cast<uint64_t>(t.data);
+  if (!elements)
+    return {begin, begin};
+  return {begin, begin + uint64_t(elements) * uint64_t(dtypeBytes(a.dtype))};
+}
+
+Status mlir::norm::runtime::checkOverlaps(
+    const Manifest &manifest, const std::vector<const NormrtTensor *> &bound) {
+  size_t count = manifest.arguments.size();
+  std::vector<ByteRange> ranges(count);
+  for (size_t i = 0; i < count; ++i)
+    ranges[i] = byteRange(manifest.arguments[i], *bound[i]);
+  int32_t dx = manifest.findArgument("dx"), dy = manifest.findArgument("dy");
+  for (size_t i = 0; i < count; ++i) {
+    const ArgumentSpec &a = manifest.arguments[i];
+    if (!a.output || ranges[i].empty())
+      continue;
+    for (size_t j = 0; j < count; ++j) {
+      const ArgumentSpec &b = manifest.arguments[j];
+      // Output pairs once, from the first of the two.
+      if (j == i || (b.output && j < i) || !ranges[i].overlaps(ranges[j]))
+        continue;
+      bool inPlace = int32_t(i) == dx && int32_t(j) == dy;
+      if (inPlace && sameView(a, *bound[i], b, *bound[j]))
+        continue;
+      std::string rule = "an output may overlap no other argument";
+      if (dx >= 0 && dy >= 0)
+        rule +=
+            std::string(" (only dx may be dy itself") +
+            (inPlace ? ": the same pointer, dtype, shape and strides" : "") +
+            ")";
+      return Status::error(NORMRT_ERROR_INVALID_ARGUMENT,
+                           "'" + a.name + "' overlaps '" + b.name +
+                               "' (bytes " + formatRange(ranges[i]) + " and " +
+                               formatRange(ranges[j]) + "): " + rule);
+    }
+  }
+  return Status::success();
+}
+
+Status mlir::norm::runtime::checkWorkspaceOverlaps(
+    const Manifest &manifest, const std::vector<const NormrtTensor *> &bound,
+    ByteRange workspace) {
+  if (workspace.empty())
+    return Status::success();
+  for (size_t i = 0; i < manifest.arguments.size(); ++i) {
+    ByteRange r = byteRange(manifest.arguments[i], *bound[i]);
+    if (workspace.overlaps(r))
+      return Status::error(
+          NORMRT_ERROR_WORKSPACE,
+          "the workspace overlaps '" + manifest.arguments[i].name +
+              "' (bytes " + formatRange(workspace) + " and " + formatRange(r) +
+              "): the workspace may overlap no argument");
+  }
+  return Status::success();
+}
 
 Status mlir::norm::runtime::bindTensors(
     const Manifest &manifest, const NormrtTensor *tensors, int32_t numTensors,
@@ -189,5 +279,5 @@ Status mlir::norm::runtime::bindTensors(
                                manifest.n);
         s.failed())
       return s;
-  return Status::success();
+  return checkOverlaps(manifest, bound);
 }

@@ -45,6 +45,13 @@ struct ArgumentSpec {
   Dtype dtype = Dtype::F32;
   /// Rank 1 or 2; kRowsExtent for M (only as the leading extent).
   std::vector<int64_t> shape;
+  /// A row argument: its leading extent is M (rank 2, a leading "?", or the
+  /// row statistics 'mean' and 'rstd'), so it must equal the rows
+  /// argument's at every launch, whatever the manifest writes.
+  bool rows = false;
+  /// A per-column vector ('weight', 'bias', 'dweight', 'dbias'): rank 1 with
+  /// extent N, checked at load.
+  bool vector = false;
 };
 
 /// One host allocation of the compiled function: contiguous, row-major.
