@@ -228,7 +228,9 @@ def _fwd_cases(op, dt):
 
 
 def check_cases(subset="full"):
-    """The GPU correctness cases: subset is "full", "quick" or "sanitizer"."""
+    """The GPU correctness cases: subset is "full", "quick", "sanitizer"
+    (16 small cases) or "rows" (one case per configuration of "full", for
+    racecheck: see rows_matrix)."""
     cases = []
     if subset == "full":
         for op in GRAD_OPS:
@@ -272,9 +274,104 @@ def check_cases(subset="full"):
             Case(Cfg("rms_norm", 24, "bf16", xhat=True), 1000),
             Case(Cfg("layer_norm", 65536, "f32"), 3),
         ]
+    elif subset == "rows":
+        cases = rows_matrix()
     else:
         raise ValueError("unknown subset " + subset)
     return cases
+
+
+# ------------------------------------------------- the sanitizer matrices
+#
+# gpu_check.py --sanitizer full: check_cases("full") as it is (memcheck,
+# initcheck). --sanitizer rows: one case per configuration of the full
+# matrix (racecheck), its row count then set by rows_for_racecheck from the
+# kernels' geometry in configs.json.
+
+def _rows_rank(case):
+    """Which case of a configuration the rows matrix keeps: dx over dy, then
+    a strided/offset layout, then the most rows."""
+    return (case.inplace, case.layout != "contig", case.m)
+
+
+def rows_matrix():
+    """One case per configuration of the full matrix (first-appearance
+    order of the configurations)."""
+    keep = {}
+    for c in check_cases("full"):
+        prev = keep.get(c.cfg.name)
+        if prev is None or _rows_rank(c) > _rows_rank(prev):
+            keep[c.cfg.name] = c
+    return list(keep.values())
+
+
+def default_groups(m, n):
+    """G of include/norm/Support/Groups.h (docs/Lowering.md)."""
+    cap = min(max((1 << 21) // max(n, 1), 128), 512)
+    return max(1, min(cap, -(-m // 8)))
+
+
+def rows_for_racecheck(cfg, m, kernels):
+    """The row count racecheck runs a configuration with.
+
+    racecheck only sees shared-memory hazards, inside a block: what matters
+    is that every program runs its row loop at least twice, the last
+    iteration partial (a missing barrier between iterations), and that
+    there is a partial block, not how many rows there are. `kernels`: the
+    configuration's kernels from configs.json (their "rows" per
+    iteration). Grad ops: program p owns rows [p*R, (p+1)*R), R = ceil(M/G);
+    with T rows per iteration, M = G_cap*(2T+1) - T gives R = 2T+1 (three
+    iterations, the last of one row) and a last program of T+1 rows. For
+    T < 4, any M gives R >= 8 rows per program, so min(m, 203). Forward
+    ops (one block per T rows, no loop): min(m, max(203, 3T + T/2 + 1)).
+    """
+    t = max([k.get("rows", 1) for k in kernels
+             if k.get("kind") in ("dx", "forward")] or [1])
+    if not cfg.grad:
+        return min(m, max(203, 3 * t + t // 2 + 1))
+    if t < 4:
+        return min(m, 203)
+    cap = default_groups(1 << 62, cfg.n)
+    return cap * (2 * t + 1) - t
+
+
+def spread_order(cases):
+    """Cases reordered so that a run cut short by its time budget has still
+    covered every (op, dtype, strategy) group about equally: round-robin
+    over the groups, each group's cases in their order; the cases of one
+    configuration stay together."""
+    groups, order = {}, []
+    for c in cases:
+        key = (c.cfg.op, c.cfg.dtype, c.cfg.strat if c.cfg.grad else "")
+        if key not in groups:
+            groups[key] = []
+            order.append(key)
+        g = groups[key]
+        if g and g[-1][0].cfg.name == c.cfg.name:
+            g[-1].append(c)
+        else:
+            g.append([c])
+    out, i = [], 0
+    while any(i < len(groups[k]) for k in order):
+        for k in order:
+            if i < len(groups[k]):
+                out.extend(groups[k][i])
+        i += 1
+    return out
+
+
+# ------------------------------------------------------- the NaN/Inf check
+
+NAN_OPS = GRAD_OPS
+NAN_DTYPES = ("bf16", "f32")
+NAN_STRATEGIES = ("deterministic", "atomic")
+NAN_ROWS = ((24, 1031), (4096, 67), (65536, 19), (4095, 67))  # (N, M)
+
+
+def nan_cfgs():
+    """The configurations bench/nan_check.py runs."""
+    return [Cfg(op, n, dt, strategy=st) for op in NAN_OPS for dt in NAN_DTYPES
+            for st in NAN_STRATEGIES for (n, _) in NAN_ROWS]
 
 
 # The configuration the error-path checks use.
@@ -308,6 +405,8 @@ def all_cfgs():
         for c in check_cases(subset):
             seen.setdefault(c.cfg.name, c.cfg)
     seen.setdefault(ERROR_PATH_CFG.name, ERROR_PATH_CFG)
+    for c in nan_cfgs():
+        seen.setdefault(c.name, c)
     for c in bench_cfgs():
         seen.setdefault(c.name, c)
     return list(seen.values())
@@ -483,7 +582,7 @@ def main():
                     help="folder of <name>.txt ptxas -v outputs")
     pl = sub.add_parser("cases", help="list the check cases")
     pl.add_argument("--subset", default="full",
-                    choices=("full", "quick", "sanitizer"))
+                    choices=("full", "quick", "sanitizer", "rows"))
     args = p.parse_args()
     return {"jobs": cmd_jobs, "index": cmd_index, "cases": cmd_list}[
         args.cmd](args) or 0

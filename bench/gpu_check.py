@@ -31,8 +31,18 @@ a non-zero code with a message naming the argument, and launch nothing.
 
   python3 bench/gpu_check.py               all cases
   python3 bench/gpu_check.py --quick       a subset
-  python3 bench/gpu_check.py --sanitizer-subset   small shapes for
-                                           compute-sanitizer
+  python3 bench/gpu_check.py --sanitizer-subset   16 small cases
+  python3 bench/gpu_check.py --sanitizer full --tool memcheck|initcheck
+                                           every case and the error path,
+                                           for compute-sanitizer (spread
+                                           order, coverage line at the end)
+  python3 bench/gpu_check.py --sanitizer rows --tool racecheck
+                                           one case per configuration, rows
+                                           from the kernels' geometry
+                                           (configs.rows_for_racecheck)
+  --tool racecheck launches each case once; --tool initcheck gives each
+  launch a fresh, never written workspace; --deadline EPOCH starts no
+  configuration after it (the rest reported skipped).
   python3 bench/gpu_check.py --dry-run     no GPU, no torch: check the
                                            manifests, and every case's
                                            tensors and the error path through
@@ -328,6 +338,8 @@ class Ctx:
         self.tdt = {"f32": T.float32, "f16": T.float16, "bf16": T.bfloat16}
         self.bits = {T.float32: T.int32, T.float16: T.int16,
                      T.bfloat16: T.int16}
+        self.launches = 2  # per case; 1 under racecheck
+        self.fresh_ws = False  # initcheck: a new workspace per launch
 
     def randn(self, *shape):
         return self.torch.randn(*shape, device="cuda", dtype=self.torch.float32,
@@ -530,32 +542,40 @@ def run_case(ctx, case, mod, manifest, ws, ws_bytes):
     snap = {k: bufs[k].base.clone() for k in inputs}
     tensors = [normrt.torch_tensor(a["name"], bufs[a["name"]].v)
                for a in manifest["arguments"]]
-    ws_ptr = ws.data_ptr() if ws is not None else 0
 
     def launch_once():
         for k in outputs:
             bufs[k].base.fill_(float("nan"))
         if case.inplace:
             bufs["dy"].base.copy_(snap["dy"])
+        # Under initcheck a fresh, never written workspace per launch (its
+        # own cudaMalloc): a kernel reading workspace it did not write
+        # first is reported. Otherwise the configuration's one workspace.
+        w = ws
+        if ctx.fresh_ws and ws_bytes:
+            w = T.empty(ws_bytes, device="cuda", dtype=T.uint8)
+        ws_ptr = w.data_ptr() if w is not None else 0
         T.cuda.synchronize()
         rc, msg = mod.launch(tensors, ws_ptr, ws_bytes, ctx.stream)
         if rc != 0:
             raise CaseFailure("normrt_launch -> %d (%s): %s" % (
                 rc, normrt.ERROR_NAMES.get(rc, "?"), msg))
         T.cuda.synchronize()  # raises on an asynchronous CUDA error
+        del w
         return {k: bufs[k].v.clone() for k in refs}
 
-    runs = [launch_once(), launch_once()]
+    runs = [launch_once() for _ in range(ctx.launches)]
     errs, fails = {}, []
     for k in refs:
         e = max(rel_err(T, r[k], refs[k], scales.get(k, 0.0)) for r in runs)
         errs[k] = e
         if not e <= bounds[k]:
             fails.append("%s error %.3g > %.3g" % (k, e, bounds[k]))
-    identical = all(same_bits(ctx, runs[0][k], runs[1][k]) for k in refs)
+    identical = all(same_bits(ctx, runs[0][k], runs[-1][k]) for k in refs)
     # The forward has no cross-block sums: it must repeat bitwise too.
     if (not cfg.grad or cfg.strat == "deterministic") and not identical:
-        diff = [k for k in refs if not same_bits(ctx, runs[0][k], runs[1][k])]
+        diff = [k for k in refs if not same_bits(ctx, runs[0][k],
+                                                 runs[-1][k])]
         fails.append("runs differ bitwise in " + ",".join(diff))
     # Nothing written outside the outputs' views; inputs untouched.
     for k in inputs:
@@ -577,7 +597,8 @@ def run_case(ctx, case, mod, manifest, ws, ws_bytes):
         if not bool(T.isnan(base[mask]).all()):
             fails.append("'%s' written outside its view (padding)" % k)
     detail = " ".join("%s %.2e/%.0e" % (k, errs[k], bounds[k]) for k in refs)
-    detail += " bitwise=%s" % ("yes" if identical else "no")
+    detail += " bitwise=%s" % (("yes" if identical else "no")
+                               if len(runs) > 1 else "- (1 launch)")
     if fails:
         raise CaseFailure("; ".join(fails) + " | " + detail)
     return detail
@@ -667,6 +688,65 @@ def error_path_checks(ctx, index, gpu_dir, results):
     mod.close()
 
 
+# ------------------------------------------------------ sanitizer matrix
+
+def racecheck_case(case, index):
+    """The rows matrix's case with the row count of
+    configs.rows_for_racecheck (from the kernels' rows per iteration in
+    configs.json; unchanged when the configuration is not compiled)."""
+    e = index["configs"].get(case.cfg.name)
+    if e is None:
+        return case
+    m = C.rows_for_racecheck(case.cfg, case.m, e.get("kernels", []))
+    return C.Case(case.cfg, m, case.layout, case.inplace)
+
+
+def describe_matrix(args, cases):
+    """Prints which cases this sanitizer run covers."""
+    cfgs = {c.cfg.name for c in cases}
+    what = {"full": "every case of the full matrix (382 cases normally) "
+                    "and the error path",
+            "rows": "one case per configuration of the full matrix (dx "
+                    "over dy, else strided/offset, else the most rows), "
+                    "rows from the kernels' geometry: every program runs "
+                    "its row loop at least twice, with a partial last "
+                    "iteration and block; no error path"}[args.sanitizer]
+    out("sanitizer matrix '%s' (tool %s): %d cases over %d configurations: "
+        "%s; %d launch(es) per case%s" % (
+            args.sanitizer, args.tool or "-", len(cases), len(cfgs), what,
+            1 if args.tool == "racecheck" else 2,
+            "; a fresh unwritten workspace per launch"
+            if args.tool == "initcheck" else ""))
+    byop = collections.Counter("%s %s" % (c.cfg.op, c.cfg.dtype)
+                               for c in cases)
+    out("  by op/dtype: " + ", ".join("%s %d" % kv for kv in byop.items()))
+    rows = collections.Counter((c.cfg.n, c.m) for c in cases)
+    out("  cases per M x N: " + ", ".join("%dx%d: %d" % (m, n, k)
+                                          for (n, m), k in
+                                          sorted(rows.items())))
+
+
+def coverage(args, cases, results):
+    """The closing coverage line of a sanitizer run (gpu-run.sh reads it)."""
+    st = {name: s for name, s, _, _ in results}
+    ran = [c for c in cases if st.get(c.name) in ("PASS", "FAIL")]
+    skipped = [c for c in cases if st.get(c.name) == "SKIP"]
+    cfg_all = {c.cfg.name for c in cases}
+    cfg_ran = {c.cfg.name for c in ran}
+    if skipped:
+        out("not covered (skipped): %d cases over %d configurations:" % (
+            len(skipped), len({c.cfg.name for c in skipped})))
+        for c in skipped[:60]:
+            out("  SKIP %s" % c.name)
+        if len(skipped) > 60:
+            out("  ... %d more" % (len(skipped) - 60))
+    ep = [s for n, s, _, _ in results if n.startswith("error-path")]
+    out("sanitizer coverage: %d of %d cases (%d of %d configurations) of "
+        "matrix %s%s" % (len(ran), len(cases), len(cfg_ran), len(cfg_all),
+                         args.sanitizer,
+                         ", error path %d checks" % len(ep) if ep else ""))
+
+
 # ------------------------------------------------------------------ main
 
 def summarize(results, seed, elapsed):
@@ -709,7 +789,22 @@ def main():
         description="GPU correctness of the compiled norm kernels")
     ap.add_argument("--quick", action="store_true", help="a small subset")
     ap.add_argument("--sanitizer-subset", action="store_true",
-                    help="small shapes, for compute-sanitizer")
+                    help="16 small cases (the former compute-sanitizer "
+                    "subset)")
+    ap.add_argument("--sanitizer", choices=("full", "rows"), default=None,
+                    help="the matrix to run under compute-sanitizer: full "
+                    "(every case, memcheck/initcheck) or rows (one case per "
+                    "configuration, rows set from the kernels' geometry, "
+                    "racecheck); cases in spread order, coverage printed")
+    ap.add_argument("--tool", choices=("memcheck", "initcheck", "racecheck"),
+                    default=None, help="the compute-sanitizer tool this "
+                    "runs under: initcheck gives every launch a fresh "
+                    "workspace (never written, so a kernel reading "
+                    "workspace it did not write is reported); racecheck "
+                    "launches each case once")
+    ap.add_argument("--deadline", type=float, default=0,
+                    help="epoch seconds: start no configuration after it "
+                    "(the rest reported skipped)")
     ap.add_argument("--dry-run", action="store_true",
                     help="no GPU/torch: check configs and manifests")
     ap.add_argument("--dry-run-load", action="store_true",
@@ -727,8 +822,9 @@ def main():
                     "cubin when prepared, else/on failure the PTX)")
     args = ap.parse_args()
     args.gpu_dir = os.path.abspath(args.gpu_dir)
-    args.subset = "sanitizer" if args.sanitizer_subset else (
-        "quick" if args.quick else "full")
+    args.subset = args.sanitizer or (
+        "sanitizer" if args.sanitizer_subset else (
+            "quick" if args.quick else "full"))
     try:
         index = C.load_index(args.gpu_dir)
     except OSError as ex:
@@ -736,8 +832,14 @@ def main():
             "scripts/gpu-prepare.sh and carry .dev/gpu" % (args.gpu_dir, ex))
         return 2
     cases = C.check_cases(args.subset)
+    if args.sanitizer:
+        cases = C.spread_order(cases)
+    if args.sanitizer == "rows":
+        cases = [racecheck_case(c, index) for c in cases]
     if args.filter:
         cases = [c for c in cases if re.search(args.filter, c.name)]
+    if args.sanitizer:
+        describe_matrix(args, cases)
     if args.dry_run:
         return dry_run(args, index, cases)
 
@@ -762,6 +864,9 @@ def main():
     gen.manual_seed(seed)
     ctx = Ctx(torch, rt, gen, torch.cuda.current_stream().cuda_stream)
     ctx.image = args.image
+    if args.tool == "racecheck":
+        ctx.launches = 1
+    ctx.fresh_ws = args.tool == "initcheck"
     out("gpu_check: %d cases (%s), seed %d, %s, torch %s, runtime %s" % (
         len(cases), args.subset, seed, torch.cuda.get_device_name(),
         torch.__version__, lib))
@@ -780,6 +885,8 @@ def main():
             skip_reason = "CUDA context lost after " + dead
         elif args.budget_s and time.time() - t_start > args.budget_s:
             skip_reason = "time budget %.0f s spent" % args.budget_s
+        elif args.deadline and time.time() > args.deadline:
+            skip_reason = "deadline passed (the step's time limit)"
         if skip_reason:
             for c in ccases:
                 results.append((c.name, "SKIP", skip_reason, 0.0))
@@ -822,7 +929,7 @@ def main():
             mod.close()
             continue
         ws = None
-        if ws_bytes:
+        if ws_bytes and not ctx.fresh_ws:
             ws = torch.empty(ws_bytes, device="cuda", dtype=torch.uint8)
             ws.fill_(0xFF)  # the kernels must initialise what they use
         load_s = time.time() - t0
@@ -852,7 +959,8 @@ def main():
                                        if c is ccases[0] else ""))
         mod.close()
         del ws
-    if not args.no_error_path and not dead and args.subset != "sanitizer":
+    if not args.no_error_path and not dead and args.subset in ("full",
+                                                                "quick"):
         try:
             error_path_checks(ctx, index, args.gpu_dir, results)
         except Exception as ex:
@@ -862,6 +970,8 @@ def main():
     out("kernel images loaded: %s" % (", ".join(
         "%d %s" % (v, k) for k, v in sorted(images.items())) or "none"))
     summarize(results, seed, time.time() - t_start)
+    if args.sanitizer:
+        coverage(args, cases, results)
     return 1 if any(s == "FAIL" for _, s, _, _ in results) else 0
 
 

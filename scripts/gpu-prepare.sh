@@ -129,6 +129,13 @@ fi
 rc=0
 python3 bench/configs.py index --dir "$OUTDIR" ${resdir:+--resources "$resdir"} || rc=$?
 python3 bench/gpu_check.py --dry-run --gpu-dir "$OUTDIR" >"$OUTDIR/dry-run.txt" 2>&1 || true
+# The racecheck matrix (its own row counts) and nan_check's configurations.
+{ echo "--- gpu_check.py --dry-run --sanitizer rows"
+  python3 bench/gpu_check.py --dry-run --sanitizer rows --gpu-dir "$OUTDIR" |
+    grep -vE '^(ok  |  )' || true
+  echo "--- nan_check.py --dry-run"
+  python3 bench/nan_check.py --dry-run --gpu-dir "$OUTDIR" || true
+} >>"$OUTDIR/dry-run.txt" 2>&1
 # Manifests against what the checks expect, and (when the runtime has
 # normrt_validate) every case's tensors and the error path, offline.
 probs='^(MANIFEST|NOT COMPILED|VALIDATE|FAIL error-path)'
@@ -137,7 +144,7 @@ if ((nbad)); then
   warn "$nbad problems in the offline checks: see $OUTDIR/dry-run.txt"
   grep -E "$probs" "$OUTDIR/dry-run.txt" | head -20 >&2
 fi
-grep -E '^(dry run:|normrt_validate:|error path)' "$OUTDIR/dry-run.txt" >&2 || true
+grep -E '^(dry run:|normrt_validate:|error path|nan_check)' "$OUTDIR/dry-run.txt" >&2 || true
 if [[ -f $OUTDIR/resources.txt ]]; then
   nspill=$(grep -c 'stack/spills' "$OUTDIR/resources.txt" || true)
   ((nspill == 0)) || warn "$nspill kernels with a stack frame or spills" \

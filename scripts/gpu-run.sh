@@ -4,22 +4,43 @@
 # Runs ON THE GPU MACHINE, in the repository root, with .dev/gpu carried
 # (made by scripts/gpu-prepare.sh on the build machine: kernels, manifests,
 # configs.json, libnormrt.so). Needs python3 with torch and triton, and
-# compute-sanitizer for the last two steps. Steps, each under a timeout
-# taken from one overall budget (GPU_RUN_BUDGET_S, default 450 s):
+# compute-sanitizer for the last three steps. Steps, each under a timeout
+# taken from one overall budget (GPU_RUN_BUDGET_S, default 510 s: the
+# whole run stays under 540 s of wall time):
 #
-#   1. python3 bench/gpu_check.py             correctness, every case
-#  1b. python3 bench/big_check.py             > 2^31 elements per tensor
-#   2. python3 bench/bench.py                 bandwidth table
-#   3. compute-sanitizer --tool memcheck  python3 bench/gpu_check.py --sanitizer-subset
-#   4. compute-sanitizer --tool racecheck python3 bench/gpu_check.py --sanitizer-subset
+#   1. python3 bench/gpu_check.py      correctness, every case (~10 s)
+#  1b. python3 bench/big_check.py      > 2^31 elements per tensor (~5 s)
+#  1c. python3 bench/nan_check.py      NaN/+Inf/-Inf in one row of x, dy,
+#                                      rstd, mean vs float64 and torch's
+#                                      kernels (336 scenarios, ~10 s)
+#   2. python3 bench/bench.py          bandwidth table (~60 s)
+#   3. compute-sanitizer --tool memcheck  (only norm_kernel* instrumented)
+#        gpu_check.py --sanitizer full --tool memcheck   every case + the
+#                                      error path
+#   4. compute-sanitizer --tool initcheck (every kernel instrumented: a
+#        write by an uninstrumented torch kernel would not count as
+#        initialisation) gpu_check.py --sanitizer full --tool initcheck
+#                                      every case, a fresh never-written
+#                                      workspace per launch
+#   5. compute-sanitizer --tool racecheck (only norm_kernel*)
+#        gpu_check.py --sanitizer rows --tool racecheck   one case per
+#                                      configuration (268), its rows chosen
+#                                      so every program loops >= twice
 #
-# CHECK_BUDGET_S (100) and BENCH_BUDGET_S (150) are the scripts' own
-# budgets: gpu_check skips the configurations left after it (reported as
-# skipped), bench skips the torch.compile rows left after it.
+# The sanitizer runs take their cases in a spread order (round-robin over
+# op/dtype/strategy) and stop starting configurations at a deadline 25 s
+# before their step's timeout: what a tool did not reach is listed as
+# skipped in its log, and its summary row says "ran X of Y cases".
+# CHECK_BUDGET_S (45) and BENCH_BUDGET_S (80) are gpu_check's and bench's
+# own budgets: gpu_check skips the configurations left after it (reported
+# as skipped), bench skips the torch.compile rows left after it.
 #
-# Logs go to $OUT (else .dev/gpu/out): check.log, bench.log, bench.md,
-# bench.json, memcheck.log, racecheck.log, summary.txt (7 files: the
-# device tool brings back at most 8). The summary table is printed last.
+# Logs go to $OUT (else .dev/gpu/out), 8 files (the device tool brings back
+# at most 8): check.log (steps 1, 1b and 1c, one after another under
+# "=== name" headers), bench.log, bench.md, bench.json, memcheck.log,
+# initcheck.log, racecheck.log, summary.txt. The summary table, one row per
+# step (for each sanitizer: its error summary, the cases it ran of its
+# matrix, and where errors were in which kernels), is printed last.
 # Exit status: 0 when every step passed, else 1.
 #
 #===----------------------------------------------------------------------===#
@@ -28,7 +49,10 @@ set -u -o pipefail
 cd "$(dirname "$0")/.." || exit 1
 OUT=${OUT:-.dev/gpu/out}
 mkdir -p "$OUT"
-BUDGET=${GPU_RUN_BUDGET_S:-450}
+BUDGET=${GPU_RUN_BUDGET_S:-510}
+# Each step's own log (read for the summary); $OUT gets the merged files.
+STEPLOG=$(mktemp -d)
+trap 'rm -rf "$STEPLOG"' EXIT
 export PYTHONUNBUFFERED=1
 # Single GPU here; keep NVLink multicast off anyway (KINDS.md).
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
@@ -73,51 +97,75 @@ cat "$OUT/summary.txt"
 
 # step NAME CAP_SECONDS RESERVE_FOR_LATER LOG -- command...
 # Runs the command under timeout min(CAP, BUDGET - elapsed - RESERVE),
-# tees its output to LOG, records rc and seconds.
-declare -A RC SECS
+# appends its output to LOG (in $OUT, under a "=== NAME" header) and to
+# $STEPLOG/NAME.log, records rc and seconds. An argument @DEADLINE@ becomes
+# the epoch second 25 s before the timeout (gpu_check / nan_check start no
+# configuration after it, so they print their summaries in time).
+declare -A RC SECS LIMS
 step() {
   local name=$1 cap=$2 reserve=$3 log=$4
   shift 5
   local left=$(( BUDGET - $(elapsed) - reserve ))
   local lim=$(( cap < left ? cap : left ))
+  LIMS[$name]=$lim
   if (( lim < 15 )); then
-    echo "gpu-run: skipping $name: budget spent" | tee "$log"
+    echo "gpu-run: skipping $name: budget spent" |
+      tee -a "$log" "$STEPLOG/$name.log"
     RC[$name]=skip; SECS[$name]=0
     return
   fi
-  echo
-  echo "=== $name (timeout ${lim}s): $*"
-  local t
+  local t a args=()
   t=$(date +%s)
-  timeout --signal=TERM --kill-after=15 "$lim" "$@" 2>&1 | tee "$log"
+  for a in "$@"; do
+    [[ $a == @DEADLINE@ ]] && a=$(( t + lim - 25 ))
+    args+=("$a")
+  done
+  echo
+  echo "=== $name (timeout ${lim}s): ${args[*]}" |
+    tee -a "$log" "$STEPLOG/$name.log"
+  timeout --signal=TERM --kill-after=15 "$lim" "${args[@]}" 2>&1 |
+    tee -a "$log" "$STEPLOG/$name.log"
   local rc=${PIPESTATUS[0]}
   SECS[$name]=$(( $(date +%s) - t ))
   RC[$name]=$rc
   if (( rc == 124 || rc == 137 )); then
-    echo "gpu-run: $name timed out after ${lim}s" | tee -a "$log"
+    echo "gpu-run: $name timed out after ${lim}s" |
+      tee -a "$log" "$STEPLOG/$name.log"
   fi
 }
 
+# Caps and reserves (seconds): with every step at its cap the sanitizers
+# still get time; steps that finish early leave theirs to the later ones
+# (racecheck, last, takes what is left).
 #--- 1. correctness --------------------------------------------------------#
-step check 130 200 "$OUT/check.log" -- \
-  python3 bench/gpu_check.py --budget-s "${CHECK_BUDGET_S:-100}"
+: >"$OUT/check.log"
+step check 60 420 "$OUT/check.log" -- \
+  python3 bench/gpu_check.py --budget-s "${CHECK_BUDGET_S:-45}"
 
 #--- 1b. more than 2^31 elements per tensor -----------------------------------#
-step big 60 190 "$OUT/big.log" -- python3 bench/big_check.py
+step big 40 400 "$OUT/check.log" -- python3 bench/big_check.py
+
+#--- 1c. NaN / Inf propagation against torch ---------------------------------#
+step nan 60 360 "$OUT/check.log" -- \
+  python3 bench/nan_check.py --deadline @DEADLINE@
 
 #--- 2. benchmark ----------------------------------------------------------#
-step bench 230 70 "$OUT/bench.log" -- \
-  python3 bench/bench.py --out "$OUT" --budget-s "${BENCH_BUDGET_S:-150}"
+: >"$OUT/bench.log"
+step bench 120 300 "$OUT/bench.log" -- \
+  python3 bench/bench.py --out "$OUT" --budget-s "${BENCH_BUDGET_S:-80}"
 
-#--- 3./4. compute-sanitizer -----------------------------------------------#
+#--- 3./4./5. compute-sanitizer ------------------------------------------------#
+SAN=(memcheck initcheck racecheck)
+for t in "${SAN[@]}"; do : >"$OUT/$t.log"; done
 CS=$(command -v compute-sanitizer || true)
 for c in /usr/local/cuda/bin/compute-sanitizer \
          /usr/local/cuda/compute-sanitizer/compute-sanitizer; do
   [[ -n $CS ]] || { [[ -x $c ]] && CS=$c; }
 done
 if [[ -z $CS ]]; then
-  for t in memcheck racecheck; do
-    echo "gpu-run: compute-sanitizer not found" | tee "$OUT/$t.log"
+  for t in "${SAN[@]}"; do
+    echo "gpu-run: compute-sanitizer not found" |
+      tee "$OUT/$t.log" "$STEPLOG/$t.log"
     RC[$t]=skip; SECS[$t]=0
   done
 else
@@ -130,15 +178,26 @@ else
       break
     fi
   done
-  echo "compute-sanitizer: $CS; filter: ${FILTER[*]:-none}"
-  # Every tensor its own cudaMalloc, so memcheck sees exact bounds.
+  echo "compute-sanitizer: $CS ($("$CS" --version 2>&1 | grep -iE 'version' |
+        head -1)); filter: ${FILTER[*]:-none}"
+  # Every tensor its own cudaMalloc, so memcheck sees exact bounds and
+  # initcheck a fresh allocation's state.
   export PYTORCH_NO_CUDA_MEMORY_CACHING=1
-  step memcheck 50 50 "$OUT/memcheck.log" -- \
+  step memcheck 130 170 "$OUT/memcheck.log" -- \
     "$CS" --tool memcheck "${FILTER[@]}" --error-exitcode 99 --print-limit 50 \
-      python3 bench/gpu_check.py --sanitizer-subset
-  step racecheck 50 0 "$OUT/racecheck.log" -- \
+      python3 bench/gpu_check.py --sanitizer full --tool memcheck \
+        --deadline @DEADLINE@
+  # No filter: initcheck learns that memory is initialised from the
+  # instrumented writes, so torch's kernels (that write every input) must be
+  # instrumented too; errors are attributed per kernel in the summary.
+  step initcheck 130 60 "$OUT/initcheck.log" -- \
+    "$CS" --tool initcheck --error-exitcode 99 --print-limit 50 \
+      python3 bench/gpu_check.py --sanitizer full --tool initcheck \
+        --deadline @DEADLINE@
+  step racecheck 400 0 "$OUT/racecheck.log" -- \
     "$CS" --tool racecheck "${FILTER[@]}" --error-exitcode 99 --print-limit 50 \
-      python3 bench/gpu_check.py --sanitizer-subset
+      python3 bench/gpu_check.py --sanitizer rows --tool racecheck \
+        --deadline @DEADLINE@
   unset PYTORCH_NO_CUDA_MEMORY_CACHING
 fi
 
@@ -149,21 +208,47 @@ result() {  # the line that says how a step went
   [[ -n $line ]] || line=$(grep -v '^\s*$' "$log" 2>/dev/null | tail -1)
   echo "$line"
 }
+# Sanitizer errors per kernel: an error header ("========= Invalid ...",
+# "Uninitialized ...", "Error: Race ...", ...) names the kernel itself or
+# on its first "at ..." line; norm_kernel* are ours.
+san_kernels() {
+  awk '/^========= (Invalid|Uninitiali|Error|Warning|Race|Misaligned|Out.of|Address|Barrier|Program hit)/ {
+         if ($0 ~ /norm_kernel/) { n["ours"]++; want = 0 }
+         else want = 1
+         next }
+       want && /^=========  +at / {
+         n[($0 ~ /norm_kernel/) ? "ours" : "other"]++; want = 0 }
+       END { if (n["ours"] + n["other"] > 0)
+               printf "errors in norm_kernel*: %d, elsewhere: %d",
+                      n["ours"], n["other"] }' "$1"
+}
 result_line() {
   local name=$1 log=$2
   case $name in
-    check) grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -1 ;;
+    check|nan) grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -1 ;;
     bench) { grep -E '^copy bandwidth' "$log" | tail -1 | cut -c1-40
              grep -E '^bench: [0-9]+ rows' "$log" | tail -1; } | paste -sd ';' ;;
-    memcheck|racecheck)
-      { grep -E '(ERROR|RACECHECK) SUMMARY' "$log" | tail -2
-        grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -1; } |
-        sed 's/^=* *//' | paste -sd ';' ;;
+    memcheck|initcheck|racecheck)
+      { grep -E '(ERROR|RACECHECK) SUMMARY' "$log" | tail -2 |
+          sed 's/^=* *//'
+        grep -E '^sanitizer coverage:' "$log" | tail -1 |
+          sed -E 's/^sanitizer coverage: ([0-9]+) of ([0-9]+) cases/ran \1 of \2 cases/'
+        grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -1
+        san_kernels "$log"; } | paste -sd ';' ;;
   esac
 }
+STEPS=(check big nan bench memcheck initcheck racecheck)
 ok=1
-for s in check big bench memcheck racecheck; do
+for s in "${STEPS[@]}"; do
   [[ ${RC[$s]:-skip} == 0 ]] || ok=0
+done
+# A sanitizer that did not reach its whole matrix has not passed it.
+for s in "${SAN[@]}"; do
+  cov=$(grep -E '^sanitizer coverage:' "$STEPLOG/$s.log" 2>/dev/null | tail -1)
+  if [[ ${RC[$s]:-skip} == 0 && $cov =~ ([0-9]+)\ of\ ([0-9]+)\ cases ]] &&
+     (( BASH_REMATCH[1] < BASH_REMATCH[2] )); then
+    RC[$s]="0 (partial)"; ok=0
+  fi
 done
 {
   echo
@@ -171,17 +256,30 @@ done
     python3 bench/bench.py --summarize "$OUT/bench.json" 2>&1 || true
     echo
   fi
-  fails=$(grep -E '^ +FAIL ' "$OUT/check.log" 2>/dev/null | head -12)
+  fails=$(grep -E '^ +FAIL ' "$STEPLOG/check.log" 2>/dev/null | head -12)
   [[ -z $fails ]] || { echo "gpu_check failures (first 12; all in check.log):"
                        echo "$fails" | cut -c1-300; echo; }
-  echo "| step | rc | seconds | result |"
+  # The NaN/Inf table: nan_check's compact table (the full one, one row
+  # per configuration and input, is in check.log) and its closing line.
+  if [[ -s $STEPLOG/nan.log ]]; then
+    grep -E '^torch kernels compared' "$STEPLOG/nan.log"
+    sed -n '/^nan_check summary:/,/^$/p' "$STEPLOG/nan.log"
+    grep -E '^nan_check: seed' "$STEPLOG/nan.log"
+    nfail=$(grep -cE '^FAIL' "$STEPLOG/nan.log" || true)
+    ((nfail == 0)) || { echo "nan_check failures (first 8; all in check.log):"
+                        grep -A3 -E '^FAIL' "$STEPLOG/nan.log" | head -32 |
+                          cut -c1-300; }
+    echo
+  fi
+  echo "| step | rc | seconds (limit) | result |"
   echo "| --- | --- | --- | --- |"
-  for s in check big bench memcheck racecheck; do
+  for s in "${STEPS[@]}"; do
     rc=${RC[$s]:-skip}
-    echo "| $s | $rc | ${SECS[$s]:-0} | $(result $s "$OUT/$s.log" 2>/dev/null | cut -c1-160) |"
+    echo "| $s | $rc | ${SECS[$s]:-0} (${LIMS[$s]:--}) | $(result $s "$STEPLOG/$s.log" 2>/dev/null | cut -c1-240) |"
   done
   echo "gpu-run: $( ((ok)) && echo all steps passed || echo SOME STEPS FAILED)" \
-       "in $(elapsed) s; logs in $OUT (check.log big.log bench.log bench.md bench.json" \
-       "memcheck.log racecheck.log summary.txt)"
+       "in $(elapsed) s; logs in $OUT (check.log [gpu_check, big_check," \
+       "nan_check] bench.log bench.md bench.json memcheck.log initcheck.log" \
+       "racecheck.log summary.txt)"
 } | tee -a "$OUT/summary.txt"
 ((ok)) && exit 0 || exit 1
