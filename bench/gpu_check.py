@@ -843,23 +843,10 @@ def main():
     if args.dry_run:
         return dry_run(args, index, cases)
 
-    lib = normrt.find_library(args.gpu_dir)
-    if not lib:
-        out("gpu_check: libnormrt.so not found (NORMRT_LIB, %s, build/lib)"
-            % args.gpu_dir)
+    started = normrt.start_on_gpu(args.gpu_dir, "gpu_check", out, args.seed)
+    if not started:
         return 2
-    try:
-        import torch
-    except ImportError as ex:
-        out("gpu_check: cannot import torch (%s); --dry-run needs none" % ex)
-        return 2
-    if not torch.cuda.is_available():
-        out("gpu_check: torch sees no CUDA device")
-        return 2
-    torch.empty(1, device="cuda")  # the primary context, current here
-    rt = normrt.Runtime(lib)
-    seed = args.seed if args.seed is not None else int.from_bytes(
-        os.urandom(4), "little")
+    torch, rt, seed = started
     gen = torch.Generator(device="cuda")
     gen.manual_seed(seed)
     ctx = Ctx(torch, rt, gen, torch.cuda.current_stream().cuda_stream)

@@ -570,22 +570,10 @@ def main():
         return 2
     if args.dry_run:
         return dry_run(args, index)
-    lib = normrt.find_library(args.gpu_dir)
-    if not lib:
-        out("nan_check: libnormrt.so not found")
+    started = normrt.start_on_gpu(args.gpu_dir, "nan_check", out, args.seed)
+    if not started:
         return 2
-    try:
-        import torch
-    except ImportError as ex:
-        out("nan_check: cannot import torch (%s)" % ex)
-        return 2
-    if not torch.cuda.is_available():
-        out("nan_check: torch sees no CUDA device")
-        return 2
-    torch.empty(1, device="cuda")  # the primary context, current here
-    rt = normrt.Runtime(lib)
-    seed = args.seed if args.seed is not None else int.from_bytes(
-        os.urandom(4), "little")
+    torch, rt, seed = started
     ck = Checker(torch, rt, args.gpu_dir, index, seed, args.image)
     sc = scenarios()
     out("nan_check: %d scenarios, seed %d, %s, torch %s" % (

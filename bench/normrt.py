@@ -45,6 +45,29 @@ class NormrtError(RuntimeError):
             call, code, ERROR_NAMES.get(code, "?"), message))
 
 
+def start_on_gpu(gpu_dir, who, out, seed=None):
+    """libnormrt, torch with the primary CUDA context current, and the run's
+    seed (a fresh one unless given): (torch, Runtime, seed), or None after
+    saying through `out` what is missing."""
+    lib = find_library(gpu_dir)
+    if not lib:
+        out("%s: libnormrt.so not found (NORMRT_LIB, %s, build/lib)"
+            % (who, gpu_dir))
+        return None
+    try:
+        import torch
+    except ImportError as ex:
+        out("%s: cannot import torch (%s); --dry-run needs none" % (who, ex))
+        return None
+    if not torch.cuda.is_available():
+        out("%s: torch sees no CUDA device" % who)
+        return None
+    torch.empty(1, device="cuda")  # the primary context, current here
+    if seed is None:
+        seed = int.from_bytes(os.urandom(4), "little")
+    return torch, Runtime(lib), seed
+
+
 def find_library(gpu_dir=None):
     """NORMRT_LIB, else <gpu_dir>/libnormrt.so, else build/lib/libnormrt.so."""
     here = os.path.dirname(os.path.abspath(__file__))
