@@ -31,8 +31,11 @@ llvm_config.with_system_environment(["HOME", "CUDA_HOME", "CUDA_PATH",
 preload = ""
 if config.norm_sanitize:
     import subprocess
+    # handle_segv=0: the execution self-test checks that a crashing kernel
+    # is reported by its signal, which ASan's handler would turn into exit 1.
     config.environment["ASAN_OPTIONS"] = (
-        "allow_user_poisoning=0:detect_leaks=1:abort_on_error=0")
+        "allow_user_poisoning=0:detect_leaks=1:abort_on_error=0:"
+        "handle_segv=0")
     config.environment["UBSAN_OPTIONS"] = "print_stacktrace=1:halt_on_error=1"
     config.environment["LSAN_OPTIONS"] = "suppressions=" + os.path.join(
         config.norm_src_root, "test", "lsan.supp")

@@ -59,6 +59,8 @@ void HostBuffer::setValues(const std::vector<double> &v) {
 }
 
 void HostBuffer::poison() {
+  if (bytes.empty()) // M = 0: nothing to poison (memset of null is undefined)
+    return;
   unsigned width = dtypeBytes(elementType);
   if (rowStride != numCols || offset != 0)
     std::memset(bytes.data(), kGuardByte, bytes.size());
@@ -70,12 +72,17 @@ void HostBuffer::poison() {
   std::vector<uint8_t> row(numCols * width);
   for (int64_t j = 0; j < numCols; ++j)
     std::memcpy(row.data() + j * width, &nan, width); // little endian
+  // memcpy from an empty vector's null data() is undefined even for 0
+  // bytes (UBSan): M = 0 or N = 0 has no row to poison.
+  if (row.empty())
+    return;
   for (int64_t i = 0; i < numRows; ++i)
     std::memcpy(bytes.data() + index(i, 0) * width, row.data(), row.size());
 }
 
 void HostBuffer::copyFrom(const HostBuffer &other) {
-  std::memcpy(bytes.data(), other.bytes.data(), bytes.size());
+  if (!bytes.empty())
+    std::memcpy(bytes.data(), other.bytes.data(), bytes.size());
 }
 
 bool HostBuffer::sameBytes(const HostBuffer &other) const {
