@@ -94,45 +94,38 @@ struct MapToGPUPass : public norm::impl::NormMapToGPUBase<MapToGPUPass> {
 
   SmallVector<Attribute> kernels;
 
-  void record(OpBuilder &b, StringRef name, StringRef kind, int64_t threads,
-              StringRef grid, const Geometry *g = nullptr) {
-    // In the manifest's terms (norm/Support/ManifestSchema.h): "columnsC"
-    // is the `columns` rule with C columns per block.
-    int64_t columns = 0;
-    if (grid.consume_front("columns") && !grid.empty()) {
-      bool bad = grid.getAsInteger(10, columns);
-      assert(!bad && "columns per block");
-      (void)bad;
-      grid = "columns";
-    }
-    std::optional<norm::manifest::KernelKind> k =
-        norm::manifest::parseKernelKind({kind.data(), kind.size()});
-    std::optional<norm::manifest::GridRule> rule =
-        norm::manifest::parseGridRule({grid.data(), grid.size()});
-    assert(k && rule && "kinds and grid rules of the manifest schema");
+  /// Records a launched kernel, in the manifest's terms
+  /// (norm/Support/ManifestSchema.h); `columns` is the `columns` rule's
+  /// columns per block.
+  void record(OpBuilder &b, StringRef name, norm::manifest::KernelKind kind,
+              int64_t threads, norm::manifest::GridRule grid,
+              int64_t columns = 0, const Geometry *g = nullptr) {
     kernels.push_back(norm::KernelAttr::get(
-        b.getContext(), name, *k, threads, *rule, columns, g ? g->lanes : 0,
-        g ? g->rows : 0, g ? g->vec : 0,
+        b.getContext(), name, kind, threads, grid, columns,
+        g ? g->lanes : 0, g ? g->rows : 0, g ? g->vec : 0,
         g ? std::optional<bool>(g->registers) : std::nullopt));
   }
 
   /// Launches the kernel of one tagged nest and records it.
   LogicalResult mapNest(scf::ForOp nest, norm::Stage stage, StringRef name) {
+    using norm::manifest::GridRule;
+    using norm::manifest::KernelKind;
     OpBuilder b(nest);
     switch (stage) {
     case norm::Stage::Zero:
       if (failed(norm::checkZeroNestShape(nest)))
         return failure();
       norm::buildZeroKernel(nest, name, threads);
-      record(b, name, "zero", threads, "workspace_rows");
+      record(b, name, KernelKind::Zero, threads, GridRule::WorkspaceRows);
       break;
     case norm::Stage::Reduce: {
       FailureOr<scf::ForOp> sum = norm::checkReduceNestShape(nest);
       if (failed(sum))
         return failure();
       norm::buildReduceKernel(nest, *sum, name);
-      record(b, name, "reduce", norm::kReduceColumns * norm::kReduceSlices,
-             "columns32");
+      record(b, name, KernelKind::Reduce,
+             norm::kReduceColumns * norm::kReduceSlices, GridRule::Columns,
+             norm::kReduceColumns);
       break;
     }
     case norm::Stage::Dx:
@@ -143,8 +136,9 @@ struct MapToGPUPass : public norm::impl::NormMapToGPUBase<MapToGPUPass> {
       if (failed(rn))
         return failure();
       norm::buildRowKernel(*rn, name);
-      record(b, name, forward ? "forward" : "dx", threads,
-             forward ? "row_blocks" : "programs", &rn->geometry);
+      record(b, name, forward ? KernelKind::Forward : KernelKind::Dx, threads,
+             forward ? GridRule::RowBlocks : GridRule::Programs,
+             /*columns=*/0, &rn->geometry);
       break;
     }
     default:
