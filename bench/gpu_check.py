@@ -340,34 +340,62 @@ class Ctx:
                      T.bfloat16: T.int16}
         self.launches = 2  # per case; 1 under racecheck
         self.fresh_ws = False  # initcheck: a new workspace per launch
+        # Host data (the sanitizer runs): inputs drawn and references
+        # computed on the CPU, every device buffer written and read back
+        # with cudaMemcpy only, so the only kernels on the GPU are ours.
+        self.host = gen.device.type == "cpu"
+        self.dev = "cpu" if self.host else "cuda"
 
     def randn(self, *shape):
-        return self.torch.randn(*shape, device="cuda", dtype=self.torch.float32,
-                                generator=self.gen)
+        return self.torch.randn(*shape, device=self.dev,
+                                dtype=self.torch.float32, generator=self.gen)
 
     def rand(self, *shape):
-        return self.torch.rand(*shape, device="cuda", dtype=self.torch.float32,
-                               generator=self.gen)
+        return self.torch.rand(*shape, device=self.dev,
+                               dtype=self.torch.float32, generator=self.gen)
+
+    def fetch(self, buf, whole=False):
+        """The values of a buffer's view (or its whole allocation) for the
+        checks: a device clone, or under host data a copy to the CPU of the
+        whole allocation (one cudaMemcpy) and the view taken there."""
+        if not self.host:
+            return buf.base.clone() if whole else buf.v.clone()
+        b = buf.base.cpu()
+        return b if whole else buf.view_of(b)
+
+    def store(self, buf, cpu_base):
+        """Writes a whole allocation from a CPU tensor of its shape (one
+        cudaMemcpy; under host data the only way memory gets written)."""
+        buf.base.copy_(cpu_base)
+
+    def poison(self, buf, value=float("nan")):
+        if not self.host:
+            buf.base.fill_(value)
+            return
+        self.store(buf, self.torch.full(buf.base.shape, value,
+                                        dtype=buf.base.dtype))
 
 
 class Buf:
-    """A tensor view `v` over an allocation `base` (layout padding)."""
+    """A tensor view `v` over an allocation `base` (layout padding);
+    `view_of` takes the same view of another tensor shaped like `base`."""
 
-    def __init__(self, base, view):
-        self.base, self.v = base, view
+    def __init__(self, base, view_of):
+        self.base, self.view_of = base, view_of
+        self.v = view_of(base)
 
 
 def rows_buf(ctx, m, n, dt, layout):
     T = ctx.torch
     if layout == "contig":
         b = T.empty(m, n, device="cuda", dtype=ctx.tdt[dt])
-        return Buf(b, b)
+        return Buf(b, lambda t: t)
     if layout == "strided":
         b = T.empty(m, n + 8, device="cuda", dtype=ctx.tdt[dt])
-        return Buf(b, b[:, :n])
+        return Buf(b, lambda t: t[:, :n])
     if layout == "offset":
         b = T.empty(m, n + 5, device="cuda", dtype=ctx.tdt[dt])
-        return Buf(b, b[:, 1:n + 1])
+        return Buf(b, lambda t: t[:, 1:n + 1])
     raise ValueError(layout)
 
 
@@ -375,23 +403,30 @@ def col_buf(ctx, n, dt, layout):
     T = ctx.torch
     if layout == "offset":
         b = T.empty(n + 1, device="cuda", dtype=ctx.tdt[dt])
-        return Buf(b, b[1:])
+        return Buf(b, lambda t: t[1:])
     b = T.empty(n, device="cuda", dtype=ctx.tdt[dt])
-    return Buf(b, b)
+    return Buf(b, lambda t: t)
 
 
 def stat_buf(ctx, m, layout):
     T = ctx.torch
     if layout == "offset":
         b = T.empty(m + 1, device="cuda", dtype=T.float32)
-        return Buf(b, b[1:])
+        return Buf(b, lambda t: t[1:])
     b = T.empty(m, device="cuda", dtype=T.float32)
-    return Buf(b, b)
+    return Buf(b, lambda t: t)
 
 
-def input_buf(buf, values):
-    buf.base.fill_(float("nan"))
-    buf.v.copy_(values)
+def input_buf(ctx, buf, values):
+    """Fills an input: NaN padding around `values` (made on the CPU and
+    written with one cudaMemcpy under host data)."""
+    if not ctx.host:
+        buf.base.fill_(float("nan"))
+        buf.v.copy_(values)
+        return buf
+    host = ctx.torch.full(buf.base.shape, float("nan"), dtype=buf.base.dtype)
+    buf.view_of(host).copy_(values)
+    ctx.store(buf, host)
     return buf
 
 
@@ -438,7 +473,7 @@ def build_case(ctx, case):
     if cfg.has_weight:
         wv = (0.1 * ctx.randn(n)) if cfg.zc else (1 + 0.25 * ctx.randn(n))
         w = wv.to(ctx.tdt[cfg.weight_dtype])
-        bufs["weight"] = input_buf(col_buf(ctx, n, cfg.weight_dtype, lay), w)
+        bufs["weight"] = input_buf(ctx, col_buf(ctx, n, cfg.weight_dtype, lay), w)
         inputs.append("weight")
     weff = None
     if w is not None:
@@ -454,17 +489,17 @@ def build_case(ctx, case):
 
     if cfg.grad:
         dy = ctx.randn(m, n).to(ctx.tdt[cfg.dtype])
-        bufs["x"] = input_buf(rows_buf(ctx, m, n, cfg.dtype, lay), x)
-        bufs["dy"] = input_buf(rows_buf(ctx, m, n, cfg.dtype, lay), dy)
+        bufs["x"] = input_buf(ctx, rows_buf(ctx, m, n, cfg.dtype, lay), x)
+        bufs["dy"] = input_buf(ctx, rows_buf(ctx, m, n, cfg.dtype, lay), dy)
         inputs += ["x", "dy"]
         # The stored statistics are f32: the reference uses exactly those.
         rstd = rstd64.float()
-        bufs["rstd"] = input_buf(stat_buf(ctx, m, lay), rstd)
+        bufs["rstd"] = input_buf(ctx, stat_buf(ctx, m, lay), rstd)
         inputs.append("rstd")
         r = rstd.to(f64)[:, None]
         if cfg.layer:
             mean = mean64.float()
-            bufs["mean"] = input_buf(stat_buf(ctx, m, lay), mean)
+            bufs["mean"] = input_buf(ctx, stat_buf(ctx, m, lay), mean)
             inputs.append("mean")
             xhat = (x64 - mean.to(f64)[:, None]) * r
         else:
@@ -479,7 +514,7 @@ def build_case(ctx, case):
         dscale = float(T.linalg.vector_norm((r * g).flatten()))
         if cfg.dres:
             dres = ctx.randn(m, n).to(ctx.tdt[cfg.dtype])
-            bufs["dresidual"] = input_buf(rows_buf(ctx, m, n, cfg.dtype, lay),
+            bufs["dresidual"] = input_buf(ctx, rows_buf(ctx, m, n, cfg.dtype, lay),
                                           dres)
             inputs.append("dresidual")
             dx = dx + dres.to(f64)
@@ -503,7 +538,7 @@ def build_case(ctx, case):
             bufs["dbias"] = col_buf(ctx, n, cfg.weight_dtype, lay)
             outputs.append("dbias")
     else:
-        bufs["x"] = input_buf(rows_buf(ctx, m, n, cfg.dtype, lay), x)
+        bufs["x"] = input_buf(ctx, rows_buf(ctx, m, n, cfg.dtype, lay), x)
         inputs.append("x")
         xhat = (x64 - mean64[:, None]) * rstd64[:, None] if cfg.layer \
             else x64 * rstd64[:, None]
@@ -511,7 +546,7 @@ def build_case(ctx, case):
         yscale = float(T.linalg.vector_norm(y.flatten()))
         if cfg.has_bias:
             bv = (0.5 * ctx.randn(n)).to(ctx.tdt[cfg.weight_dtype])
-            bufs["bias"] = input_buf(col_buf(ctx, n, cfg.weight_dtype, lay), bv)
+            bufs["bias"] = input_buf(ctx, col_buf(ctx, n, cfg.weight_dtype, lay), bv)
             inputs.append("bias")
             y = y + bv.to(f64)
             yscale += float(T.linalg.vector_norm(bv.to(f64)))
@@ -539,15 +574,15 @@ def run_case(ctx, case, mod, manifest, ws, ws_bytes):
         raise CaseFailure("manifest: " + "; ".join(probs))
     bufs, inputs, outputs, refs, scales, bounds = build_case(ctx, case)
     # Snapshots of every input allocation (padding included).
-    snap = {k: bufs[k].base.clone() for k in inputs}
+    snap = {k: ctx.fetch(bufs[k], whole=True) for k in inputs}
     tensors = [normrt.torch_tensor(a["name"], bufs[a["name"]].v)
                for a in manifest["arguments"]]
 
     def launch_once():
         for k in outputs:
-            bufs[k].base.fill_(float("nan"))
+            ctx.poison(bufs[k])
         if case.inplace:
-            bufs["dy"].base.copy_(snap["dy"])
+            ctx.store(bufs["dy"], snap["dy"])
         # Under initcheck a fresh, never written workspace per launch (its
         # own cudaMalloc): a kernel reading workspace it did not write
         # first is reported. Otherwise the configuration's one workspace.
@@ -562,7 +597,7 @@ def run_case(ctx, case, mod, manifest, ws, ws_bytes):
                 rc, normrt.ERROR_NAMES.get(rc, "?"), msg))
         T.cuda.synchronize()  # raises on an asynchronous CUDA error
         del w
-        return {k: bufs[k].v.clone() for k in refs}
+        return {k: ctx.fetch(bufs[k]) for k in refs}
 
     runs = [launch_once() for _ in range(ctx.launches)]
     errs, fails = {}, []
@@ -581,10 +616,11 @@ def run_case(ctx, case, mod, manifest, ws, ws_bytes):
     for k in inputs:
         if case.inplace and k == "dy":
             continue
-        if not same_bits(ctx, bufs[k].base, snap[k]):
+        if not same_bits(ctx, ctx.fetch(bufs[k], whole=True), snap[k]):
             fails.append("input '%s' was modified" % k)
     for k in outputs + (["dx"] if case.inplace else []):
-        base, v = bufs[k].base, bufs[k].v
+        base = ctx.fetch(bufs[k], whole=True)
+        v = bufs[k].view_of(base)
         if base.data_ptr() == v.data_ptr() and base.numel() == v.numel():
             continue
         mask = T.ones_like(base, dtype=T.bool)
@@ -662,7 +698,7 @@ def error_path_checks(ctx, index, gpu_dir, results):
                     tl.append(repl[k])
             else:
                 tl.append(good[k])
-        bufs["dx"].base.fill_(float("nan"))
+        ctx.poison(bufs["dx"])
         T.cuda.synchronize()
         p, s = wsarg if wsarg is not None else (ws.data_ptr(), wsb)
         rc, msg = mod.launch(tl, p, s, ctx.stream)
@@ -802,6 +838,15 @@ def main():
                     "workspace (never written, so a kernel reading "
                     "workspace it did not write is reported); racecheck "
                     "launches each case once")
+    ap.add_argument("--host-data", action="store_true",
+                    help="draw inputs and compute references on the CPU and "
+                    "move every buffer with cudaMemcpy, so only our kernels "
+                    "run on the GPU (the default with --sanitizer: "
+                    "initcheck then needs no other kernel instrumented, "
+                    "and torch's float64 reductions stay off the GPU)")
+    ap.add_argument("--shard", default="",
+                    help="K/N: only the cases whose index in the (spread) "
+                    "order is K mod N, for a matrix split over device calls")
     ap.add_argument("--deadline", type=float, default=0,
                     help="epoch seconds: start no configuration after it "
                     "(the rest reported skipped)")
@@ -822,6 +867,8 @@ def main():
                     "cubin when prepared, else/on failure the PTX)")
     args = ap.parse_args()
     args.gpu_dir = os.path.abspath(args.gpu_dir)
+    if args.sanitizer:
+        args.host_data = True
     args.subset = args.sanitizer or (
         "sanitizer" if args.sanitizer_subset else (
             "quick" if args.quick else "full"))
@@ -838,6 +885,14 @@ def main():
         cases = [racecheck_case(c, index) for c in cases]
     if args.filter:
         cases = [c for c in cases if re.search(args.filter, c.name)]
+    if args.shard:
+        mk = re.fullmatch(r"(\d+)/(\d+)", args.shard)
+        if not mk or not 0 <= int(mk.group(1)) < int(mk.group(2)):
+            out("gpu_check: --shard wants K/N with 0 <= K < N, got %r" %
+                args.shard)
+            return 2
+        k, nsh = int(mk.group(1)), int(mk.group(2))
+        cases = [c for i, c in enumerate(cases) if i % nsh == k]
     if args.sanitizer:
         describe_matrix(args, cases)
     if args.dry_run:
@@ -847,16 +902,17 @@ def main():
     if not started:
         return 2
     torch, rt, seed = started
-    gen = torch.Generator(device="cuda")
+    gen = torch.Generator(device="cpu" if args.host_data else "cuda")
     gen.manual_seed(seed)
     ctx = Ctx(torch, rt, gen, torch.cuda.current_stream().cuda_stream)
     ctx.image = args.image
     if args.tool == "racecheck":
         ctx.launches = 1
     ctx.fresh_ws = args.tool == "initcheck"
-    out("gpu_check: %d cases (%s), seed %d, %s, torch %s, runtime %s" % (
-        len(cases), args.subset, seed, torch.cuda.get_device_name(),
-        torch.__version__, lib))
+    out("gpu_check: %d cases (%s%s%s), seed %d, %s, torch %s, runtime %s" % (
+        len(cases), args.subset, ", shard " + args.shard if args.shard else "",
+        ", host data" if ctx.host else "", seed,
+        torch.cuda.get_device_name(), torch.__version__, rt.path))
 
     # Group by configuration (first-appearance order): one module and one
     # workspace per configuration.
@@ -886,6 +942,10 @@ def main():
                 out("FAIL %s: not compiled: %s" % (c.name, err[:200]))
             continue
         manifest = load_manifest(args.gpu_dir, entry)
+        if args.sanitizer:
+            free, total = torch.cuda.mem_get_info()
+            out("config %s: device memory free %.1f of %.1f GiB" % (
+                cname, free / 2**30, total / 2**30))
         t0 = time.time()
         rc, mod, msg, image, tried = normrt.load_config(
             rt, args.gpu_dir, entry, args.image)
@@ -918,7 +978,8 @@ def main():
         ws = None
         if ws_bytes and not ctx.fresh_ws:
             ws = torch.empty(ws_bytes, device="cuda", dtype=torch.uint8)
-            ws.fill_(0xFF)  # the kernels must initialise what they use
+            # The kernels must initialise what they use.
+            ctx.poison(Buf(ws, lambda t: t), 0xFF)
         load_s = time.time() - t0
         for c in ccases:
             if dead:

@@ -326,7 +326,6 @@ class Checker:
             mod.close()
 
     def scenario(self, cfg, m, s, clean, r, c, mod, manifest, ws, ws_bytes):
-        T = self.T
         _, _, tgt, vname, v = s
         t = {k: (val.clone() if val is not None else None)
              for k, val in clean.items()}
@@ -338,7 +337,7 @@ class Checker:
             t.pop("mean")
         ref = self.reference(cfg, t)
         tor, tname = self.torch_backward(cfg, t)
-        probs, notes = [], []
+        probs = []
         o1 = self.run_ours(mod, manifest, cfg, t, ws, ws_bytes, SENTINEL)
         o2 = self.run_ours(mod, manifest, cfg, t, ws, ws_bytes,
                            float("nan"))

@@ -25,7 +25,7 @@ log() { printf '\033[1m== %s\033[0m\n' "$*" >&2; }
 
 install_deps() {
   local pkgs=(llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools
-              cmake ninja-build g++ clang lld python3)
+              cmake ninja-build g++ clang lld python3 python3-pyflakes)
   local missing=()
   for p in "${pkgs[@]}"; do
     dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
