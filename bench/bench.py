@@ -14,6 +14,12 @@ backward; bf16 and f32, weight dtype = x dtype; M x N = 16384 x 4096,
                     w) -> (dx, dw, db), dynamic=False
   triton lesson     bench/triton_lesson.py (grouped atomic partials +
                     reduce kernel; partials zeroed inside the timed call)
+  liger             Liger-Kernel's backward (liger_kernel.ops.layer_norm.
+                    layer_norm_backward / rms_norm.rms_norm_backward, the
+                    functions its autograd Functions call; RMSNorm in its
+                    default 'llama' casting mode and in_place=True, dx over
+                    dy, as its module runs it; the version pinned in
+                    bench/requirements-gpu.txt, carried as a wheel)
   torch add x+dy    the same 3*M*N elements streamed, no reductions: the
                     per-shape bytes floor
 
@@ -50,13 +56,23 @@ import configs as C  # noqa: E402
 import normrt  # noqa: E402
 
 IMPLS = ("ours deterministic", "ours grouped_atomic", "torch eager",
-         "torch.compile", "triton lesson", "torch add x+dy")
+         "torch.compile", "liger", "triton lesson", "torch add x+dy")
+# The peers "best peer" is taken over (issue 9).
+PEERS = ("torch eager", "torch.compile", "liger")
 SIZE = {"f32": 4, "f16": 2, "bf16": 2}
 COPY_GBS_GUESS = 4300.0  # H200 device-to-device copy, KINDS.md
 
 
 def out(*a):
     print(*a, flush=True)
+
+
+def _dist_version(name):
+    try:
+        from importlib.metadata import version
+        return version(name)
+    except Exception:  # noqa: BLE001
+        return "?"
 
 
 def min_bytes(op, m, n, dt):
@@ -233,6 +249,7 @@ class Bench:
         self.lib = lib
         self.rows = []
         self.t0 = time.time()
+        self._liger_check = None  # a liger row's own correctness call
 
     def time_us(self, fn):
         a = self.do_bench(fn, warmup=self.args.warmup, rep=self.args.rep,
@@ -271,12 +288,13 @@ class Bench:
     def measure(self, row, fn, refs, bytes_):
         """Correctness, bitwise repeat, then the two timings."""
         T = self.torch
+        check, self._liger_check = self._liger_check or fn, None
         t0 = time.time()
-        res = fn()
+        res = check()
         T.cuda.synchronize()
         row["first_call_s"] = round(time.time() - t0, 3)
         first = [r.clone() if r is not None else None for r in res]
-        res2 = fn()
+        res2 = check()
         T.cuda.synchronize()
         if refs is not None:
             row["bitwise"] = all(self.bits_equal(a, b)
@@ -291,7 +309,7 @@ class Bench:
         row["gbs"] = bytes_ / (t1 * 1e-6) / 1e9
         row["pct_copy"] = 100.0 * row["gbs"] / self.copy_gbs
 
-    def run_shape(self, op, dt, m, n):
+    def run_shape(self, op, dt, m, n, impls=IMPLS):
         T, F = self.torch, self.torch.nn.functional
         layer = op.startswith("layer")
         tdt = self.tdt[dt]
@@ -373,6 +391,9 @@ class Bench:
             "bandwidth" % (op, dt, m, n, bytes_ / 1e6,
                            bytes_ / (self.copy_gbs * 1e3)))
         for st in C.BENCH_STRATEGIES:
+            if "ours " + st not in impls:
+                continue
+
             def make_ours(st=st):
                 if self.rt is None:
                     raise RuntimeError("libnormrt.so not found")
@@ -408,9 +429,12 @@ class Bench:
             fn = lambda: T.autograd.grad(y, (xr, wr), dy,  # noqa
                                          retain_graph=True) + (None,)
             return fn, refs, bytes_, ("autograd F.rms_norm " + why).strip()
-        attempt("torch eager", make_eager)
+        if "torch eager" in impls:
+            attempt("torch eager", make_eager)
 
-        if self.args.no_compile:
+        if "torch.compile" not in impls:
+            pass
+        elif self.args.no_compile:
             row_for("torch.compile")["note"] = "skipped (--no-compile)"
         elif self.args.budget_s and time.time() - self.t0 > self.args.budget_s:
             row_for("torch.compile")["note"] = "skipped: time budget"
@@ -428,7 +452,38 @@ class Bench:
                 return fn, refs, bytes_, "inductor, explicit formulas"
             attempt("torch.compile", make_compile)
 
-        if self.args.no_triton:
+        def make_liger():
+            import liger_kernel
+            ver = getattr(liger_kernel, "__version__", "") or _dist_version(
+                "liger-kernel")
+            if layer:
+                from liger_kernel.ops.layer_norm import layer_norm_backward
+                fn = lambda: layer_norm_backward(dy, x, w, b, mean,  # noqa
+                                                 rstd)
+                return fn, refs, bytes_, "liger-kernel %s" % ver
+            from liger_kernel.ops.rms_norm import (rms_norm_backward,
+                                                   _str_to_casting_mode)
+            from liger_kernel.ops.utils import calculate_settings
+            bs, nw = calculate_settings(n)
+            mode = _str_to_casting_mode["llama"]
+            # in_place=True (its default): dx overwrites dy. Checked on a
+            # copy of dy, timed on its own copy (whose values the repeated
+            # calls keep replacing by dx: the time does not depend on them).
+            dyc = dy.clone()
+            fn = lambda: rms_norm_backward(dyc, x, w, rstd, 0.0, mode,  # noqa
+                                           bs, nw, True, None) + (None,)
+
+            def checked():
+                dyc.copy_(dy)
+                return fn()
+            self._liger_check = checked
+            return fn, refs, bytes_, "liger-kernel %s, in_place" % ver
+        if "liger" in impls:
+            attempt("liger", make_liger)
+
+        if "triton lesson" not in impls:
+            pass
+        elif self.args.no_triton:
             row_for("triton lesson")["note"] = "skipped (--no-triton)"
         else:
             def make_triton():
@@ -442,7 +497,8 @@ class Bench:
             o = T.empty_like(x)
             return (lambda: (T.add(x, dy, out=o),)), None, 3 * m * n * SIZE[
                 dt], "bytes floor: 3*M*N elements, no reduction"
-        attempt("torch add x+dy", make_add)
+        if "torch add x+dy" in impls:
+            attempt("torch add x+dy", make_add)
 
         for o in self._close:
             o.close()
@@ -595,15 +651,17 @@ def summarize(path):
             cell[k][r["impl"]] = "-"
     short = {"ours deterministic": "det", "ours grouped_atomic": "grp",
              "torch eager": "eager", "torch.compile": "compile",
-             "triton lesson": "lesson", "torch add x+dy": "x+dy"}
+             "liger": "liger", "triton lesson": "lesson",
+             "torch add x+dy": "x+dy"}
     print("copy %.0f GB/s; median us per implementation; det%%: ours "
           "deterministic as %% of copy" % d["copy_gbs"])
-    print("%-16s %-4s %6s %5s | %6s %6s %6s %7s %6s %6s | %5s %5s %3s %6s" % (
-        "op", "dt", "M", "N", "det", "grp", "eager", "compile", "lesson",
-        "x+dy", "det%", "x+dy%", "bit", "err"))
+    print("%-16s %-4s %6s %5s | %6s %6s %6s %7s %6s %6s %6s | %5s %5s %3s %6s"
+          % ("op", "dt", "M", "N", "det", "grp", "eager", "compile", "liger",
+             "lesson", "x+dy", "det%", "x+dy%", "bit", "err"))
     for k in shapes:
         c = cell[k]
-        print("%-16s %-4s %6d %5d | %6s %6s %6s %7s %6s %6s | %5s %5s %3s %6s"
+        print("%-16s %-4s %6d %5d | %6s %6s %6s %7s %6s %6s %6s | %5s %5s %3s "
+              "%6s"
               % (k + tuple(c.get(i, "-") for i in short) +
                  (c.get("pct", "-"), c.get("addpct", "-"),
                   c.get("bitwise", "-"), c.get("err", "-"))))

@@ -397,6 +397,35 @@ def bench_cfgs():
             for st in BENCH_STRATEGIES]
 
 
+# ------------------------------------------------------ the N sweep (issue 9)
+#
+# bench/sweep.py: every power of two from 1 to 262144, and between them at
+# least as many sizes that are not (odd, 3/5/7 * 2^k, primes and near
+# powers), each at M moving about 1 GiB; M = 1 and M = 64 (fewer rows than
+# the H200's 132 SMs) at a few N.
+SWEEP_POW2 = tuple(1 << k for k in range(19))  # 1 .. 262144
+SWEEP_OTHER = (3, 24, 100, 127, 384, 640, 1000, 1536, 2047, 2560, 3584,
+               4095, 5120, 6144, 7168, 10000, 12288, 14336, 20480, 24576,
+               49152, 65537, 100003, 196608)
+SWEEP_N = tuple(sorted(SWEEP_POW2 + SWEEP_OTHER))
+SWEEP_SMALL_M = (1, 64)
+SWEEP_SMALL_M_N = (128, 1024, 4096, 8192, 65536)
+SWEEP_DTYPES = ("bf16",)
+
+
+def sweep_m(op, n, dt, target_bytes=1 << 30):
+    """Rows so that the case moves about target_bytes: dy, x read and dx
+    written (3 N elements per row) plus the row's f32 statistics."""
+    size = {"f32": 4, "f16": 2, "bf16": 2}[dt]
+    per_row = 3 * n * size + 4 * (2 if op.startswith("layer") else 1)
+    return max(1, int(round(target_bytes / per_row)))
+
+
+def sweep_cfgs():
+    return [Cfg(op, n, dt) for dt in SWEEP_DTYPES for n in SWEEP_N
+            for op in GRAD_OPS]
+
+
 # ------------------------------------------------------------ compile list
 
 def all_cfgs():
@@ -408,6 +437,8 @@ def all_cfgs():
     for c in nan_cfgs():
         seen.setdefault(c.name, c)
     for c in bench_cfgs():
+        seen.setdefault(c.name, c)
+    for c in sweep_cfgs():
         seen.setdefault(c.name, c)
     return list(seen.values())
 

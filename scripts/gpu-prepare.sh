@@ -77,6 +77,25 @@ fi
 NC=$BUILD_DIR/bin/norm-compile
 [[ -x $NC ]] || { echo "gpu-prepare: $NC not built" >&2; exit 1; }
 
+#--- wheels for the GPU machine (bench/requirements-gpu.txt) ---------------#
+# Pure-Python packages it lacks (Liger-Kernel for bench/sweep); kept across
+# runs, fetched only when missing.
+mkdir -p "$OUTDIR/wheels"
+while read -r req; do
+  [[ -z $req || $req == \#* ]] && continue
+  name=${req%%==*}
+  ver=${req#*==}
+  whl_glob="$OUTDIR/wheels/${name//-/_}-${ver}-*.whl"
+  if ! compgen -G "$whl_glob" >/dev/null; then
+    log "downloading the wheel of $req"
+    python3 -m pip download -q --no-deps --only-binary=:all: \
+      --python-version 3.12 --implementation cp \
+      --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
+      -d "$OUTDIR/wheels" "$req" ||
+      warn "could not download $req: its benchmark rows will fail"
+  fi
+done < bench/requirements-gpu.txt
+
 #--- compile every configuration ------------------------------------------#
 rm -f "$OUTDIR/libnormrt.so" "$OUTDIR/configs.json" "$OUTDIR/resources.txt"
 njobs=$(python3 bench/configs.py jobs | wc -l)

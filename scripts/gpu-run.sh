@@ -14,6 +14,10 @@
 #                                      rstd, mean vs float64 and torch's
 #                                      kernels (336 scenarios, ~10 s)
 #   2. python3 bench/bench.py          bandwidth table (~60 s)
+#  2b. python3 bench/sweep.py          the N sweep (issue 9), only when
+#                                      GPU_RUN_STEPS names "sweep" (about
+#                                      nine minutes: a call of its own;
+#                                      writes sweep.{log,md,json,png})
 #   3. compute-sanitizer --tool memcheck
 #        gpu_check.py --sanitizer full --tool memcheck   every case + the
 #                                      error path
@@ -75,6 +79,20 @@ if [[ ! -f .dev/gpu/libnormrt.so ]]; then
        "the 'ours' bench rows will fail)"
 fi
 
+#--- wheels (bench/requirements-gpu.txt, fetched by gpu-prepare.sh) -------#
+# Packages the GPU machine lacks (Liger-Kernel) travel as wheels in
+# .dev/gpu/wheels; installed into a temporary directory, never the system.
+if compgen -G ".dev/gpu/wheels/*.whl" >/dev/null; then
+  SITE=$STEPLOG/site
+  if python3 -m pip install -q --no-index --no-deps --no-compile \
+       --no-cache-dir --target "$SITE" .dev/gpu/wheels/*.whl; then
+    export PYTHONPATH=$SITE${PYTHONPATH:+:$PYTHONPATH}
+  else
+    echo "gpu-run: warning: installing .dev/gpu/wheels failed (liger rows" \
+         "will fail)"
+  fi
+fi
+
 #--- environment ----------------------------------------------------------#
 {
   echo "# gpu-run $(date -u '+%Y-%m-%d %H:%M:%S') UTC"
@@ -111,6 +129,11 @@ declare -A RC SECS LIMS
 # GPU_RUN_STEPS="memcheck initcheck" for a sanitizer run over the full
 # matrix in a call of its own; the others are reported as "not run".
 RUN_STEPS=" ${GPU_RUN_STEPS:-check big nan bench memcheck initcheck racecheck} "
+selected() {  # any of the named steps runs in this call
+  local s
+  for s in "$@"; do [[ $RUN_STEPS == *" $s "* ]] && return 0; done
+  return 1
+}
 step() {
   local name=$1 cap=$2 reserve=$3 log=$4
   shift 5
@@ -151,7 +174,7 @@ step() {
 # still get time; steps that finish early leave theirs to the later ones
 # (racecheck, last, takes what is left).
 #--- 1. correctness --------------------------------------------------------#
-: >"$OUT/check.log"
+selected check big nan && : >"$OUT/check.log"
 step check 60 420 "$OUT/check.log" -- \
   python3 bench/gpu_check.py --budget-s "${CHECK_BUDGET_S:-45}"
 
@@ -163,13 +186,18 @@ step nan 60 360 "$OUT/check.log" -- \
   python3 bench/nan_check.py --deadline @DEADLINE@
 
 #--- 2. benchmark ----------------------------------------------------------#
-: >"$OUT/bench.log"
+selected bench && : >"$OUT/bench.log"
 step bench 120 300 "$OUT/bench.log" -- \
   python3 bench/bench.py --out "$OUT" --budget-s "${BENCH_BUDGET_S:-80}"
 
+#--- 2b. the N sweep (issue 9; not in the default steps: ~9 minutes) -------#
+selected sweep && : >"$OUT/sweep.log"
+step sweep "${SWEEP_CAP_S:-560}" 0 "$OUT/sweep.log" -- \
+  python3 bench/sweep.py --out "$OUT" --deadline @DEADLINE@
+
 #--- 3./4./5. compute-sanitizer ------------------------------------------------#
 SAN=(memcheck initcheck racecheck)
-for t in "${SAN[@]}"; do : >"$OUT/$t.log"; done
+for t in "${SAN[@]}"; do selected "$t" && : >"$OUT/$t.log"; done
 CS=$(command -v compute-sanitizer || true)
 for c in /usr/local/cuda/bin/compute-sanitizer \
          /usr/local/cuda/compute-sanitizer/compute-sanitizer; do
@@ -255,6 +283,8 @@ result_line() {
   local name=$1 log=$2
   case $name in
     check|nan) grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -1 ;;
+    sweep) { grep -E '^\*\*Geometric mean' "$log" | tail -1 | tr -d '*'
+             grep -E '^sweep: [0-9]+ rows' "$log" | tail -1; } | paste -sd ';' ;;
     bench) { grep -E '^copy bandwidth' "$log" | tail -1 | cut -c1-40
              grep -E '^bench: [0-9]+ rows' "$log" | tail -1; } | paste -sd ';' ;;
     memcheck|initcheck|racecheck)
@@ -266,7 +296,7 @@ result_line() {
         san_kernels "$log"; } | paste -sd ';' ;;
   esac
 }
-STEPS=(check big nan bench memcheck initcheck racecheck)
+STEPS=(check big nan bench sweep memcheck initcheck racecheck)
 ok=1
 for s in "${STEPS[@]}"; do
   [[ ${RC[$s]:-skip} == 0 || ${RC[$s]} == "not run" ]] || ok=0

@@ -46,9 +46,17 @@ if config.norm_sanitize:
 config.substitutions.append(("%norm_preload", preload))
 
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+# `lit -D norm_fallback_tools=DIR`: tools this build did not make are taken
+# from DIR (scripts/dev.sh's sanitized runtime run builds only libnormrt and
+# its tests and takes norm-compile from the release build).
+fallback = lit_config.params.get("norm_fallback_tools")
+if fallback:
+    llvm_config.with_environment("PATH", fallback, append_path=True)
 llvm_config.with_environment("PATH", config.norm_tools_dir, append_path=True)
 
 tool_dirs = [config.norm_tools_dir, config.llvm_tools_dir]
+if fallback:
+    tool_dirs.insert(1, fallback)
 tools = ["norm-opt", "norm-capi-test", "norm-exec-test", "norm-geometry-test",
          "FileCheck", "not",
          "count",
