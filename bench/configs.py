@@ -45,6 +45,8 @@ class Cfg:
     dres: bool = False  # --dresidual (grad)
     zc: bool = False  # --zero-centered
     xhat: bool = False  # --xhat (forward)
+    threads: int = 0  # --threads (0: the compiler's choice)
+    mre: int = 0  # --max-register-elements (0: the compiler's choice)
 
     @property
     def grad(self):
@@ -83,6 +85,10 @@ class Cfg:
                           (self.zc, "zc"), (self.xhat, "xhat")):
             if flag:
                 parts.append(tag)
+        if self.threads:
+            parts.append("t%d" % self.threads)
+        if self.mre:
+            parts.append("mre%d" % self.mre)
         return "-".join(parts)
 
     def flags(self):
@@ -103,6 +109,10 @@ class Cfg:
             f.append("--zero-centered")
         if self.xhat:
             f.append("--xhat")
+        if self.threads:
+            f.append("--threads=%d" % self.threads)
+        if self.mre:
+            f.append("--max-register-elements=%d" % self.mre)
         return f
 
     def expected_args(self, m="?"):
@@ -421,6 +431,19 @@ def sweep_m(op, n, dt, target_bytes=1 << 30):
     return max(1, int(round(target_bytes / per_row)))
 
 
+# bench/variants.py: the row kernel under other pass options (threads per
+# block, per-lane register budget), ours only, to choose the cost model's
+# constants from measurements rather than guesses.
+VARIANT_N = (2048, 4096, 8192, 16384, 32768)
+VARIANT_THREADS = (128, 256, 512, 1024)
+VARIANT_MRE = (32, 64, 128)
+
+
+def variant_cfgs():
+    return [Cfg(op, n, "bf16", threads=t, mre=r) for n in VARIANT_N
+            for op in GRAD_OPS for t in VARIANT_THREADS for r in VARIANT_MRE]
+
+
 def sweep_cfgs():
     return [Cfg(op, n, dt) for dt in SWEEP_DTYPES for n in SWEEP_N
             for op in GRAD_OPS]
@@ -438,7 +461,7 @@ def all_cfgs():
         seen.setdefault(c.name, c)
     for c in bench_cfgs():
         seen.setdefault(c.name, c)
-    for c in sweep_cfgs():
+    for c in sweep_cfgs() + variant_cfgs():
         seen.setdefault(c.name, c)
     return list(seen.values())
 

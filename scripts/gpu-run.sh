@@ -18,6 +18,9 @@
 #                                      GPU_RUN_STEPS names "sweep" (about
 #                                      nine minutes: a call of its own;
 #                                      writes sweep.{log,md,json,png})
+#  2c. python3 bench/variants.py       ours under other threads /
+#                                      max-register-elements, only when
+#                                      GPU_RUN_STEPS names "variants"
 #   3. compute-sanitizer --tool memcheck
 #        gpu_check.py --sanitizer full --tool memcheck   every case + the
 #                                      error path
@@ -195,6 +198,11 @@ selected sweep && : >"$OUT/sweep.log"
 step sweep "${SWEEP_CAP_S:-560}" 0 "$OUT/sweep.log" -- \
   python3 bench/sweep.py --out "$OUT" --deadline @DEADLINE@
 
+#--- 2c. row-kernel variants (pass options; opt-in) -------------------------#
+selected variants && : >"$OUT/variants.log"
+step variants "${VARIANTS_CAP_S:-300}" 0 "$OUT/variants.log" -- \
+  python3 bench/variants.py --out "$OUT" --deadline @DEADLINE@
+
 #--- 3./4./5. compute-sanitizer ------------------------------------------------#
 SAN=(memcheck initcheck racecheck)
 for t in "${SAN[@]}"; do selected "$t" && : >"$OUT/$t.log"; done
@@ -296,7 +304,7 @@ result_line() {
         san_kernels "$log"; } | paste -sd ';' ;;
   esac
 }
-STEPS=(check big nan bench sweep memcheck initcheck racecheck)
+STEPS=(check big nan bench sweep variants memcheck initcheck racecheck)
 ok=1
 for s in "${STEPS[@]}"; do
   [[ ${RC[$s]:-skip} == 0 || ${RC[$s]} == "not run" ]] || ok=0
