@@ -76,6 +76,14 @@ Geometry mlir::norm::chooseRowGeometry(const RowShape &s,
   else
     g.partials = PartialsHome::Registers;
 
+  // Layouts (a function of N and the element size only, like the rest).
+  if (g.registers && g.n && g.vec > 1) {
+    if ((*g.n * s.elementBytes) % g.vectorBytes != 0)
+      g.layouts = RowLayouts::Interleaved;
+    else if (g.chunksPerLane * g.vec > kBatchedLoadsShare)
+      g.layouts = RowLayouts::Both;
+  }
+
   g.sharedBytes = 0;
   if (g.partials == PartialsHome::Shared ||
       (g.partials == PartialsHome::Registers && g.rows > 1))

@@ -156,6 +156,34 @@ void norm::buildRowKernel(RowNest &rn, StringRef name) {
 
 Value RowKernel::c(int64_t v) { return cIndex(b, loc, v); }
 
+Value RowKernel::columnOf(OpBuilder &rb, Value chunk, int64_t e) {
+  auto ci = [&](int64_t v) { return cIndex(rb, loc, v); };
+  if (layout == Layout::Vector || g.vec == 1)
+    return arith::AddIOp::create(
+        rb, loc, arith::MulIOp::create(rb, loc, chunk, ci(g.vec)), ci(e));
+  // (chunk - lane) V + lane = k L V + lane.
+  Value first = arith::AddIOp::create(
+      rb, loc,
+      arith::MulIOp::create(rb, loc,
+                            arith::SubIOp::create(rb, loc, chunk, lane),
+                            ci(g.vec)),
+      lane);
+  return arith::AddIOp::create(rb, loc, first, ci(e * g.lanes));
+}
+
+bool RowKernel::groupInRange(std::optional<int64_t> k) const {
+  if (!g.n)
+    return false;
+  // Vector layout: the chunk walk only visits chunks < ceil(N / V), so
+  // only the last chunk of an N that is not a multiple of V is partial.
+  if (layout == Layout::Vector && *g.n % g.vec == 0)
+    return true;
+  if (k)
+    return (*k + 1) * g.lanes * g.vec <= *g.n;
+  // A chunk loop: every group is whole when N is a multiple of L V.
+  return *g.n % (g.lanes * g.vec) == 0;
+}
+
 void RowKernel::onLeader(function_ref<void(OpBuilder &, IRMapping &)> body) {
   Value first =
       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid, c(0));
@@ -252,10 +280,11 @@ void RowKernel::emitChunk(OpBuilder &rb, scf::ForOp loop, IRMapping &m,
                           bool vectorized, SmallVector<Value> &carried) {
   Value n = materialize(rb, loop.getUpperBound(), m);
   Value j0 = arith::MulIOp::create(rb, loc, chunk, cIndex(rb, loc, g.vec));
-  bool tail = !g.n || *g.n % g.vec != 0;
+  // A dynamic N has V = 1 and a chunk loop bounded by N: always in range.
+  bool tail = g.n ? !groupInRange(k) : false;
   if (!vectorized) {
     for (int64_t e = 0; e < g.vec; ++e) {
-      Value j = arith::AddIOp::create(rb, loc, j0, cIndex(rb, loc, e));
+      Value j = columnOf(rb, chunk, e);
       if (!tail) {
         emitElement(rb, loop, m, j, k, e, nullptr, nullptr, carried);
         continue;
@@ -329,25 +358,30 @@ void RowKernel::emitColumnLoop(OpBuilder &rb, scf::ForOp loop, IRMapping &m,
   Value n = materialize(rb, loop.getUpperBound(), m);
   Value chunks = arith::CeilDivUIOp::create(rb, loc, n, cIndex(rb, loc, g.vec));
   // Vector accesses need, at run time, 16-byte aligned rows and a whole
-  // chunk (only the last chunk of a row whose N is not a multiple of V is
-  // partial: it takes the element path).
-  bool mayVectorize = g.n && g.vec > 1;
-  bool partialLast = g.n && *g.n % g.vec != 0;
+  // chunk inside the row (a chunk of a group that reaches past N may be
+  // partial or wholly outside: it takes the element path, whose bound
+  // checks drop what is past N).
+  bool mayVectorize = g.n && g.vec > 1 && layout == Layout::Vector;
   auto chunkBody = [&](OpBuilder &cb, Value chunk, std::optional<int64_t> k,
                        SmallVector<Value> &vals) {
     if (!mayVectorize) {
       emitChunk(cb, loop, m, chunk, k, /*vectorized=*/false, vals);
       return;
     }
-    Value useVector = aligned;
-    if (partialLast) {
+    Value useVector = knownAligned ? Value() : aligned;
+    if (!groupInRange(k)) {
       Value end = arith::AddIOp::create(
           cb, loc,
           arith::MulIOp::create(cb, loc, chunk, cIndex(cb, loc, g.vec)),
           cIndex(cb, loc, g.vec));
-      useVector = arith::AndIOp::create(
-          cb, loc, useVector,
-          arith::CmpIOp::create(cb, loc, arith::CmpIPredicate::ule, end, n));
+      Value whole =
+          arith::CmpIOp::create(cb, loc, arith::CmpIPredicate::ule, end, n);
+      useVector =
+          useVector ? arith::AndIOp::create(cb, loc, useVector, whole) : whole;
+    }
+    if (!useVector) {
+      emitChunk(cb, loop, m, chunk, k, /*vectorized=*/true, vals);
+      return;
     }
     auto ifOp = scf::IfOp::create(cb, loc, TypeRange(ValueRange(vals)),
                                   useVector, /*withElseRegion=*/true);
@@ -460,6 +494,31 @@ void RowKernel::emit(Value lo, Value hi, const IRMapping &programMap) {
       crossWarpScratch.push_back(
           addSharedBuffer(launch, {g.threads / g.warp}, b.getF32Type(), loc));
 
+  if (g.layouts != RowLayouts::Both) {
+    layout = g.layouts == RowLayouts::Interleaved ? Layout::Interleaved
+                                                  : Layout::Vector;
+    emitRows(lo, hi);
+    return;
+  }
+  // One body per layout; `aligned` is the same in every block.
+  auto ifOp = scf::IfOp::create(b, loc, aligned, /*withElseRegion=*/true);
+  IRMapping saved = base;
+  for (Layout l : {Layout::Vector, Layout::Interleaved}) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(l == Layout::Vector
+                            ? ifOp.thenBlock()->getTerminator()
+                            : ifOp.elseBlock()->getTerminator());
+    layout = l;
+    knownAligned = l == Layout::Vector;
+    base = saved;
+    reduced.clear();
+    emitRows(lo, hi);
+  }
+  knownAligned = false;
+}
+
+void RowKernel::emitRows(Value lo, Value hi) {
+  Block *rowBody = nest.rows.getBody();
   // Waves of S rows: every thread runs the same number of iterations, so
   // barriers and shuffles are uniform; sub-groups past `hi` idle.
   auto waves = scf::ForOp::create(b, loc, lo, hi, c(g.rows));

@@ -80,6 +80,30 @@ protected:
 
   Value c(int64_t v);
   Value materialize(OpBuilder &rb, Value v, IRMapping &m);
+  /// How a lane's chunks map to columns (the geometry's RowLayouts says
+  /// which bodies a kernel has; with two, they sit under `scf.if` on the
+  /// run-time `aligned`, the same for every block of a launch):
+  ///   Vector:      j = chunk V + e          (V consecutive columns per
+  ///                                          lane: one 16-byte access)
+  ///   Interleaved: j = k L V + e L + lane   (element e of the L lanes is
+  ///                                          L consecutive columns: each
+  ///                                          warp access is coalesced)
+  /// Rows that are not 16-byte aligned (odd N, odd strides, offsets) take
+  /// the interleaved layout in every row, so a thread owns the same columns
+  /// in every row (its row cache and partial sums stay in registers). Both
+  /// cover group k's columns [k L V, (k + 1) L V) once. With V = 1 they
+  /// are the same.
+  enum class Layout { Vector, Interleaved };
+  Layout layout = Layout::Vector;
+  /// In the vector body of a two-body kernel the rows are known aligned:
+  /// whole groups issue their loads together, with no per-chunk check.
+  bool knownAligned = false;
+  /// The column of element e of the lane's chunk `chunk` (= k L + lane).
+  Value columnOf(OpBuilder &rb, Value chunk, int64_t e);
+  /// Whether every column the lane's chunk of group k (nullopt: any chunk
+  /// of a chunk loop) touches is < N in the current layout: no per-element
+  /// bound check, and a vector access needs no whole-chunk check.
+  bool groupInRange(std::optional<int64_t> k) const;
   bool isRowAccess(Operation *op, scf::ForOp loop, Value memref,
                    ValueRange indices);
 
@@ -93,6 +117,8 @@ protected:
   IRMapping base; // program-level values -> kernel values
 
 private:
+  /// The waves of rows, then the partial rows, in the current layout.
+  void emitRows(Value lo, Value hi);
   void emitColumnLoop(OpBuilder &rb, scf::ForOp loop, IRMapping &m,
                       SmallVector<Value> &carried);
   void emitChunk(OpBuilder &rb, scf::ForOp loop, IRMapping &m, Value chunk,

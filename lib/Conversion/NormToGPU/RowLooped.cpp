@@ -37,8 +37,17 @@ private:
 void LoopedRowKernel::walkChunks(OpBuilder &rb, Value chunks,
                                  SmallVector<Value> &carried,
                                  ChunkBody chunkBody) {
+  // Whole groups of L chunks: in the interleaved layout (rows not 16-byte
+  // aligned) a lane whose chunk index is past the last chunk still owns
+  // columns below N; the chunk bounds its elements itself.
+  Value ub = chunks;
+  if (g.vec > 1 && layout == Layout::Interleaved) {
+    Value l = cIndex(rb, loc, g.lanes);
+    ub = arith::MulIOp::create(
+        rb, loc, arith::CeilDivUIOp::create(rb, loc, chunks, l), l);
+  }
   auto forOp = scf::ForOp::create(
-      rb, loc, lane, chunks, cIndex(rb, loc, g.lanes), carried,
+      rb, loc, lane, ub, cIndex(rb, loc, g.lanes), carried,
       [&](OpBuilder &fb, Location, Value chunk, ValueRange iter) {
         SmallVector<Value> vals(iter.begin(), iter.end());
         chunkBody(fb, chunk, std::nullopt, vals);

@@ -56,6 +56,7 @@ private:
   // output must be the same on every run.
   llvm::MapVector<Value, Value> privateArrays; // row cache -> private array
   llvm::MapVector<Value, Value> partialArrays; // workspace -> accumulator
+  DenseMap<Value, Value> combineBuffers;       // workspace -> [S, N] (S > 1)
 };
 
 } // namespace
@@ -100,11 +101,14 @@ void RegisterRowKernel::walkChunks(OpBuilder &rb, Value chunks,
                                    SmallVector<Value> &carried,
                                    ChunkBody chunkBody) {
   // K chunks per lane, unrolled, so private arrays use constant indices.
+  // In the vector layout a chunk past the last one is skipped whole; in the
+  // interleaved layout such a lane still owns columns below N, which the
+  // chunk bounds element by element.
   int64_t numChunks = llvm::divideCeil(*g.n, g.vec);
   for (int64_t k = 0; k < g.chunksPerLane; ++k) {
     Value chunk =
         arith::AddIOp::create(rb, loc, lane, cIndex(rb, loc, k * g.lanes));
-    if ((k + 1) * g.lanes <= numChunks) {
+    if (layout == Layout::Interleaved || (k + 1) * g.lanes <= numChunks) {
       chunkBody(rb, chunk, k, carried);
       continue;
     }
@@ -180,27 +184,31 @@ void RegisterRowKernel::writePartialRows() {
     // Lambdas do not capture structured bindings before C++20 (clang).
     Value acc = accumulator;
     Value wsK = base.lookupOrDefault(ws);
-    int64_t numChunks = llvm::divideCeil(n, g.vec);
     if (partialsInShared()) {
       scf::ForOp::create(
           b, loc, tid, c(n), c(g.threads), ValueRange{},
           [&](OpBuilder &fb, Location, Value j, ValueRange) {
-            // Column j is element e of chunk c = j / V, which lane c % L
-            // holds as its chunk k = c / L.
+            // Vector layout: column j is element e of chunk c = j / V, which
+            // lane c % L holds as its chunk k = c / L. Interleaved layout:
+            // slot (k V + e) L + lane is column k L V + e L + lane = j.
             auto ci = [&](int64_t v) { return cIndex(fb, loc, v); };
-            Value chunk = arith::DivUIOp::create(fb, loc, j, ci(g.vec));
-            Value e = arith::RemUIOp::create(fb, loc, j, ci(g.vec));
-            Value owner = arith::RemUIOp::create(fb, loc, chunk, ci(g.lanes));
-            Value k = arith::DivUIOp::create(fb, loc, chunk, ci(g.lanes));
-            Value slot = arith::AddIOp::create(
-                fb, loc,
-                arith::MulIOp::create(
-                    fb, loc,
-                    arith::AddIOp::create(
-                        fb, loc, arith::MulIOp::create(fb, loc, k, ci(g.vec)),
-                        e),
-                    ci(g.lanes)),
-                owner);
+            Value slot = j;
+            if (layout == Layout::Vector) {
+              Value chunk = arith::DivUIOp::create(fb, loc, j, ci(g.vec));
+              Value e = arith::RemUIOp::create(fb, loc, j, ci(g.vec));
+              Value owner =
+                  arith::RemUIOp::create(fb, loc, chunk, ci(g.lanes));
+              Value k = arith::DivUIOp::create(fb, loc, chunk, ci(g.lanes));
+              slot = arith::AddIOp::create(
+                  fb, loc,
+                  arith::MulIOp::create(
+                      fb, loc,
+                      arith::AddIOp::create(
+                          fb, loc,
+                          arith::MulIOp::create(fb, loc, k, ci(g.vec)), e),
+                      ci(g.lanes)),
+                  owner);
+            }
             Value v = memref::LoadOp::create(fb, loc, acc, ValueRange{slot});
             memref::StoreOp::create(fb, loc, v, wsK, ValueRange{p, j});
             scf::YieldOp::create(fb, loc);
@@ -212,11 +220,10 @@ void RegisterRowKernel::writePartialRows() {
       for (int64_t k = 0; k < g.chunksPerLane; ++k)
         for (int64_t e = 0; e < g.vec; ++e) {
           Value chunk = arith::AddIOp::create(b, loc, lane, c(k * g.lanes));
-          Value j = arith::AddIOp::create(
-              b, loc, arith::MulIOp::create(b, loc, chunk, c(g.vec)), c(e));
+          Value j = columnOf(b, chunk, e);
           Value v =
               memref::LoadOp::create(b, loc, acc, ValueRange{c(k * g.vec + e)});
-          if ((k + 1) * g.lanes <= numChunks && n % g.vec == 0) {
+          if ((k + 1) * g.lanes * g.vec <= n) {
             memref::StoreOp::create(b, loc, v, wsK, ValueRange{p, j});
             continue;
           }
@@ -229,13 +236,16 @@ void RegisterRowKernel::writePartialRows() {
         }
       continue;
     }
-    Value smem = addSharedBuffer(launch, {g.rows, n}, b.getF32Type(), loc);
+    // One combine buffer per partial row, shared by the two layouts' bodies.
+    Value &buffer = combineBuffers[ws];
+    if (!buffer)
+      buffer = addSharedBuffer(launch, {g.rows, n}, b.getF32Type(), loc);
+    Value smem = buffer;
     for (int64_t k = 0; k < g.chunksPerLane; ++k)
       for (int64_t e = 0; e < g.vec; ++e) {
         Value chunk = arith::AddIOp::create(b, loc, lane, c(k * g.lanes));
-        Value j = arith::AddIOp::create(
-            b, loc, arith::MulIOp::create(b, loc, chunk, c(g.vec)), c(e));
-        bool certain = (k + 1) * g.lanes <= numChunks && n % g.vec == 0;
+        Value j = columnOf(b, chunk, e);
+        bool certain = (k + 1) * g.lanes * g.vec <= n;
         Value v =
             memref::LoadOp::create(b, loc, acc, ValueRange{c(k * g.vec + e)});
         auto store = [&](OpBuilder &sb) {

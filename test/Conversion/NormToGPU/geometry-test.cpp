@@ -56,6 +56,7 @@ static std::string show(const Geometry &g) {
          " K=" + std::to_string(g.chunksPerLane) +
          " registers=" + std::to_string(g.registers) +
          " partials=" + std::to_string(int(g.partials)) +
+         " layouts=" + std::to_string(int(g.layouts)) +
          " smem=" + std::to_string(g.sharedBytes);
 }
 
@@ -64,7 +65,8 @@ static bool sameOrder(const Geometry &a, const Geometry &b) {
   return a.threads == b.threads && a.lanes == b.lanes && a.rows == b.rows &&
          a.vec == b.vec && a.registers == b.registers &&
          a.chunksPerLane == b.chunksPerLane && a.n == b.n && a.warp == b.warp &&
-         a.partials == b.partials && a.sharedBytes == b.sharedBytes;
+         a.partials == b.partials && a.sharedBytes == b.sharedBytes &&
+         a.layouts == b.layouts;
 }
 
 static Geometry geometry(std::optional<int64_t> n, int64_t bytes,
@@ -160,6 +162,32 @@ int main() {
   expect(65536, bf16, layer, 256, 1, 8, 0, false, PartialsHome::Global);
   expect(std::nullopt, f32, rms, 256, 1, 1, 0, false, PartialsHome::Global);
   expect(std::nullopt, bf16, fwd, 256, 1, 1, 0, false, PartialsHome::None);
+
+  // Layouts (a function of N and the element size): rows whose bytes are
+  // not a multiple of 16 can never be aligned, so one interleaved body;
+  // a lane share of at most 16 elements, one vector body (chunk by
+  // chunk); more, both bodies under the run-time alignment check. The
+  // looped regime keeps the vector layout.
+  auto layouts = [&](std::optional<int64_t> n, const DType &d,
+                     const Strategy &s, RowLayouts want) {
+    Geometry g = geometry(n, d.bytes, s, first);
+    check(g.layouts == want, describe(n, d, s) + ": layouts " +
+                                 std::to_string(int(g.layouts)) + ", want " +
+                                 std::to_string(int(want)));
+  };
+  layouts(4095, bf16, layer, RowLayouts::Interleaved);
+  layouts(4095, f32, rms, RowLayouts::Interleaved);
+  layouts(100, bf16, rms, RowLayouts::Interleaved);
+  layouts(1, f32, rms, RowLayouts::Interleaved);
+  layouts(24, bf16, rms, RowLayouts::Vector);   // 48 bytes a row
+  layouts(4096, bf16, layer, RowLayouts::Vector); // 16 elements a lane
+  layouts(4096, f32, layer, RowLayouts::Vector);
+  layouts(5120, bf16, layer, RowLayouts::Both); // 24 elements a lane
+  layouts(8192, bf16, rms, RowLayouts::Both);
+  layouts(8192, f32, fwd, RowLayouts::Both);
+  layouts(65536, bf16, layer, RowLayouts::Vector); // looped
+  layouts(65537, bf16, layer, RowLayouts::Vector);
+  layouts(std::nullopt, bf16, rms, RowLayouts::Vector);
 
   // 1024 threads, several rows in flight: partial rows that would not fit
   // the budget in shared memory send the block to one row at a time.

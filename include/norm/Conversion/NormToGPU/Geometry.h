@@ -46,6 +46,30 @@ enum class PartialsHome {
   Global,    // looped regime: the program's partial row, updated in place
 };
 
+/// How a row kernel maps a lane's chunks to columns (RowKernel.h,
+/// `columnOf`), and which bodies it has.
+enum class RowLayouts {
+  /// One body, vector layout: each chunk takes a 16-byte access when the
+  /// launch's rows are aligned (checked per chunk), else element accesses
+  /// in the same layout. The looped regime, and a small lane share.
+  Vector,
+  /// One body, interleaved layout: rows of N * element size not a multiple
+  /// of 16 bytes can never all be aligned, so every access is an element
+  /// access, coalesced across the lanes.
+  Interleaved,
+  /// Two bodies under `if (aligned)`: vector layout with the whole groups'
+  /// loads issued at once, else interleaved.
+  Both,
+};
+
+/// A lane share (K V elements) above which a register-regime kernel issues
+/// all its whole chunks' loads at once instead of chunk by chunk. Up to it
+/// (two 16-byte chunks of bf16), the kernel stays within 64 registers, four
+/// 256-thread blocks per SM, whose rows are the bytes in flight; past it,
+/// at most two blocks fit, and each thread must keep its own loads in
+/// flight together (docs/NOTES.md, the N sweep of issue 9).
+inline constexpr int64_t kBatchedLoadsShare = 16;
+
 /// What the geometry is chosen from.
 struct RowShape {
   std::optional<int64_t> n; // columns, when static
@@ -72,6 +96,7 @@ struct Geometry {
   int64_t warp = 32;        // lanes of a shuffle
   int64_t vectorBytes = 16; // bytes of one chunk access (its alignment)
   PartialsHome partials = PartialsHome::None;
+  RowLayouts layouts = RowLayouts::Vector;
   /// Static shared memory of the kernel: partial rows plus the cross-warp
   /// scratch.
   int64_t sharedBytes = 0;
