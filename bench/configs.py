@@ -434,9 +434,10 @@ def sweep_m(op, n, dt, target_bytes=1 << 30):
 # bench/variants.py: the row kernel under other pass options (threads per
 # block, per-lane register budget), ours only, to choose the cost model's
 # constants from measurements rather than guesses.
-VARIANT_N = (2048, 4096, 8192, 16384, 32768)
-VARIANT_THREADS = (128, 256, 512, 1024)
-VARIANT_MRE = (32, 64, 128)
+VARIANT_N = (2048, 3072, 4096, 5120, 6144, 7168, 8192, 10000, 12288, 14336,
+             16384)
+VARIANT_THREADS = (128, 256, 512)
+VARIANT_MRE = (0,)
 
 
 def variant_cfgs():

@@ -59,8 +59,9 @@ def NormMapToGPU : Pass<"norm-map-to-gpu", "::mlir::func::FuncOp"> {
                            "::mlir::vector::VectorDialect",
                            "::mlir::NVVM::NVVMDialect"];
   let options = [
-    Option<"threads", "threads", "int64_t", /*default=*/"256",
-           "Threads per block of the row kernels">,
+    Option<"threads", "threads", "int64_t", /*default=*/"0",
+           "Threads per block of the row kernels (0: chosen from N, "
+           "Geometry.h's kThreadCandidates)">,
     Option<"maxRegisterElements", "max-register-elements", "int64_t",
            /*default=*/"64",
            "Largest share of a row (elements per thread, per cached array) "

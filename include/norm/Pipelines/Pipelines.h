@@ -51,9 +51,10 @@ struct LowerToLoopsOptions : public PassPipelineOptions<LowerToLoopsOptions> {
 /// Options of the GPU mapping (norm-map-to-gpu) that only it reads; it
 /// takes `chip` from GPUToBinaryOptions.
 struct MapToGPUOptions : public PassPipelineOptions<MapToGPUOptions> {
-  Option<int64_t> threads{*this, "threads",
-                          llvm::cl::desc("Threads per block of row kernels"),
-                          llvm::cl::init(256)};
+  Option<int64_t> threads{
+      *this, "threads",
+      llvm::cl::desc("Threads per block of row kernels (0: chosen from N)"),
+      llvm::cl::init(0)};
   Option<int64_t> maxRegisterElements{
       *this, "max-register-elements",
       llvm::cl::desc("Largest share of a row (elements per thread, per "

@@ -54,6 +54,22 @@ int64_t mlir::norm::partialsSharedBytes(const Geometry &g,
 
 Geometry mlir::norm::chooseRowGeometry(const RowShape &s,
                                        const TargetInfo &target) {
+  if (s.threads == 0) {
+    // The candidate with the best use of its chunk slots; ties go to the
+    // earlier one.
+    std::optional<Geometry> best;
+    // (Every candidate is within every chip's block limit: the choice
+    // must not depend on the chip.)
+    for (int64_t t : kThreadCandidates) {
+      RowShape c = s;
+      c.threads = t;
+      Geometry g = chooseRowGeometry(c, target);
+      if (!best || g.slotUse() > best->slotUse())
+        best = g;
+    }
+    assert(best && "no thread count fits the chip");
+    return *best;
+  }
   // locked: the block holds the group's lock for one row at a time.
   Geometry g = layOut(s, target, s.partials == PartialSums::Locked);
   bool deterministic =

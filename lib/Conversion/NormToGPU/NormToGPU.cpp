@@ -107,6 +107,9 @@ struct MapToGPUPass : public norm::impl::NormMapToGPUBase<MapToGPUPass> {
   }
 
   /// Launches the kernel of one tagged nest and records it.
+  /// The zero kernel's block: the option, else 256 (it only writes rows).
+  int64_t zeroThreads() const { return threads ? threads : 256; }
+
   LogicalResult mapNest(scf::ForOp nest, norm::Stage stage, StringRef name) {
     using norm::manifest::GridRule;
     using norm::manifest::KernelKind;
@@ -115,8 +118,9 @@ struct MapToGPUPass : public norm::impl::NormMapToGPUBase<MapToGPUPass> {
     case norm::Stage::Zero:
       if (failed(norm::checkZeroNestShape(nest)))
         return failure();
-      norm::buildZeroKernel(nest, name, threads);
-      record(b, name, KernelKind::Zero, threads, GridRule::WorkspaceRows);
+      norm::buildZeroKernel(nest, name, zeroThreads());
+      record(b, name, KernelKind::Zero, zeroThreads(),
+             GridRule::WorkspaceRows);
       break;
     case norm::Stage::Reduce: {
       FailureOr<scf::ForOp> sum = norm::checkReduceNestShape(nest);
@@ -136,7 +140,8 @@ struct MapToGPUPass : public norm::impl::NormMapToGPUBase<MapToGPUPass> {
       if (failed(rn))
         return failure();
       norm::buildRowKernel(*rn, name);
-      record(b, name, forward ? KernelKind::Forward : KernelKind::Dx, threads,
+      record(b, name, forward ? KernelKind::Forward : KernelKind::Dx,
+             rn->geometry.threads,
              forward ? GridRule::RowBlocks : GridRule::Programs,
              /*columns=*/0, &rn->geometry);
       break;
@@ -159,10 +164,12 @@ struct MapToGPUPass : public norm::impl::NormMapToGPUBase<MapToGPUPass> {
                        << ")";
       return signalPassFailure();
     }
-    if (threads % target->warpSize || threads > target->maxThreadsPerBlock ||
-        !llvm::isPowerOf2_64(threads)) {
-      func.emitError() << "norm-map-to-gpu: threads must be a power of two, "
-                          "a multiple of "
+    if (threads != 0 &&
+        (threads < 0 || threads % target->warpSize ||
+         threads > target->maxThreadsPerBlock ||
+         !llvm::isPowerOf2_64(threads))) {
+      func.emitError() << "norm-map-to-gpu: threads must be 0 (chosen from "
+                          "N) or a power of two, a multiple of "
                        << target->warpSize << " and at most "
                        << target->maxThreadsPerBlock << ", got "
                        << static_cast<int64_t>(threads);

@@ -107,7 +107,7 @@ int main() {
 
   // Determinism: the same geometry on every chip, and within the budget.
   TargetInfo first = *TargetInfo::get(TargetInfo::knownChips().front());
-  for (int64_t threads : {256, 512, 1024})
+  for (int64_t threads : {0, 256, 512, 1024})
     for (std::optional<int64_t> n : ns)
       for (const DType &d : dtypes)
         for (const Strategy &s : strategies) {
@@ -116,7 +116,8 @@ int main() {
               describe(n, d, s) + " threads=" + std::to_string(threads);
           check(ref.sharedBytes <= kGuaranteedStaticSharedBytes,
                 what + ": " + show(ref) + " exceeds the guaranteed budget");
-          check(ref.lanes * ref.rows == threads,
+          check(ref.lanes * ref.rows == ref.threads &&
+                    (threads == 0 || ref.threads == threads),
                 what + ": lanes * rows != threads: " + show(ref));
           for (llvm::StringRef chip : TargetInfo::knownChips()) {
             Geometry g =
@@ -188,6 +189,30 @@ int main() {
   layouts(65536, bf16, layer, RowLayouts::Vector); // looped
   layouts(65537, bf16, layer, RowLayouts::Vector);
   layouts(std::nullopt, bf16, rms, RowLayouts::Vector);
+
+  // threads = 0: the candidate (256, 128, 512) that uses its chunk slots
+  // best, ties to the first.
+  auto chosen = [&](int64_t n, const DType &d, const Strategy &s,
+                    int64_t want) {
+    Geometry g = geometry(n, d.bytes, s, first, /*threads=*/0);
+    check(g.threads == want, describe(n, d, s) + " threads=0: " +
+                                 std::to_string(g.threads) + ", want " +
+                                 std::to_string(want) + " (" + show(g) +
+                                 ")");
+  };
+  chosen(4096, bf16, layer, 256);  // 512 chunks: 2 x 256, all used
+  chosen(2048, bf16, rms, 256);    // 1 x 256 and 2 x 128 tie
+  chosen(5120, bf16, layer, 128);  // 640 chunks: 5 x 128 against 3 x 256
+  chosen(7168, bf16, rms, 128);    // 896: 7 x 128 against 4 x 256
+  chosen(6144, bf16, rms, 256);    // 768: 3 x 256
+  chosen(10000, bf16, layer, 256); // 128 threads would be 80 a lane
+  chosen(1000, bf16, layer, 256);  // 128 lanes a row either way
+  chosen(24, bf16, fwd, 256);
+  chosen(65536, bf16, layer, 256); // looped for all: the first
+  {
+    Geometry g = geometry(std::nullopt, bf16.bytes, rms, first, 0);
+    check(g.threads == 256 && !g.registers, "dynamic N threads=0: " + show(g));
+  }
 
   // 1024 threads, several rows in flight: partial rows that would not fit
   // the budget in shared memory send the block to one row at a time.

@@ -3,7 +3,7 @@
 // RUN: norm-opt %s --norm-split --norm-map-to-gpu --verify-diagnostics
 
 // CHIP: norm-map-to-gpu: unknown chip 'sm_10'
-// THREADS: norm-map-to-gpu: threads must be a power of two, a multiple of 32 and at most 1024, got 100
+// THREADS: norm-map-to-gpu: threads must be 0 (chosen from N) or a power of two, a multiple of 32 and at most 1024, got 100
 
 // The faithful form (unfused, materialised xhat) has stages the mapping
 // does not take: it needs the whole norm-lower-to-loops first.

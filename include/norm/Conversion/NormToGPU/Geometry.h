@@ -70,11 +70,18 @@ enum class RowLayouts {
 /// flight together (docs/NOTES.md, the N sweep of issue 9).
 inline constexpr int64_t kBatchedLoadsShare = 16;
 
+/// Threads per block the geometry chooses from when the pass option
+/// `threads` is 0, in order of preference on a tie. The one that wastes
+/// the fewest chunk slots of a row wins (a slot past the last chunk is an
+/// idle lane in every row: N = 5120 bf16 is 640 chunks, 83% of 3 x 256
+/// slots and 100% of 5 x 128); only register-regime layouts compete.
+inline constexpr int64_t kThreadCandidates[] = {256, 128, 512};
+
 /// What the geometry is chosen from.
 struct RowShape {
   std::optional<int64_t> n; // columns, when static
   int64_t elementBytes = 4; // narrowest element type of the row memrefs
-  int64_t threads = 256;    // the pass's `threads` option
+  int64_t threads = 256;    // the pass's `threads` option (0: chosen)
   int64_t maxRegisterElements = 64;
   PartialSums partials = PartialSums::None;
   /// f32 partial rows the kernel accumulates (dweight, dbias): 0, 1 or 2.
@@ -103,6 +110,14 @@ struct Geometry {
 
   /// Warps of one row (> 1: in-row sums take a shared-memory step).
   int64_t warpsPerRow() const { return lanes > warp ? lanes / warp : 1; }
+  /// Chunks of a row over the chunk slots its lanes walk (register
+  /// regime; 0 otherwise).
+  double slotUse() const {
+    if (!registers || !n)
+      return 0;
+    int64_t chunks = (*n + vec - 1) / vec;
+    return double(chunks) / double(chunksPerLane * lanes);
+  }
 };
 
 /// The geometry of a row kernel. `target` supplies the warp and the widest
