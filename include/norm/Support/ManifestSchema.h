@@ -130,7 +130,9 @@ inline constexpr Field kFormatVersion{"format_version", FieldType::Integer,
 inline constexpr Field kFunction{"function", FieldType::String, false};
 inline constexpr Field kChip{"chip", FieldType::String, false};
 inline constexpr Field kFormat{"format", FieldType::String, false};
-inline constexpr Field kThreads{"threads", FieldType::Integer, false, 1, 1024};
+// The `threads` pipeline option the kernels were compiled with: 0 when
+// each row kernel's block was chosen from N (its "block" says which).
+inline constexpr Field kThreads{"threads", FieldType::Integer, false, 0, 1024};
 inline constexpr Field kSpec{"spec", FieldType::Object, false};
 inline constexpr Field kArguments{"arguments", FieldType::Array, true};
 inline constexpr Field kWorkspaces{"workspaces", FieldType::Array, false};
