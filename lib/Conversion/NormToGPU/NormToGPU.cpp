@@ -58,6 +58,19 @@ void eraseHostCaches(func::FuncOp func) {
   }
 }
 
+/// Whether any op of `func` (itself included) carries a `norm.*`
+/// discardable attribute: a stage tag, an id, a row cache, a kernel record.
+bool hasNormMarkers(func::FuncOp func) {
+  return func
+      ->walk([](Operation *op) {
+        for (NamedAttribute attr : op->getDiscardableAttrs())
+          if (attr.getName().strref().starts_with("norm."))
+            return WalkResult::interrupt();
+        return WalkResult::advance();
+      })
+      .wasInterrupted();
+}
+
 /// The post-condition: outside the launches, the host function only
 /// allocates (and frees) buffers, computes their sizes and launches. Emits
 /// an error naming the first other op.
@@ -196,6 +209,12 @@ struct MapToGPUPass : public norm::impl::NormMapToGPUBase<MapToGPUPass> {
       nests.push_back(loop);
       return WalkResult::skip();
     });
+    // A function with nothing of ours (no `norm.*` attribute on any op:
+    // an embedder's own code) is left alone; one that has some is held to
+    // the post-condition below, so a nest that lost its tag is an error,
+    // not a loop quietly left on the host.
+    if (nests.empty() && !hasNormMarkers(func))
+      return;
     // Kernels are named after the function, and PTX symbols take letters,
     // digits, '_' and '$' only (LLVM would abort on anything else).
     StringRef fname = func.getName();

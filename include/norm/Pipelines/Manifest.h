@@ -1,0 +1,49 @@
+//===- Manifest.h - the launch manifest of a compiled function --*- C++ -*-===//
+//
+// Part of mlir-norm. The JSON manifest libnormrt launches compiled kernels
+// from (its fields: norm/Support/ManifestSchema.h; docs/GPU.md), built from
+// a host function after norm-to-gpu-binary: its arguments, its workspaces
+// (host allocations), and each gpu.launch_func with its operands, named by
+// the `norm.kernels` records of norm-map-to-gpu. norm-compile writes it;
+// so can any compiler that runs the pipeline itself (examples/embed).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NORM_PIPELINES_MANIFEST_H
+#define NORM_PIPELINES_MANIFEST_H
+
+#include "norm/Pipelines/Pipelines.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/Support/JSON.h"
+
+#include <optional>
+#include <string>
+
+namespace mlir::norm {
+
+/// A function argument as the runtime addresses it.
+struct ManifestArgument {
+  std::string name; // dy, x, ..., or any name the caller gives
+  std::string role; // "input" / "output"; empty: not recorded
+};
+
+/// The spec a function was built from (norm-compile's spec mode).
+struct ManifestSpec {
+  std::string op;    // layer_norm_grad, rms_norm_grad, layer_norm, rms_norm
+  int64_t n = 0;
+  std::string dtype; // f32, f16, bf16
+  std::string weightDtype;
+};
+
+/// The manifest of `func`, compiled with `options`. Arguments past
+/// `arguments` are named argN with no role; every argument must be a
+/// memref (the caller checks: norm-compile refuses other functions).
+llvm::json::Object buildManifest(func::FuncOp func,
+                                 const NormToGPUBinaryOptions &options,
+                                 ArrayRef<ManifestArgument> arguments,
+                                 const std::optional<ManifestSpec> &spec = {});
+
+} // namespace mlir::norm
+
+#endif // NORM_PIPELINES_MANIFEST_H

@@ -1,0 +1,159 @@
+//===- Manifest.cpp - the launch manifest of a compiled function ---------===//
+//
+// Part of mlir-norm.
+//
+//===----------------------------------------------------------------------===//
+
+#include "norm/Pipelines/Manifest.h"
+#include "norm/Dialect/Norm/IR/NormOps.h"
+#include "norm/Support/ManifestSchema.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+
+using namespace mlir;
+
+namespace {
+namespace manifest = norm::manifest;
+namespace field = norm::manifest::field;
+
+/// The JSON key of a schema field.
+llvm::StringRef key(const manifest::Field &f) {
+  return llvm::StringRef(f.key.data(), f.key.size());
+}
+std::string str(std::string_view s) { return std::string(s); }
+} // namespace
+
+llvm::json::Object
+norm::buildManifest(func::FuncOp func, const NormToGPUBinaryOptions &options,
+                    ArrayRef<ManifestArgument> argsFromSpec,
+                    const std::optional<ManifestSpec> &specIn) {
+  llvm::json::Object m;
+  m[key(field::kFormatVersion)] = manifest::kFormatVersion;
+  m[key(field::kFunction)] = func.getName().str();
+  m[key(field::kChip)] = options.chip.getValue();
+  m[key(field::kFormat)] = options.format.getValue();
+  m[key(field::kThreads)] = options.threads.getValue();
+  if (specIn) {
+    llvm::json::Object spec;
+    spec[key(field::kSpecOp)] = specIn->op;
+    spec[key(field::kSpecN)] = specIn->n;
+    spec[key(field::kSpecDtype)] = specIn->dtype;
+    spec[key(field::kSpecWeightDtype)] =
+        specIn->weightDtype.empty() ? specIn->dtype : specIn->weightDtype;
+    std::optional<norm::ReductionStrategy> strategy =
+        norm::toReductionStrategy(options.strategy);
+    spec[key(field::kSpecStrategy)] =
+        norm::stringifyReductionStrategy(
+            strategy.value_or(norm::ReductionStrategy::Deterministic))
+            .str();
+    spec[key(field::kSpecGroups)] = options.groups.getValue();
+    m[key(field::kSpec)] = std::move(spec);
+  }
+
+  auto dtypeOf = [](Type t) -> std::string {
+    if (t.isF32())
+      return str(manifest::toString(manifest::Dtype::F32));
+    if (t.isF16())
+      return str(manifest::toString(manifest::Dtype::F16));
+    if (t.isBF16())
+      return str(manifest::toString(manifest::Dtype::BF16));
+    if (t.isInteger(32))
+      return str(manifest::toString(manifest::Dtype::I32));
+    return "unknown";
+  };
+  auto shapeOf = [](MemRefType t) {
+    llvm::json::Array shape;
+    for (int64_t d : t.getShape())
+      shape.push_back(ShapedType::isDynamic(d)
+                          ? llvm::json::Value(str(manifest::kRowsExtentName))
+                          : llvm::json::Value(d));
+    return shape;
+  };
+
+  llvm::json::Array arguments;
+  for (auto [i, arg] : llvm::enumerate(func.getArguments())) {
+    llvm::json::Object a;
+    a[key(field::kName)] = i < argsFromSpec.size()
+                               ? argsFromSpec[i].name
+                               : ("arg" + Twine(i)).str();
+    if (i < argsFromSpec.size() && !argsFromSpec[i].role.empty())
+      a[key(field::kRole)] = argsFromSpec[i].role;
+    auto t = cast<MemRefType>(arg.getType());
+    a[key(field::kDtype)] = dtypeOf(t.getElementType());
+    a[key(field::kShape)] = shapeOf(t);
+    arguments.push_back(std::move(a));
+  }
+  m[key(field::kArguments)] = std::move(arguments);
+
+  // Workspaces: the host allocations, in order. Which ones the runtime
+  // clears follows from the kernels (those no `zero` kernel takes).
+  DenseMap<Value, int64_t> workspaceIndex;
+  llvm::json::Array workspaces;
+  func.walk([&](memref::AllocOp alloc) {
+    llvm::json::Object w;
+    auto t = alloc.getType();
+    w[key(field::kDtype)] = dtypeOf(t.getElementType());
+    llvm::json::Array shape;
+    for (int64_t d : t.getShape()) {
+      // The only run-time workspace extent is the number of groups.
+      shape.push_back(ShapedType::isDynamic(d)
+                          ? llvm::json::Value(str(manifest::kGroupsExtentName))
+                          : llvm::json::Value(d));
+    }
+    w[key(field::kShape)] = std::move(shape);
+    workspaceIndex[alloc] = workspaces.size();
+    workspaces.push_back(std::move(w));
+  });
+  m[key(field::kWorkspaces)] = std::move(workspaces);
+
+  // Kernels, in launch order, with their parameters.
+  DenseMap<StringRef, norm::KernelAttr> records;
+  if (auto list = func->getAttrOfType<ArrayAttr>("norm.kernels"))
+    for (Attribute r : list)
+      if (auto k = dyn_cast<norm::KernelAttr>(r))
+        records[k.getName()] = k;
+  llvm::json::Array kernels;
+  func.walk([&](gpu::LaunchFuncOp launch) {
+    llvm::json::Object k;
+    k[key(field::kName)] = launch.getKernelName().str();
+    if (norm::KernelAttr r = records.lookup(launch.getKernelName())) {
+      k[key(field::kKind)] = str(manifest::toString(r.getKind()));
+      k[key(field::kBlock)] = r.getBlock();
+      k[key(field::kGrid)] = str(manifest::toString(r.getGrid()));
+      auto optional = [&](const manifest::Field &f, int64_t v) {
+        if (v)
+          k[key(f)] = v;
+      };
+      optional(field::kColumns, r.getColumns());
+      optional(field::kLanes, r.getLanes());
+      optional(field::kRows, r.getRows());
+      optional(field::kVector, r.getVector());
+      if (r.getRegisters())
+        k[key(field::kRegisters)] = *r.getRegisters();
+    }
+    // The grid: a constant, or the rule the record names.
+    if (auto c = getConstantIntValue(launch.getGridSizeX()))
+      k[key(field::kGrid)] = *c;
+    llvm::json::Array params;
+    for (Value v : launch.getKernelOperands()) {
+      llvm::json::Object p;
+      if (auto arg = dyn_cast<BlockArgument>(v)) {
+        p[key(field::kArgument)] = arg.getArgNumber();
+      } else if (workspaceIndex.count(v)) {
+        p[key(field::kWorkspace)] = workspaceIndex[v];
+      } else {
+        p[key(field::kUnsupported)] = true;
+      }
+      if (auto t = dyn_cast<MemRefType>(v.getType()))
+        p[key(field::kRank)] = t.getRank();
+      params.push_back(std::move(p));
+    }
+    k[key(field::kParams)] = std::move(params);
+    kernels.push_back(std::move(k));
+  });
+  m[key(field::kKernels)] = std::move(kernels);
+  return m;
+}
+
