@@ -15,6 +15,7 @@
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
 
 using namespace mlir;
 
@@ -38,6 +39,11 @@ void norm::buildGPUToBinaryPipeline(OpPassManager &pm,
 
   OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>();
   kernels.addPass(createNormAlignWorkgroupMemory());
+  // Reshapes of rank-3 (and higher) arguments that moved into a kernel
+  // (memref.collapse_shape) become plain metadata arithmetic here; the
+  // NVVM lowering has no pattern for them.
+  kernels.addPass(memref::createExpandStridedMetadataPass());
+  kernels.addPass(createLowerAffinePass());
   kernels.addPass(createSCFToControlFlowPass());
   kernels.addPass(createConvertGpuOpsToNVVMOps());
   NormCheckLibdeviceOptions libdevice;
