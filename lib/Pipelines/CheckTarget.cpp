@@ -5,6 +5,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "norm/Conversion/NormToGPU/TargetInfo.h"
+#include "norm/Dialect/Norm/IR/NormDialect.h"
+#include "norm/Dialect/Norm/IR/StageContract.h"
 #include "norm/Pipelines/Passes.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -26,7 +28,7 @@ struct CheckTargetPass
     ModuleOp module = getOperation();
     std::optional<norm::TargetInfo> target = norm::TargetInfo::get(chip);
     if (!target) {
-      module.emitError() << "norm-gpu-to-binary: unknown chip '" << chip
+      emitError(module.getLoc()) << "norm-gpu-to-binary: unknown chip '" << chip
                          << "' (known: " << norm::TargetInfo::knownChipList()
                          << ")";
       return signalPassFailure();
@@ -41,13 +43,13 @@ struct CheckTargetPass
       if (!f.consume_front("+ptx"))
         continue;
       if (f.getAsInteger(10, version)) {
-        module.emitError() << "norm-gpu-to-binary: features '" << features
+        emitError(module.getLoc()) << "norm-gpu-to-binary: features '" << features
                            << "': '+ptx" << f
                            << "' is not a PTX version (e.g. +ptx80)";
         return signalPassFailure();
       }
       if (version < target->minPtxVersion) {
-        module.emitError()
+        emitError(module.getLoc())
             << "norm-gpu-to-binary: features '" << features
             << "' are too old for " << chip << ", which needs +ptx"
             << target->minPtxVersion << " or later";
@@ -55,8 +57,27 @@ struct CheckTargetPass
       }
     }
     if (!llvm::is_contained({"isa", "bin", "fatbin"}, StringRef(format))) {
-      module.emitError() << "norm-gpu-to-binary: format '" << format
+      emitError(module.getLoc()) << "norm-gpu-to-binary: format '" << format
                          << "' is not one of isa, bin, fatbin";
+      return signalPassFailure();
+    }
+    // The wrong stage: norm ops or tagged nests have no kernels yet, and
+    // this tail would pass them through untouched.
+    Operation *early = nullptr;
+    module.walk([&](Operation *op) {
+      if (isa<norm::NormDialect>(op->getDialect()) || norm::getStage(op)) {
+        early = op;
+        return WalkResult::interrupt();
+      }
+      return WalkResult::advance();
+    });
+    if (early) {
+      emitError(early->getLoc())
+          << "norm-gpu-to-binary: '" << early->getName()
+          << (norm::getStage(early) ? "' (a tagged norm nest)" : "'")
+          << " is not lowered to kernels yet; run norm-lower-to-loops and "
+             "norm-map-to-gpu first, or the whole pipeline, "
+             "norm-to-gpu-binary";
       return signalPassFailure();
     }
   }

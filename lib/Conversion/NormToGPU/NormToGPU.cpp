@@ -172,7 +172,7 @@ struct MapToGPUPass : public norm::impl::NormMapToGPUBase<MapToGPUPass> {
     func::FuncOp func = getOperation();
     target = norm::TargetInfo::get(chip);
     if (!target) {
-      func.emitError() << "norm-map-to-gpu: unknown chip '" << chip
+      emitError(func.getLoc()) << "norm-map-to-gpu: unknown chip '" << chip
                        << "' (known: " << norm::TargetInfo::knownChipList()
                        << ")";
       return signalPassFailure();
@@ -181,7 +181,7 @@ struct MapToGPUPass : public norm::impl::NormMapToGPUBase<MapToGPUPass> {
         (threads < 0 || threads % target->warpSize ||
          threads > target->maxThreadsPerBlock ||
          !llvm::isPowerOf2_64(threads))) {
-      func.emitError() << "norm-map-to-gpu: threads must be 0 (chosen from "
+      emitError(func.getLoc()) << "norm-map-to-gpu: threads must be 0 (chosen from "
                           "N) or a power of two, a multiple of "
                        << target->warpSize << " and at most "
                        << target->maxThreadsPerBlock << ", got "
@@ -202,6 +202,23 @@ struct MapToGPUPass : public norm::impl::NormMapToGPUBase<MapToGPUPass> {
     });
     if (badDim.wasInterrupted())
       return signalPassFailure();
+    // The wrong stage: norm ops are lowered by norm-lower-to-loops first
+    // (this pass would leave them where they are).
+    Operation *normOp = nullptr;
+    func.walk([&](Operation *op) {
+      if (isa<norm::NormDialect>(op->getDialect())) {
+        normOp = op;
+        return WalkResult::interrupt();
+      }
+      return WalkResult::advance();
+    });
+    if (normOp) {
+      emitError(normOp->getLoc())
+          << "norm-map-to-gpu: '" << normOp->getName()
+          << "' is not lowered to loops yet; run norm-lower-to-loops first "
+             "(or the whole pipeline, norm-to-gpu-binary)";
+      return signalPassFailure();
+    }
     SmallVector<scf::ForOp> nests;
     func.walk<WalkOrder::PreOrder>([&](scf::ForOp loop) {
       if (!norm::getStage(loop))
