@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "norm/Dialect/Norm/IR/NormDialect.h"
 #include "norm/Dialect/Norm/IR/NormOps.h"
 #include "norm/Dialect/Norm/Utils/NormFunction.h"
 #include "norm/InitNorm.h"
@@ -33,6 +34,7 @@
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/SourceMgr.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/ToolOutputFile.h"
@@ -258,6 +260,31 @@ int main(int argc, char **argv) {
   }
   if (!module)
     return 1;
+  // A file: the arguments take the names and roles of the norm op's
+  // operands they are (dy, x, ..., dx), so the runtime can address them;
+  // a function whose arguments are not all operands of its one norm op
+  // keeps argN names without roles.
+  llvm::StringMap<SmallVector<Argument>> fileArgs;
+  if (op.empty())
+    module->walk([&](func::FuncOp f) {
+      SmallVector<Operation *> normOps;
+      f.walk([&](Operation *o) {
+        if (isa<norm::NormDialect>(o->getDialect()))
+          normOps.push_back(o);
+      });
+      if (normOps.size() != 1)
+        return;
+      auto roles = norm::normOperandRoles(normOps.front());
+      SmallVector<Argument> args;
+      for (BlockArgument a : f.getArguments()) {
+        auto it = llvm::find_if(roles, [&](auto &r) { return r.first == a; });
+        if (it == roles.end())
+          return;
+        args.push_back({norm::normArgKeyword(it->second).str(),
+                        norm::isOutputRole(it->second) ? "output" : "input"});
+      }
+      fileArgs[f.getName()] = std::move(args);
+    });
 
   PassManager pm(&context);
   norm::buildNormToGPUBinaryPipeline(pm, *options);
@@ -294,6 +321,8 @@ int main(int argc, char **argv) {
           << "; a launchable function takes memref arguments only";
       return 1;
     }
+  if (op.empty())
+    specArgs = fileArgs.lookup(funcs.front().getName());
   auto object =
       cast<gpu::ObjectAttr>(binaries.front().getObjects().getValue().front());
 

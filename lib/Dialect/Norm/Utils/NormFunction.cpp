@@ -278,3 +278,45 @@ FailureOr<func::FuncOp> norm::buildNormFunction(OpBuilder &b, Location loc,
   }
   return fn;
 }
+
+SmallVector<std::pair<Value, NormArgRole>> norm::normOperandRoles(Operation *op) {
+  SmallVector<std::pair<Value, NormArgRole>> roles;
+  auto add = [&](Value v, NormArgRole role) {
+    if (v)
+      roles.push_back({v, role});
+  };
+  if (auto g = dyn_cast<LayerNormGradOp>(op)) {
+    add(g.getDy(), NormArgRole::Dy);
+    add(g.getX(), NormArgRole::X);
+    add(g.getMean(), NormArgRole::Mean);
+    add(g.getRstd(), NormArgRole::Rstd);
+    add(g.getWeight(), NormArgRole::Weight);
+    add(g.getDresidual(), NormArgRole::Dresidual);
+    add(g.getDxOut(), NormArgRole::Dx);
+    add(g.getDweightOut(), NormArgRole::Dweight);
+    add(g.getDbiasOut(), NormArgRole::Dbias);
+  } else if (auto g = dyn_cast<RMSNormGradOp>(op)) {
+    add(g.getDy(), NormArgRole::Dy);
+    add(g.getX(), NormArgRole::X);
+    add(g.getRstd(), NormArgRole::Rstd);
+    add(g.getWeight(), NormArgRole::Weight);
+    add(g.getDresidual(), NormArgRole::Dresidual);
+    add(g.getDxOut(), NormArgRole::Dx);
+    add(g.getDweightOut(), NormArgRole::Dweight);
+  } else if (auto f = dyn_cast<LayerNormOp>(op)) {
+    add(f.getX(), NormArgRole::X);
+    add(f.getWeight(), NormArgRole::Weight);
+    add(f.getBias(), NormArgRole::Bias);
+    add(f.getYOut(), NormArgRole::Y);
+    add(f.getMeanOut(), NormArgRole::MeanOut);
+    add(f.getRstdOut(), NormArgRole::RstdOut);
+    add(f.getXhatOut(), NormArgRole::XhatOut);
+  } else if (auto f = dyn_cast<RMSNormOp>(op)) {
+    add(f.getX(), NormArgRole::X);
+    add(f.getWeight(), NormArgRole::Weight);
+    add(f.getYOut(), NormArgRole::Y);
+    add(f.getRstdOut(), NormArgRole::RstdOut);
+    add(f.getXhatOut(), NormArgRole::XhatOut);
+  }
+  return roles;
+}

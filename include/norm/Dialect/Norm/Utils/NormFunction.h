@@ -100,6 +100,11 @@ struct NormOpSpec {
 /// The function's arguments in order: inputs, then outputs.
 SmallVector<NormArgRole> normFunctionArguments(const NormOpSpec &spec);
 
+/// The operands of a norm op with the role each plays (the inverse of the
+/// builder: which value is dy, x, ..., dx). Operands without a role here
+/// (a backward op's stored `xhat`) are left out; empty for another op.
+SmallVector<std::pair<Value, NormArgRole>> normOperandRoles(Operation *op);
+
 /// The memref type of the argument `role` (M is dynamic).
 MemRefType normArgumentType(MLIRContext *ctx, const NormOpSpec &spec,
                             NormArgRole role);
