@@ -40,6 +40,8 @@
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cmath>
+
 using namespace mlir;
 namespace cl = llvm::cl;
 
@@ -84,6 +86,11 @@ static cl::opt<bool> zeroCentered("zero-centered",
 static cl::opt<bool> withXhat("xhat",
                               cl::desc("Spec (forward): also write xhat"),
                               cl::cat(category));
+static cl::opt<std::string>
+    epsText("eps",
+            cl::desc("Spec (forward): the epsilon added to the variance "
+                     "(a positive number; default: the op's, 1e-5)"),
+            cl::cat(category));
 static cl::opt<std::string> name("name", cl::desc("Spec: function name"),
                                  cl::init("norm_kernel"), cl::cat(category));
 static cl::opt<bool> emitMLIR("emit-mlir",
@@ -142,6 +149,21 @@ FailureOr<func::FuncOp> buildSpec(ModuleOp module,
   spec.dresidual = dresidual;
   spec.zeroCentered = zeroCentered;
   spec.xhat = withXhat;
+  if (!epsText.empty()) {
+    double eps = 0;
+    if (norm::isGradKind(spec.op)) {
+      llvm::errs() << "norm-compile: --eps is for the forward ops (the "
+                      "backward reads the saved rstd)\n";
+      return failure();
+    }
+    if (StringRef(epsText).getAsDouble(eps) || !(eps > 0) ||
+        !std::isfinite(eps)) {
+      llvm::errs() << "norm-compile: --eps must be a positive number, got '"
+                   << epsText << "'\n";
+      return failure();
+    }
+    spec.eps = eps;
+  }
   spec.groups = options.groups;
   // Any strided layout is launchable: the runtime passes each tensor's
   // offset and strides.
