@@ -4,6 +4,11 @@
 // RUN: %norm_preload mlir-opt %S/Inputs/kernels.mlir --load-dialect-plugin=%norm_plugin --load-pass-plugin=%norm_plugin --pass-pipeline="builtin.module(norm-gpu-to-binary{chip=sm_80 toolkit=%cuda_toolkit})" | FileCheck %s --check-prefix=PASS
 // RUN: not %norm_preload mlir-opt %s --load-dialect-plugin=%norm_plugin --load-pass-plugin=%norm_plugin --pass-pipeline="builtin.module(norm-gpu-to-binary{chip=sm_80 toolkit=%cuda_toolkit})" 2>&1 | FileCheck %s --check-prefix=STAGE
 // RUN: not %norm_preload mlir-opt %s 2>&1 | FileCheck %s --check-prefix=NOPLUGIN
+// Tensor form, the whole compiler: the dialect plugin also attaches the ops'
+// One-Shot Bufferize model (it used to stop at "op was not bufferized").
+// RUN: %norm_preload mlir-opt %norm_src/examples/layer_norm_grad.mlir --load-dialect-plugin=%norm_plugin --load-pass-plugin=%norm_plugin --pass-pipeline="builtin.module(norm-to-gpu-binary{chip=sm_90 toolkit=%cuda_toolkit})" | FileCheck %s --check-prefix=TENSOR
+// TENSOR: gpu.launch_func @layer_norm_grad_bf16_n4096_kernels::@layer_norm_grad_bf16_n4096_dx_1
+// TENSOR: gpu.binary @layer_norm_grad_bf16_n4096_kernels
 // REQUIRES: cuda-toolkit
 
 // DIALECT-LABEL: func @rms_norm_grad

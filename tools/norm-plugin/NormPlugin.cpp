@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "norm/Dialect/Norm/Transforms/BufferizableOpInterfaceImpl.h"
 #include "norm/InitNorm.h"
 
 #include "mlir/IR/DialectRegistry.h"
@@ -20,7 +21,12 @@ extern "C" LLVM_ATTRIBUTE_WEAK mlir::DialectPluginLibraryInfo
 mlirGetDialectPluginInfo() {
   return {MLIR_PLUGIN_API_VERSION, "Norm", LLVM_VERSION_STRING,
           [](mlir::DialectRegistry *registry) {
+            // The host tool registers every upstream dialect and interface;
+            // ours are the dialect and its One-Shot Bufferize model (without
+            // it, tensor-form input stops at "op was not bufferized").
             mlir::norm::registerNormDialect(*registry);
+            mlir::norm::registerBufferizableOpInterfaceExternalModels(
+                *registry);
           }};
 }
 
