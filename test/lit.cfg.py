@@ -57,7 +57,8 @@ llvm_config.with_environment("PATH", config.norm_tools_dir, append_path=True)
 tool_dirs = [config.norm_tools_dir, config.llvm_tools_dir]
 if fallback:
     tool_dirs.insert(1, fallback)
-tools = ["norm-opt", "norm-capi-test", "norm-exec-test", "norm-geometry-test",
+tools = ["norm-opt", "norm-capi-test", "norm-compile-capi-test",
+         "norm-exec-test", "norm-geometry-test",
          "FileCheck", "not",
          "count",
          ToolSubst("mlir-opt", unresolved="fatal"),

@@ -5,7 +5,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "norm/Pipelines/Manifest.h"
+#include "norm/Dialect/Norm/IR/NormDialect.h"
 #include "norm/Dialect/Norm/IR/NormOps.h"
+#include "norm/Dialect/Norm/Utils/NormFunction.h"
 #include "norm/Support/ManifestSchema.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -157,3 +159,28 @@ norm::buildManifest(func::FuncOp func, const NormToGPUBinaryOptions &options,
   return m;
 }
 
+
+llvm::StringMap<SmallVector<norm::ManifestArgument>>
+norm::manifestArgumentsFromOps(ModuleOp module) {
+  llvm::StringMap<SmallVector<ManifestArgument>> result;
+  module.walk([&](func::FuncOp f) {
+    SmallVector<Operation *> normOps;
+    f.walk([&](Operation *o) {
+      if (isa<NormDialect>(o->getDialect()))
+        normOps.push_back(o);
+    });
+    if (normOps.size() != 1)
+      return;
+    auto roles = normOperandRoles(normOps.front());
+    SmallVector<ManifestArgument> args;
+    for (BlockArgument a : f.getArguments()) {
+      auto it = llvm::find_if(roles, [&](auto &r) { return r.first == a; });
+      if (it == roles.end())
+        return;
+      args.push_back({normArgKeyword(it->second).str(),
+                      isOutputRole(it->second) ? "output" : "input"});
+    }
+    result[f.getName()] = std::move(args);
+  });
+  return result;
+}

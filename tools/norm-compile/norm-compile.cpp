@@ -288,25 +288,7 @@ int main(int argc, char **argv) {
   // keeps argN names without roles.
   llvm::StringMap<SmallVector<Argument>> fileArgs;
   if (op.empty())
-    module->walk([&](func::FuncOp f) {
-      SmallVector<Operation *> normOps;
-      f.walk([&](Operation *o) {
-        if (isa<norm::NormDialect>(o->getDialect()))
-          normOps.push_back(o);
-      });
-      if (normOps.size() != 1)
-        return;
-      auto roles = norm::normOperandRoles(normOps.front());
-      SmallVector<Argument> args;
-      for (BlockArgument a : f.getArguments()) {
-        auto it = llvm::find_if(roles, [&](auto &r) { return r.first == a; });
-        if (it == roles.end())
-          return;
-        args.push_back({norm::normArgKeyword(it->second).str(),
-                        norm::isOutputRole(it->second) ? "output" : "input"});
-      }
-      fileArgs[f.getName()] = std::move(args);
-    });
+    fileArgs = norm::manifestArgumentsFromOps(*module);
 
   PassManager pm(&context);
   norm::buildNormToGPUBinaryPipeline(pm, *options);

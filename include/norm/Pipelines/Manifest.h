@@ -15,6 +15,8 @@
 #include "norm/Pipelines/Pipelines.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/Support/JSON.h"
 
 #include <optional>
@@ -35,6 +37,13 @@ struct ManifestSpec {
   std::string dtype; // f32, f16, bf16
   std::string weightDtype;
 };
+
+/// For each function of `module` whose one norm op takes every function
+/// argument directly as an operand: the arguments named and given roles by
+/// that op (dy, x, ..., dx), in the function's order. Call it before the
+/// pipeline, which lowers the op away.
+llvm::StringMap<SmallVector<ManifestArgument>>
+manifestArgumentsFromOps(ModuleOp module);
 
 /// The manifest of `func`, compiled with `options`. Arguments past
 /// `arguments` are named argN with no role; every argument must be a

@@ -1,0 +1,69 @@
+/*===- norm-compile-capi-test.c - normCompile from C ----------------------===*/
+/* norm-c/Compile.h end to end: IR text in, PTX and the manifest out (which */
+/* the runtime loads), and the compiler's diagnostics as text on failure.   */
+// REQUIRES: cuda-toolkit
+// RUN: norm-compile-capi-test %t.ptx %t.json | FileCheck %s
+// RUN: FileCheck %s --check-prefix=PTX < %t.ptx
+// RUN: FileCheck %s --check-prefix=MANIFEST < %t.json
+// RUN: normrt-test %t.json < /dev/null | FileCheck %s --check-prefix=LOAD
+// CHECK: rc 0 function rms image yes manifest yes diagnostics ''
+// CHECK: bad chip: rc 1 image no diagnostics {{.*}}error: norm-map-to-gpu: unknown chip 'sm_99' (known: sm_80, sm_86, sm_89, sm_90, sm_90a)
+// CHECK: bad IR: rc 1 diagnostics {{.*}}error: expected non-function type
+// PTX: .target sm_90
+// PTX: .visible .entry rms_dx_1(
+// MANIFEST: "name": "dy",
+// MANIFEST-NEXT: "role": "input",
+// LOAD: load: ok
+
+#include "norm-c/Compile.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const char *kIR =
+    "func.func @rms(%dy: memref<?x1024xbf16>, %x: memref<?x1024xbf16>,\n"
+    "               %rstd: memref<?xf32>, %w: memref<1024xbf16>,\n"
+    "               %dx: memref<?x1024xbf16>, %dw: memref<1024xbf16>) {\n"
+    "  norm.rms_norm_grad dy(%dy : memref<?x1024xbf16>)\n"
+    "      x(%x : memref<?x1024xbf16>) rstd(%rstd : memref<?xf32>)\n"
+    "      weight(%w : memref<1024xbf16>) outs dx(%dx : memref<?x1024xbf16>)\n"
+    "      dweight(%dw : memref<1024xbf16>)\n"
+    "  return\n"
+    "}\n";
+
+int main(int argc, char **argv) {
+  const char *outPtx = argc > 1 ? argv[1] : NULL;
+  const char *outJson = argc > 2 ? argv[2] : NULL;
+  NormCompileResult r;
+  int rc = normCompile(kIR, strlen(kIR), "chip=sm_90 format=isa", &r);
+  printf("rc %d function %s image %s manifest %s diagnostics '%s'\n", rc,
+         r.functionName ? r.functionName : "-",
+         r.image && r.imageSize ? "yes" : "no", r.manifest ? "yes" : "no",
+         r.diagnostics ? r.diagnostics : "(null)");
+  if (rc == 0 && outPtx && outJson) {
+    FILE *f = fopen(outPtx, "wb");
+    if (f) {
+      fwrite(r.image, 1, r.imageSize, f);
+      fclose(f);
+    }
+    f = fopen(outJson, "wb");
+    if (f) {
+      fputs(r.manifest, f);
+      fclose(f);
+    }
+  }
+  normCompileResultDestroy(&r);
+
+  /* A wrong option: non-zero, and the reason as text. */
+  rc = normCompile(kIR, strlen(kIR), "chip=sm_99", &r);
+  printf("bad chip: rc %d image %s diagnostics %s", rc,
+         r.image ? "yes" : "no", r.diagnostics ? r.diagnostics : "(null)\n");
+  normCompileResultDestroy(&r);
+
+  /* IR that does not parse. */
+  rc = normCompile("func.func @f(", 13, "", &r);
+  printf("bad IR: rc %d diagnostics %s", rc,
+         r.diagnostics ? r.diagnostics : "(null)\n");
+  normCompileResultDestroy(&r);
+  return 0;
+}
