@@ -275,6 +275,39 @@ void RowKernel::emitElement(OpBuilder &rb, scf::ForOp loop, IRMapping m,
     carried[i] = materialize(rb, v, m);
 }
 
+/// `mem` with a static unit innermost stride. A 16-byte access runs only
+/// when the block's `aligned` check found every innermost stride to be 1,
+/// so a memref whose type leaves it dynamic is viewed as one that says so
+/// (vector.load and vector.store require it in the type). A
+/// reinterpret_cast, not a memref.cast: canonicalisation folds a cast into
+/// the vector access and brings the dynamic stride back.
+Value RowKernel::unitInnerStride(OpBuilder &rb, Value mem) {
+  auto type = cast<MemRefType>(mem.getType());
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  if (failed(type.getStridesAndOffset(strides, offset)) || strides.empty() ||
+      strides.back() == 1)
+    return mem;
+  strides.back() = 1;
+  auto layout = StridedLayoutAttr::get(rb.getContext(), offset, strides);
+  auto unit = MemRefType::get(type.getShape(), type.getElementType(), layout,
+                              type.getMemorySpace());
+  auto meta = memref::ExtractStridedMetadataOp::create(rb, loc, mem);
+  auto mixed = [&](int64_t v, Value dynamic) -> OpFoldResult {
+    if (ShapedType::isDynamic(v))
+      return dynamic;
+    return rb.getIndexAttr(v);
+  };
+  SmallVector<OpFoldResult> sizes, unitStrides;
+  for (auto [i, d] : llvm::enumerate(type.getShape()))
+    sizes.push_back(mixed(d, meta.getSizes()[i]));
+  for (auto [i, st] : llvm::enumerate(strides))
+    unitStrides.push_back(mixed(st, meta.getStrides()[i]));
+  return memref::ReinterpretCastOp::create(
+      rb, loc, unit, mem, mixed(offset, meta.getOffset()), sizes,
+      unitStrides);
+}
+
 void RowKernel::emitChunk(OpBuilder &rb, scf::ForOp loop, IRMapping &m,
                           Value chunk, std::optional<int64_t> k,
                           bool vectorized, SmallVector<Value> &carried) {
@@ -313,7 +346,7 @@ void RowKernel::emitChunk(OpBuilder &rb, scf::ForOp loop, IRMapping &m,
     if (auto load = dyn_cast<memref::LoadOp>(op);
         load && isRowAccess(&op, loop, load.getMemRef(), load.getIndices()) &&
         !vectors.count(load.getMemRef())) {
-      Value mem = base.lookupOrDefault(load.getMemRef());
+      Value mem = unitInnerStride(rb, base.lookupOrDefault(load.getMemRef()));
       auto vt = VectorType::get({g.vec}, load.getType());
       SmallVector<Value> at = load.getIndices().size() == 2
                                   ? SmallVector<Value>{r, j0}
@@ -339,7 +372,8 @@ void RowKernel::emitChunk(OpBuilder &rb, scf::ForOp loop, IRMapping &m,
     SmallVector<Value> at = cast<MemRefType>(mem.getType()).getRank() == 2
                                 ? SmallVector<Value>{r, j0}
                                 : SmallVector<Value>{j0};
-    vector::StoreOp::create(rb, loc, v, base.lookupOrDefault(mem), at,
+    vector::StoreOp::create(rb, loc, v,
+                            unitInnerStride(rb, base.lookupOrDefault(mem)), at,
                             /*nontemporal=*/false,
                             llvm::MaybeAlign(g.vectorBytes));
   }

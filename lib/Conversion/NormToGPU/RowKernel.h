@@ -100,6 +100,9 @@ protected:
   bool knownAligned = false;
   /// The column of element e of the lane's chunk `chunk` (= k L + lane).
   Value columnOf(OpBuilder &rb, Value chunk, int64_t e);
+  /// `mem`, cast to a static unit innermost stride if its type leaves it
+  /// dynamic (for 16-byte accesses, which run only when it is 1).
+  Value unitInnerStride(OpBuilder &rb, Value mem);
   /// Whether every column the lane's chunk of group k (nullopt: any chunk
   /// of a chunk loop) touches is < N in the current layout: no per-element
   /// bound check, and a vector access needs no whole-chunk check.
