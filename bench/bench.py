@@ -529,16 +529,22 @@ class Bench:
             pass
         return e
 
-    def main(self):
+    def start(self, compiled_shapes):
+        """A fresh seed, and room in dynamo's cache for one compiled
+        function per shape."""
         T = self.torch
         self._close = []
         T.manual_seed(int.from_bytes(os.urandom(4), "little"))
         try:
-            T._dynamo.config.cache_size_limit = 64
+            T._dynamo.config.cache_size_limit = compiled_shapes
             if hasattr(T._dynamo.config, "recompile_limit"):
-                T._dynamo.config.recompile_limit = 64
+                T._dynamo.config.recompile_limit = compiled_shapes
         except Exception:  # noqa: BLE001
             pass
+
+    def main(self):
+        T = self.torch
+        self.start(64)
         self.envinfo = self.env()
         out("bench: %s" % json.dumps(self.envinfo))
         self.copy_gbs, c1, c2 = self.copy_bandwidth()

@@ -356,12 +356,15 @@ class Ctx:
         return self.torch.rand(*shape, device=self.dev,
                                dtype=self.torch.float32, generator=self.gen)
 
-    def fetch(self, buf, whole=False):
+    def fetch(self, buf, whole=False, keep=False):
         """The values of a buffer's view (or its whole allocation) for the
-        checks: a device clone, or under host data a copy to the CPU of the
-        whole allocation (one cudaMemcpy) and the view taken there."""
+        checks: on the device, the tensor itself (a clone with keep=True,
+        for values that must outlive the next launch); under host data a
+        copy to the CPU of the whole allocation (one cudaMemcpy) and the
+        view taken there."""
         if not self.host:
-            return buf.base.clone() if whole else buf.v.clone()
+            t = buf.base if whole else buf.v
+            return t.clone() if keep else t
         b = buf.base.cpu()
         return b if whole else buf.view_of(b)
 
@@ -585,7 +588,7 @@ def run_case(ctx, case, mod, manifest, ws, ws_bytes):
         raise CaseFailure("manifest: " + "; ".join(probs))
     bufs, inputs, outputs, refs, scales, bounds = build_case(ctx, case)
     # Snapshots of every input allocation (padding included).
-    snap = {k: ctx.fetch(bufs[k], whole=True) for k in inputs}
+    snap = {k: ctx.fetch(bufs[k], whole=True, keep=True) for k in inputs}
     tensors = [normrt.torch_tensor(a["name"], bufs[a["name"]].v)
                for a in manifest["arguments"]]
 
@@ -608,7 +611,7 @@ def run_case(ctx, case, mod, manifest, ws, ws_bytes):
                 rc, normrt.ERROR_NAMES.get(rc, "?"), msg))
         T.cuda.synchronize()  # raises on an asynchronous CUDA error
         del w
-        return {k: ctx.fetch(bufs[k]) for k in refs}
+        return {k: ctx.fetch(bufs[k], keep=True) for k in refs}
 
     runs = [launch_once() for _ in range(ctx.launches)]
     errs, fails = {}, []

@@ -260,14 +260,7 @@ def main():
     index = C.load_index(args.gpu_dir)
     bench = B.Bench(args, index)
     T = bench.torch
-    bench._close = []
-    T.manual_seed(int.from_bytes(os.urandom(4), "little"))
-    try:
-        T._dynamo.config.cache_size_limit = 512
-        if hasattr(T._dynamo.config, "recompile_limit"):
-            T._dynamo.config.recompile_limit = 512
-    except Exception:  # noqa: BLE001
-        pass
+    bench.start(512)
     env = bench.env()
     env["liger"] = "liger-kernel " + B._dist_version("liger-kernel")
     bench.copy_gbs, c1, c2 = bench.copy_bandwidth()

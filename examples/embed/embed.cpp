@@ -136,26 +136,18 @@ int main(int argc, char **argv) {
   // left as it was (still an scf.for).
   for (NormFunction &f : norms) {
     auto fn = module->lookupSymbol<func::FuncOp>(f.name);
-    gpu::BinaryOp binary;
-    module->walk([&](gpu::BinaryOp bin) {
-      fn.walk([&](gpu::LaunchFuncOp launch) {
-        if (launch.getKernelModuleName() == bin.getName())
-          binary = bin;
-      });
-    });
-    if (!fn || !binary) {
+    gpu::BinaryOp binary = fn ? norm::kernelBinaryOf(*module, fn) : nullptr;
+    if (!binary) {
       llvm::errs() << "norm-embed: no kernels for " << f.name << "\n";
       return 1;
     }
-    auto object =
-        cast<gpu::ObjectAttr>(binary.getObjects().getValue().front());
+    auto object = cast<gpu::ObjectAttr>(binary.getObjects().getValue().front());
     SmallVector<norm::ManifestArgument> args;
     for (norm::NormArgRole role : norm::normFunctionArguments(f.spec))
       args.push_back({norm::normArgKeyword(role).str(),
                       norm::isOutputRole(role) ? "output" : "input"});
     std::string manifest = llvm::formatv(
-        "{0:2}",
-        llvm::json::Value(norm::buildManifest(fn, options, args)));
+        "{0:2}", llvm::json::Value(norm::buildManifest(fn, options, args)));
     if (!write(outDir + "/" + f.name + ".ptx", object.getObject().getValue()) ||
         !write(outDir + "/" + f.name + ".json", manifest + "\n"))
       return 1;

@@ -79,8 +79,7 @@ int normCompile(const char *ir, size_t irSize, const char *options,
   });
 
   norm::NormToGPUBinaryOptions pipelineOptions;
-  if (options && *options &&
-      failed(pipelineOptions.parseFromString(options))) {
+  if (options && *options && failed(pipelineOptions.parseFromString(options))) {
     diag << "normCompile: cannot parse the options '" << options
          << "' (those of norm-to-gpu-binary, e.g. \"chip=sm_90 format=isa\")\n";
     return finish(1);
@@ -114,13 +113,7 @@ int normCompile(const char *ir, size_t irSize, const char *options,
            << "; a launchable function takes memref arguments only\n";
       return finish(1);
     }
-  gpu::BinaryOp binary;
-  module->walk([&](gpu::BinaryOp b) {
-    fn.walk([&](gpu::LaunchFuncOp launch) {
-      if (launch.getKernelModuleName() == b.getName())
-        binary = b;
-    });
-  });
+  gpu::BinaryOp binary = norm::kernelBinaryOf(*module, fn);
   if (!binary) {
     diag << "normCompile: no kernels for @" << fn.getName() << "\n";
     return finish(1);

@@ -5,7 +5,6 @@
 //===----------------------------------------------------------------------===//
 
 #include "norm/Conversion/NormToGPU/TargetInfo.h"
-#include "norm/Dialect/Norm/IR/NormDialect.h"
 #include "norm/Dialect/Norm/IR/StageContract.h"
 #include "norm/Pipelines/Passes.h"
 
@@ -28,9 +27,9 @@ struct CheckTargetPass
     ModuleOp module = getOperation();
     std::optional<norm::TargetInfo> target = norm::TargetInfo::get(chip);
     if (!target) {
-      emitError(module.getLoc()) << "norm-gpu-to-binary: unknown chip '" << chip
-                         << "' (known: " << norm::TargetInfo::knownChipList()
-                         << ")";
+      emitError(module.getLoc())
+          << "norm-gpu-to-binary: unknown chip '" << chip
+          << "' (known: " << norm::TargetInfo::knownChipList() << ")";
       return signalPassFailure();
     }
     // The PTX version is the +ptxNN feature; without one LLVM picks the
@@ -43,9 +42,9 @@ struct CheckTargetPass
       if (!f.consume_front("+ptx"))
         continue;
       if (f.getAsInteger(10, version)) {
-        emitError(module.getLoc()) << "norm-gpu-to-binary: features '" << features
-                           << "': '+ptx" << f
-                           << "' is not a PTX version (e.g. +ptx80)";
+        emitError(module.getLoc())
+            << "norm-gpu-to-binary: features '" << features << "': '+ptx" << f
+            << "' is not a PTX version (e.g. +ptx80)";
         return signalPassFailure();
       }
       if (version < target->minPtxVersion) {
@@ -58,20 +57,12 @@ struct CheckTargetPass
     }
     if (!llvm::is_contained({"isa", "bin", "fatbin"}, StringRef(format))) {
       emitError(module.getLoc()) << "norm-gpu-to-binary: format '" << format
-                         << "' is not one of isa, bin, fatbin";
+                                 << "' is not one of isa, bin, fatbin";
       return signalPassFailure();
     }
     // The wrong stage: norm ops or tagged nests have no kernels yet, and
     // this tail would pass them through untouched.
-    Operation *early = nullptr;
-    module.walk([&](Operation *op) {
-      if (isa<norm::NormDialect>(op->getDialect()) || norm::getStage(op)) {
-        early = op;
-        return WalkResult::interrupt();
-      }
-      return WalkResult::advance();
-    });
-    if (early) {
+    if (Operation *early = norm::findUnlowered(module, /*taggedNests=*/true)) {
       emitError(early->getLoc())
           << "norm-gpu-to-binary: '" << early->getName()
           << (norm::getStage(early) ? "' (a tagged norm nest)" : "'")

@@ -77,9 +77,8 @@ norm::buildManifest(func::FuncOp func, const NormToGPUBinaryOptions &options,
   llvm::json::Array arguments;
   for (auto [i, arg] : llvm::enumerate(func.getArguments())) {
     llvm::json::Object a;
-    a[key(field::kName)] = i < argsFromSpec.size()
-                               ? argsFromSpec[i].name
-                               : ("arg" + Twine(i)).str();
+    a[key(field::kName)] = i < argsFromSpec.size() ? argsFromSpec[i].name
+                                                   : ("arg" + Twine(i)).str();
     if (i < argsFromSpec.size() && !argsFromSpec[i].role.empty())
       a[key(field::kRole)] = argsFromSpec[i].role;
     auto t = cast<MemRefType>(arg.getType());
@@ -159,7 +158,6 @@ norm::buildManifest(func::FuncOp func, const NormToGPUBinaryOptions &options,
   return m;
 }
 
-
 llvm::StringMap<SmallVector<norm::ManifestArgument>>
 norm::manifestArgumentsFromOps(ModuleOp module) {
   llvm::StringMap<SmallVector<ManifestArgument>> result;
@@ -183,4 +181,13 @@ norm::manifestArgumentsFromOps(ModuleOp module) {
     result[f.getName()] = std::move(args);
   });
   return result;
+}
+
+gpu::BinaryOp norm::kernelBinaryOf(ModuleOp module, func::FuncOp func) {
+  gpu::BinaryOp binary;
+  func.walk([&](gpu::LaunchFuncOp launch) {
+    if (!binary)
+      binary = module.lookupSymbol<gpu::BinaryOp>(launch.getKernelModuleName());
+  });
+  return binary;
 }

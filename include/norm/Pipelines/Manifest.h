@@ -15,6 +15,7 @@
 #include "norm/Pipelines/Pipelines.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/JSON.h"
@@ -32,7 +33,7 @@ struct ManifestArgument {
 
 /// The spec a function was built from (norm-compile's spec mode).
 struct ManifestSpec {
-  std::string op;    // layer_norm_grad, rms_norm_grad, layer_norm, rms_norm
+  std::string op; // layer_norm_grad, rms_norm_grad, layer_norm, rms_norm
   int64_t n = 0;
   std::string dtype; // f32, f16, bf16
   std::string weightDtype;
@@ -44,6 +45,10 @@ struct ManifestSpec {
 /// pipeline, which lowers the op away.
 llvm::StringMap<SmallVector<ManifestArgument>>
 manifestArgumentsFromOps(ModuleOp module);
+
+/// The gpu.binary holding the kernels `func` launches (after the pipeline:
+/// one per function), or null.
+gpu::BinaryOp kernelBinaryOf(ModuleOp module, func::FuncOp func);
 
 /// The manifest of `func`, compiled with `options`. Arguments past
 /// `arguments` are named argN with no role; every argument must be a

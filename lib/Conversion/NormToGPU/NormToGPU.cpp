@@ -114,8 +114,8 @@ struct MapToGPUPass : public norm::impl::NormMapToGPUBase<MapToGPUPass> {
               int64_t threads, norm::manifest::GridRule grid,
               int64_t columns = 0, const Geometry *g = nullptr) {
     kernels.push_back(norm::KernelAttr::get(
-        b.getContext(), name, kind, threads, grid, columns,
-        g ? g->lanes : 0, g ? g->rows : 0, g ? g->vec : 0,
+        b.getContext(), name, kind, threads, grid, columns, g ? g->lanes : 0,
+        g ? g->rows : 0, g ? g->vec : 0,
         g ? std::optional<bool>(g->registers) : std::nullopt));
   }
 
@@ -132,8 +132,7 @@ struct MapToGPUPass : public norm::impl::NormMapToGPUBase<MapToGPUPass> {
       if (failed(norm::checkZeroNestShape(nest)))
         return failure();
       norm::buildZeroKernel(nest, name, zeroThreads());
-      record(b, name, KernelKind::Zero, zeroThreads(),
-             GridRule::WorkspaceRows);
+      record(b, name, KernelKind::Zero, zeroThreads(), GridRule::WorkspaceRows);
       break;
     case norm::Stage::Reduce: {
       FailureOr<scf::ForOp> sum = norm::checkReduceNestShape(nest);
@@ -172,20 +171,19 @@ struct MapToGPUPass : public norm::impl::NormMapToGPUBase<MapToGPUPass> {
     func::FuncOp func = getOperation();
     target = norm::TargetInfo::get(chip);
     if (!target) {
-      emitError(func.getLoc()) << "norm-map-to-gpu: unknown chip '" << chip
-                       << "' (known: " << norm::TargetInfo::knownChipList()
-                       << ")";
+      emitError(func.getLoc())
+          << "norm-map-to-gpu: unknown chip '" << chip
+          << "' (known: " << norm::TargetInfo::knownChipList() << ")";
       return signalPassFailure();
     }
-    if (threads != 0 &&
-        (threads < 0 || threads % target->warpSize ||
-         threads > target->maxThreadsPerBlock ||
-         !llvm::isPowerOf2_64(threads))) {
-      emitError(func.getLoc()) << "norm-map-to-gpu: threads must be 0 (chosen from "
-                          "N) or a power of two, a multiple of "
-                       << target->warpSize << " and at most "
-                       << target->maxThreadsPerBlock << ", got "
-                       << static_cast<int64_t>(threads);
+    if (threads != 0 && (threads < 0 || threads % target->warpSize ||
+                         threads > target->maxThreadsPerBlock ||
+                         !llvm::isPowerOf2_64(threads))) {
+      emitError(func.getLoc())
+          << "norm-map-to-gpu: threads must be 0 (chosen from "
+             "N) or a power of two, a multiple of "
+          << target->warpSize << " and at most " << target->maxThreadsPerBlock
+          << ", got " << static_cast<int64_t>(threads);
       return signalPassFailure();
     }
     // A dim of a constant index out of range is undefined behaviour that
@@ -204,15 +202,7 @@ struct MapToGPUPass : public norm::impl::NormMapToGPUBase<MapToGPUPass> {
       return signalPassFailure();
     // The wrong stage: norm ops are lowered by norm-lower-to-loops first
     // (this pass would leave them where they are).
-    Operation *normOp = nullptr;
-    func.walk([&](Operation *op) {
-      if (isa<norm::NormDialect>(op->getDialect())) {
-        normOp = op;
-        return WalkResult::interrupt();
-      }
-      return WalkResult::advance();
-    });
-    if (normOp) {
+    if (Operation *normOp = norm::findUnlowered(func, /*taggedNests=*/false)) {
       emitError(normOp->getLoc())
           << "norm-map-to-gpu: '" << normOp->getName()
           << "' is not lowered to loops yet; run norm-lower-to-loops first "
@@ -235,11 +225,10 @@ struct MapToGPUPass : public norm::impl::NormMapToGPUBase<MapToGPUPass> {
     // Kernels are named after the function, and PTX symbols take letters,
     // digits, '_' and '$' only (LLVM would abort on anything else).
     StringRef fname = func.getName();
-    if (!nests.empty() &&
-        (fname.empty() || llvm::isDigit(fname.front()) ||
-         !llvm::all_of(fname, [](char c) {
-           return llvm::isAlnum(c) || c == '_' || c == '$';
-         }))) {
+    if (!nests.empty() && (fname.empty() || llvm::isDigit(fname.front()) ||
+                           !llvm::all_of(fname, [](char c) {
+                             return llvm::isAlnum(c) || c == '_' || c == '$';
+                           }))) {
       func.emitError() << "norm-map-to-gpu: function name '" << fname
                        << "' cannot name a kernel: PTX symbols are letters, "
                           "digits, '_' and '$', not starting with a digit";

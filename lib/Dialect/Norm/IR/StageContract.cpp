@@ -32,8 +32,7 @@ std::optional<Stage> norm::getStage(Operation *op) {
   return std::nullopt;
 }
 
-void norm::setStage(Operation *nest, Stage stage, int64_t id,
-                    Type accumulate) {
+void norm::setStage(Operation *nest, Stage stage, int64_t id, Type accumulate) {
   NormDialect &d = loadedDialect(nest);
   MLIRContext *ctx = nest->getContext();
   d.getStageAttrHelper().setAttr(nest, StageAttr::get(ctx, stage));
@@ -99,4 +98,16 @@ Operation *norm::getEnclosingNest(Operation *op) {
     if (getStage(p))
       nest = p;
   return nest;
+}
+
+Operation *norm::findUnlowered(Operation *root, bool taggedNests) {
+  Operation *found = nullptr;
+  root->walk([&](Operation *op) {
+    if (isa<NormDialect>(op->getDialect()) || (taggedNests && getStage(op))) {
+      found = op;
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  return found;
 }

@@ -1,4 +1,5 @@
-//===- StageContract.h - what the lowering stages tell each other -*- C++ -*-===//
+//===- StageContract.h - what the lowering stages tell each other -*- C++
+//-*-===//
 //
 // Part of mlir-norm.
 //
@@ -39,6 +40,11 @@ namespace mlir::norm {
 
 /// The stage of a tagged nest, or none.
 std::optional<Stage> getStage(Operation *op);
+
+/// The first op under `root` that a pass past the lowering cannot take: a
+/// norm op, or (with `taggedNests`) a loop nest still carrying a stage
+/// tag. Null if there is none.
+Operation *findUnlowered(Operation *root, bool taggedNests);
 /// Tags `nest` as the `stage` of lowered op `id`, computing in `accumulate`.
 void setStage(Operation *nest, Stage stage, int64_t id, Type accumulate);
 
