@@ -312,7 +312,6 @@ void RowKernel::emitChunk(OpBuilder &rb, scf::ForOp loop, IRMapping &m,
                           Value chunk, std::optional<int64_t> k,
                           bool vectorized, SmallVector<Value> &carried) {
   Value n = materialize(rb, loop.getUpperBound(), m);
-  Value j0 = arith::MulIOp::create(rb, loc, chunk, cIndex(rb, loc, g.vec));
   // A dynamic N has V = 1 and a chunk loop bounded by N: always in range.
   bool tail = g.n ? !groupInRange(k) : false;
   if (!vectorized) {
@@ -338,6 +337,7 @@ void RowKernel::emitChunk(OpBuilder &rb, scf::ForOp loop, IRMapping &m,
   }
   // One 16-byte access per row memref the body reads, V elements, one
   // access per row memref it writes.
+  Value j0 = arith::MulIOp::create(rb, loc, chunk, cIndex(rb, loc, g.vec));
   DenseMap<Value, Value> vectors;
   DenseMap<Value, SmallVector<Value>> stores;
   SmallVector<Value> storeOrder;
