@@ -9,7 +9,7 @@
 #include "norm/Dialect/Norm/IR/NormDialect.h"
 #include "norm/Dialect/Norm/Utils/NormFunction.h"
 #include "norm/InitNorm.h"
-#include "norm/Pipelines/Manifest.h"
+#include "norm/Pipelines/Compile.h"
 #include "norm/Pipelines/Pipelines.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -88,45 +88,17 @@ int normCompile(const char *ir, size_t irSize, const char *options,
       parseSourceString<ModuleOp>(llvm::StringRef(ir, irSize), &context);
   if (!module)
     return finish(1);
-  auto roles = norm::manifestArgumentsFromOps(*module);
-
-  PassManager pm(&context);
-  norm::buildNormToGPUBinaryPipeline(pm, pipelineOptions);
-  if (failed(pm.run(*module)))
+  FailureOr<norm::CompiledFunction> compiled =
+      norm::compileLaunchable(*module, pipelineOptions);
+  if (failed(compiled))
     return finish(1);
-
-  SmallVector<func::FuncOp> funcs;
-  module->walk([&](func::FuncOp f) {
-    if (f->hasAttr("norm.kernels"))
-      funcs.push_back(f);
-  });
-  if (funcs.size() != 1) {
-    diag << "normCompile: expected one function with norm ops, got "
-         << funcs.size() << "\n";
-    return finish(1);
-  }
-  func::FuncOp fn = funcs.front();
-  for (BlockArgument arg : fn.getArguments())
-    if (!isa<MemRefType>(arg.getType())) {
-      diag << "normCompile: argument #" << arg.getArgNumber() << " of @"
-           << fn.getName() << " is " << arg.getType()
-           << "; a launchable function takes memref arguments only\n";
-      return finish(1);
-    }
-  gpu::BinaryOp binary = norm::kernelBinaryOf(*module, fn);
-  if (!binary) {
-    diag << "normCompile: no kernels for @" << fn.getName() << "\n";
-    return finish(1);
-  }
-  auto object = cast<gpu::ObjectAttr>(binary.getObjects().getValue().front());
-  llvm::StringRef image = object.getObject().getValue();
+  llvm::StringRef image = compiled->image;
   std::string manifest = llvm::formatv(
-      "{0:2}", llvm::json::Value(norm::buildManifest(
-                   fn, pipelineOptions, roles.lookup(fn.getName()))));
+      "{0:2}", llvm::json::Value(std::move(compiled->manifest)));
   result->image = copyString(image);
   result->imageSize = image.size();
   result->manifest = copyString(manifest);
-  result->functionName = copyString(fn.getName());
+  result->functionName = copyString(compiled->name);
   return finish(0);
 }
 

@@ -13,6 +13,7 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "llvm/ADT/SetVector.h"
 
 using namespace mlir;
 
@@ -74,8 +75,26 @@ norm::buildManifest(func::FuncOp func, const NormToGPUBinaryOptions &options,
     return shape;
   };
 
+  // The arguments the kernels take, in the function's order (an argument
+  // only the author's own code uses is no business of the runtime's); a
+  // kernel parameter names its argument by its index in this list.
+  SmallVector<bool> launched(func.getNumArguments(), false);
+  llvm::SetVector<Value> launchedAllocs;
+  func.walk([&](gpu::LaunchFuncOp launch) {
+    for (Value v : launch.getKernelOperands()) {
+      if (auto arg = dyn_cast<BlockArgument>(v);
+          arg && arg.getOwner() == &func.getBody().front())
+        launched[arg.getArgNumber()] = true;
+      else if (v.getDefiningOp<memref::AllocOp>())
+        launchedAllocs.insert(v);
+    }
+  });
+  DenseMap<Value, int64_t> argumentIndex;
   llvm::json::Array arguments;
   for (auto [i, arg] : llvm::enumerate(func.getArguments())) {
+    if (!launched[i])
+      continue;
+    argumentIndex[arg] = arguments.size();
     llvm::json::Object a;
     a[key(field::kName)] = i < argsFromSpec.size() ? argsFromSpec[i].name
                                                    : ("arg" + Twine(i)).str();
@@ -93,6 +112,8 @@ norm::buildManifest(func::FuncOp func, const NormToGPUBinaryOptions &options,
   DenseMap<Value, int64_t> workspaceIndex;
   llvm::json::Array workspaces;
   func.walk([&](memref::AllocOp alloc) {
+    if (!launchedAllocs.contains(alloc))
+      return;
     llvm::json::Object w;
     auto t = alloc.getType();
     w[key(field::kDtype)] = dtypeOf(t.getElementType());
@@ -140,8 +161,8 @@ norm::buildManifest(func::FuncOp func, const NormToGPUBinaryOptions &options,
     llvm::json::Array params;
     for (Value v : launch.getKernelOperands()) {
       llvm::json::Object p;
-      if (auto arg = dyn_cast<BlockArgument>(v)) {
-        p[key(field::kArgument)] = arg.getArgNumber();
+      if (argumentIndex.count(v)) {
+        p[key(field::kArgument)] = argumentIndex[v];
       } else if (workspaceIndex.count(v)) {
         p[key(field::kWorkspace)] = workspaceIndex[v];
       } else {
@@ -173,10 +194,12 @@ norm::manifestArgumentsFromOps(ModuleOp module) {
     SmallVector<ManifestArgument> args;
     for (BlockArgument a : f.getArguments()) {
       auto it = llvm::find_if(roles, [&](auto &r) { return r.first == a; });
+      // An argument of the author's own code keeps the position name.
       if (it == roles.end())
-        return;
-      args.push_back({normArgKeyword(it->second).str(),
-                      isOutputRole(it->second) ? "output" : "input"});
+        args.push_back({("arg" + Twine(a.getArgNumber())).str(), ""});
+      else
+        args.push_back({normArgKeyword(it->second).str(),
+                        isOutputRole(it->second) ? "output" : "input"});
     }
     result[f.getName()] = std::move(args);
   });

@@ -10,7 +10,7 @@
 // CHECK-SAME: -> (memref<?x4096xbf16>, memref<4096xbf16>)
 // CHECK-NOT: tensor<
 // CHECK-NOT: norm.rms_norm_grad
-// CHECK: %[[WS:[^ ]+]] = memref.alloc(%{{.*}}) : memref<?x4096xf32>
+// CHECK: %[[WS:[^ ]+]] = memref.alloc(%{{.*}}) {norm.workspace} : memref<?x4096xf32>
 // CHECK: norm.stage = #norm.stage<zero>
 // CHECK: scf.for %[[P:[^ ]+]] =
 // CHECK:   scf.for %[[R:[^ ]+]] =

@@ -22,8 +22,8 @@
 // CHECK-LABEL: func @layer_norm_grad_fused
 // CHECK-SAME: (%[[DY:[^:]+]]: memref<?x?xbf16>, %[[X:[^:]+]]: memref<?x?xbf16>
 // CHECK-NOT: norm.stage = #norm.stage<partials>
-// CHECK: %[[WSW:.*]] = memref.alloc({{.*}}) : memref<?x?xf32>
-// CHECK: %[[WSB:.*]] = memref.alloc({{.*}}) : memref<?x?xf32>
+// CHECK: %[[WSW:.*]] = memref.alloc({{.*}}) {norm.workspace} : memref<?x?xf32>
+// CHECK: %[[WSB:.*]] = memref.alloc({{.*}}) {norm.workspace} : memref<?x?xf32>
 // CHECK: norm.stage = #norm.stage<zero>
 // CHECK: %[[CDY:.*]] = memref.alloc(%{{.*}}) {norm.row_cache} : memref<?xf32>
 // CHECK: %[[CX:.*]] = memref.alloc(%{{.*}}) {norm.row_cache} : memref<?xf32>

@@ -29,8 +29,8 @@
 // CHECK: arith.minui
 // CHECK: %[[GROUPS:.*]] = arith.maxui
 // CHECK: %[[R:.*]] = arith.ceildivui %[[M]], %[[GROUPS]]
-// CHECK: %[[WSW:.*]] = memref.alloc(%[[GROUPS]], %[[N]]) : memref<?x?xf32>
-// CHECK: %[[WSB:.*]] = memref.alloc(%[[GROUPS]], %[[N]]) : memref<?x?xf32>
+// CHECK: %[[WSW:.*]] = memref.alloc(%[[GROUPS]], %[[N]]) {norm.workspace} : memref<?x?xf32>
+// CHECK: %[[WSB:.*]] = memref.alloc(%[[GROUPS]], %[[N]]) {norm.workspace} : memref<?x?xf32>
 // CHECK: norm.stage = #norm.stage<zero>
 // Program p owns rows [p * R, min(p * R + R, M)) and adds into partial row p.
 // CHECK: scf.for %[[P:.*]] = %{{.*}} to %[[GROUPS]]
@@ -60,7 +60,7 @@
 
 // OVERRIDE-LABEL: func @layer_norm_grad_bf16
 // OVERRIDE: %[[C8:.*]] = arith.constant 8 : index
-// OVERRIDE: memref.alloc(%{{.*}}) : memref<1x?xf32>
+// OVERRIDE: memref.alloc(%{{.*}}) {norm.workspace} : memref<1x?xf32>
 // OVERRIDE: memref.atomic_rmw addf
 func.func @layer_norm_grad_bf16(%dy: memref<?x?xbf16>, %x: memref<?x?xbf16>, %mean: memref<?xf32>,
                                 %rstd: memref<?xf32>, %w: memref<?xf32>, %dx: memref<?x?xbf16>,
@@ -92,7 +92,7 @@ func.func @rms_norm_grad_no_weight(%dy: memref<?x128xf32>, %x: memref<?x128xf32>
 // grouped_atomic with a fixed number of groups: row r adds into r mod 64.
 // CHECK-LABEL: func @rms_norm_grad_grouped_atomic
 // CHECK: %[[G64:.*]] = arith.constant 64 : index
-// CHECK: memref.alloc() : memref<64x24xf32>
+// CHECK: memref.alloc() {norm.workspace} : memref<64x24xf32>
 // CHECK: scf.for %{{.*}} = %{{.*}} to %[[G64]]
 // CHECK:   scf.for %[[ROW:.*]] =
 // CHECK:     %[[T:.*]] = arith.remui %[[ROW]], %[[G64]]
@@ -115,7 +115,7 @@ func.func @rms_norm_grad_grouped_atomic(%dy: memref<?x24xbf16>, %x: memref<?x24x
 
 // locked: a spin lock per group (atomic exchange) around the row's update.
 // CHECK-LABEL: func @layer_norm_grad_locked
-// CHECK: %[[LOCKS:.*]] = memref.alloc(%{{.*}}) : memref<?xi32>
+// CHECK: %[[LOCKS:.*]] = memref.alloc(%{{.*}}) {norm.workspace} : memref<?xi32>
 // CHECK: scf.while
 // CHECK:   memref.atomic_rmw assign %{{.*}}, %[[LOCKS]]
 // CHECK:   scf.condition

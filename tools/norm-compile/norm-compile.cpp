@@ -15,6 +15,7 @@
 #include "norm/Dialect/Norm/Utils/NormFunction.h"
 #include "norm/InitNorm.h"
 #include "norm/Support/ManifestSchema.h"
+#include "norm/Pipelines/Compile.h"
 #include "norm/Pipelines/Manifest.h"
 #include "norm/Pipelines/Pipelines.h"
 
@@ -284,51 +285,15 @@ int main(int argc, char **argv) {
     return 1;
   // A file: the arguments take the names and roles of the norm op's
   // operands they are (dy, x, ..., dx), so the runtime can address them;
-  // a function whose arguments are not all operands of its one norm op
-  // keeps argN names without roles.
-  llvm::StringMap<SmallVector<Argument>> fileArgs;
-  if (op.empty())
-    fileArgs = norm::manifestArgumentsFromOps(*module);
-
-  PassManager pm(&context);
-  norm::buildNormToGPUBinaryPipeline(pm, *options);
-  if (failed(pm.run(*module)))
+  // tensor input becomes buffer form with its results as output arguments.
+  std::optional<norm::ManifestSpec> spec;
+  if (!op.empty())
+    spec = norm::ManifestSpec{op.getValue(), specN, dtype.getValue(),
+                              weightDtype.getValue()};
+  FailureOr<norm::CompiledFunction> compiled =
+      norm::compileLaunchable(*module, *options, specArgs, spec);
+  if (failed(compiled))
     return 1;
-
-  // The kernels: one gpu.binary per function.
-  SmallVector<gpu::BinaryOp> binaries;
-  module->walk([&](gpu::BinaryOp b) { binaries.push_back(b); });
-  SmallVector<func::FuncOp> funcs;
-  module->walk([&](func::FuncOp f) {
-    if (f->hasAttr("norm.kernels"))
-      funcs.push_back(f);
-  });
-  if (binaries.size() != 1 || funcs.size() != 1) {
-    llvm::errs() << "norm-compile: expected one function with norm ops, got "
-                 << funcs.size() << " (and " << binaries.size()
-                 << " kernel binaries)\n";
-    return 1;
-  }
-  if (funcs.front().getNumResults() != 0) {
-    funcs.front().emitError()
-        << "norm-compile: this function returns buffers it allocates; for a "
-           "launchable module write the op in buffer form (outputs as "
-           "`outs` memref arguments), or use norm-opt --norm-to-gpu-binary";
-    return 1;
-  }
-  // Launchable means: every argument is a buffer the runtime can describe.
-  for (BlockArgument arg : funcs.front().getArguments())
-    if (!isa<MemRefType>(arg.getType())) {
-      funcs.front().emitError()
-          << "norm-compile: argument #" << arg.getArgNumber() << " is "
-          << arg.getType()
-          << "; a launchable function takes memref arguments only";
-      return 1;
-    }
-  if (op.empty())
-    specArgs = fileArgs.lookup(funcs.front().getName());
-  auto object =
-      cast<gpu::ObjectAttr>(binaries.front().getObjects().getValue().front());
 
   // Both files or neither: each is written to a temporary and renamed into
   // place (ToolOutputFile::keep) only when both were written without error.
@@ -355,16 +320,11 @@ int main(int argc, char **argv) {
     file.os().clear_error(); // else raw_fd_ostream aborts on close
     return false;
   };
-  out->os() << object.getObject().getValue();
+  out->os() << compiled->image;
   bool ok = written(*out, "kernels");
   if (mf) {
-    std::optional<norm::ManifestSpec> spec;
-    if (!op.empty())
-      spec = norm::ManifestSpec{op.getValue(), specN, dtype.getValue(),
-                                weightDtype.getValue()};
     mf->os() << llvm::formatv("{0:2}",
-                              llvm::json::Value(norm::buildManifest(
-                                  funcs.front(), *options, specArgs, spec)))
+                              llvm::json::Value(std::move(compiled->manifest)))
              << "\n";
     ok = written(*mf, "manifest") && ok;
   }

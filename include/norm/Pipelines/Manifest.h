@@ -39,10 +39,10 @@ struct ManifestSpec {
   std::string weightDtype;
 };
 
-/// For each function of `module` whose one norm op takes every function
-/// argument directly as an operand: the arguments named and given roles by
-/// that op (dy, x, ..., dx), in the function's order. Call it before the
-/// pipeline, which lowers the op away.
+/// For each function of `module` with exactly one norm op: its arguments
+/// in order, those the op takes directly named and given roles by it (dy,
+/// x, ..., dx), any other (used by the author's own code) named argN with
+/// no role. Call it before the pipeline, which lowers the op away.
 llvm::StringMap<SmallVector<ManifestArgument>>
 manifestArgumentsFromOps(ModuleOp module);
 
@@ -50,9 +50,12 @@ manifestArgumentsFromOps(ModuleOp module);
 /// one per function), or null.
 gpu::BinaryOp kernelBinaryOf(ModuleOp module, func::FuncOp func);
 
-/// The manifest of `func`, compiled with `options`. Arguments past
-/// `arguments` are named argN with no role; every argument must be a
-/// memref (the caller checks: norm-compile refuses other functions).
+/// The manifest of `func`, compiled with `options`: the arguments its
+/// kernels take (in the function's order; `arguments` names them by their
+/// position in the function, those past it are argN with no role), the
+/// allocations its kernels take as workspaces, and the launches. Every
+/// argument must be a memref (the caller checks: compileLaunchable refuses
+/// other functions).
 llvm::json::Object buildManifest(func::FuncOp func,
                                  const NormToGPUBinaryOptions &options,
                                  ArrayRef<ManifestArgument> arguments,

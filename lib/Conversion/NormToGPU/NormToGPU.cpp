@@ -71,9 +71,28 @@ bool hasNormMarkers(func::FuncOp func) {
       .wasInterrupted();
 }
 
-/// The post-condition: outside the launches, the host function only
-/// allocates (and frees) buffers, computes their sizes and launches. Emits
-/// an error naming the first other op.
+/// Whether `op` or an op nested in it belongs to the lowering: it carries a
+/// `norm.*` attribute or uses a buffer the lowering allocated (a row cache,
+/// a recomputable buffer, a workspace). That is what a nest keeps when a
+/// canonicalisation folds its tagged loop away.
+bool isLoweringCode(Operation *op) {
+  return op
+      ->walk([](Operation *nested) {
+        for (NamedAttribute attr : nested->getDiscardableAttrs())
+          if (attr.getName().strref().starts_with("norm."))
+            return WalkResult::interrupt();
+        if (llvm::any_of(nested->getOperands(), norm::isLoweringBuffer))
+          return WalkResult::interrupt();
+        return WalkResult::advance();
+      })
+      .wasInterrupted();
+}
+
+/// The post-condition: outside the launches, the lowering left nothing on
+/// the host but allocations (and frees), their sizes and the launches.
+/// Code of the function's author (no `norm.*` attribute, none of the
+/// lowering's buffers) is left alone. Emits an error naming the first op of
+/// the lowering that would run on the host.
 LogicalResult checkHostOnlyLaunches(func::FuncOp func) {
   WalkResult leftover = func.walk<WalkOrder::PreOrder>([&](Operation *op) {
     if (isa<gpu::LaunchOp>(op))
@@ -82,18 +101,20 @@ LogicalResult checkHostOnlyLaunches(func::FuncOp func) {
         isa<memref::AllocOp, memref::DeallocOp, func::ReturnOp>(op) ||
         (op->getNumRegions() == 0 && isMemoryEffectFree(op)))
       return WalkResult::advance();
+    if (!isLoweringCode(op))
+      return WalkResult::skip();
     if (isa<scf::ForOp>(op)) {
-      // A loop left outside the launches lost its tag on the way here.
+      // A loop of the lowering left outside the launches lost its tag.
       op->emitError()
-          << "norm-map-to-gpu: this 'scf.for' is not a tagged norm nest and "
-             "would run on the host; was it canonicalised after "
-             "norm-lower-to-loops (single-iteration loops are folded with "
-             "their norm.stage tag)? Run canonicalize after the mapping";
+          << "norm-map-to-gpu: this 'scf.for' belongs to a lowered norm op "
+             "but has no norm.stage tag, so it would run on the host; was it "
+             "canonicalised after norm-lower-to-loops (single-iteration loops "
+             "are folded with their tag)? Run canonicalize after the mapping";
       return WalkResult::interrupt();
     }
     op->emitError() << "norm-map-to-gpu: '" << op->getName()
-                    << "' would run on the host, which only allocates and "
-                       "launches kernels";
+                    << "' belongs to a lowered norm op and would run on the "
+                       "host, which only allocates and launches kernels";
     return WalkResult::interrupt();
   });
   return failure(leftover.wasInterrupted());

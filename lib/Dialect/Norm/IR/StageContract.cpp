@@ -92,6 +92,21 @@ void norm::setRowCache(Operation *alloc) {
       alloc, UnitAttr::get(alloc->getContext()));
 }
 
+bool norm::isWorkspace(Operation *alloc) {
+  NormDialect *d = dialectOf(alloc);
+  return d && d->getWorkspaceAttrHelper().isAttrPresent(alloc);
+}
+
+void norm::setWorkspace(Operation *alloc) {
+  loadedDialect(alloc).getWorkspaceAttrHelper().setAttr(
+      alloc, UnitAttr::get(alloc->getContext()));
+}
+
+bool norm::isLoweringBuffer(Value value) {
+  Operation *def = value.getDefiningOp();
+  return def && (isRowCache(def) || isRecomputable(def) || isWorkspace(def));
+}
+
 Operation *norm::getEnclosingNest(Operation *op) {
   Operation *nest = nullptr;
   for (Operation *p = op; p; p = p->getParentOp())

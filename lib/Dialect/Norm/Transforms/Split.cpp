@@ -219,6 +219,7 @@ void lowerGrad(OpT op, const SplitOptions &options, int64_t id,
           b,
           ArrayRef<OpFoldResult>{getAsOpFoldResult(scheme.workspaceRows), nOfr},
           acc);
+      setWorkspace(ws.getDefiningOp());
       workspaces.push_back(ws);
       return ws;
     };
@@ -228,6 +229,7 @@ void lowerGrad(OpT op, const SplitOptions &options, int64_t id,
       scheme.locks = memref::AllocOp::create(
           b, ArrayRef<OpFoldResult>{getAsOpFoldResult(scheme.workspaceRows)},
           b.getI32Type());
+      setWorkspace(scheme.locks.getDefiningOp());
       workspaces.push_back(scheme.locks);
     }
 

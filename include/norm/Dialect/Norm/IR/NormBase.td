@@ -50,6 +50,7 @@ def Norm_Dialect : Dialect {
     "::mlir::norm::ReductionStrategyAttr":$strategy,
     "::mlir::UnitAttr":$row_cache,
     "::mlir::UnitAttr":$recomputable,
+    "::mlir::UnitAttr":$workspace,
     "::mlir::ArrayAttr":$kernels
   );
   let hasOperationAttrVerify = 1;

@@ -22,6 +22,8 @@
 //                                       recomputed from its producer nest
 //   norm.row_cache                      memref.alloc: a row cache each
 //                                       program owns (norm-cache-rows)
+//   norm.workspace                      memref.alloc: partial rows (or locks)
+//                                       of a dweight/dbias reduction
 //   norm.kernels = [...]                host func.func: the kernels the GPU
 //                                       mapping launched, in order
 //
@@ -66,6 +68,13 @@ void setRecomputable(Operation *alloc);
 bool isRowCache(Operation *alloc);
 void setRowCache(Operation *alloc);
 
+/// `norm.workspace` on a memref.alloc.
+bool isWorkspace(Operation *alloc);
+void setWorkspace(Operation *alloc);
+/// Whether `value` is a buffer the lowering allocated: a row cache, a
+/// recomputable buffer or a workspace. Code that uses one is ours even
+/// where a canonicalisation folded its nest's tag away.
+bool isLoweringBuffer(Value value);
 /// The outermost tagged nest enclosing `op` (or `op` itself), or null.
 Operation *getEnclosingNest(Operation *op);
 
