@@ -581,7 +581,13 @@ def build_case(ctx, case):
     return bufs, inputs, outputs, refs, scales, bounds
 
 
-def run_case(ctx, case, mod, manifest, ws, ws_bytes):
+def run_case(ctx, case, mod, manifest, ws, ws_bytes, other=None):
+    """Launches `case` ctx.launches times and checks every output against
+    the float64 reference, bitwise repetition, inputs and padding. With
+    `other` (a module of the same configuration compiled for another chip,
+    `--compare-dir`): one more launch through it, whose dweight/dbias must
+    equal ours bitwise (the sum order is chip-independent, docs/GPU.md);
+    dx and the forward's outputs are compared and reported too."""
     T, cfg = ctx.torch, case.cfg
     probs = manifest_problems(cfg, manifest)
     if probs:
@@ -592,7 +598,7 @@ def run_case(ctx, case, mod, manifest, ws, ws_bytes):
     tensors = [normrt.torch_tensor(a["name"], bufs[a["name"]].v)
                for a in manifest["arguments"]]
 
-    def launch_once():
+    def launch_once(mod=mod):
         for k in outputs:
             ctx.poison(bufs[k])
         if case.inplace:
@@ -646,7 +652,17 @@ def run_case(ctx, case, mod, manifest, ws, ws_bytes):
             mask[lo:lo + v.shape[0]] = False
         if not bool(T.isnan(base[mask]).all()):
             fails.append("'%s' written outside its view (padding)" % k)
+    chips = ""
+    if other is not None:
+        theirs = launch_once(other)
+        differ = [k for k in refs if not same_bits(ctx, runs[0][k], theirs[k])]
+        chips = " other-chip=" + ("same" if not differ else
+                                  "DIFFERS(" + ",".join(differ) + ")")
+        if set(differ) & {"dweight", "dbias"}:
+            fails.append("dweight/dbias differ bitwise from the other "
+                         "chip's kernels: " + ",".join(differ))
     detail = " ".join("%s %.2e/%.0e" % (k, errs[k], bounds[k]) for k in refs)
+    detail += chips
     detail += " bitwise=%s" % (("yes" if identical else "no")
                                if len(runs) > 1 else "- (1 launch)")
     if fails:
@@ -876,6 +892,11 @@ def main():
     ap.add_argument("--no-error-path", action="store_true")
     ap.add_argument("--budget-s", type=float, default=0,
                     help="skip remaining cases after this many seconds")
+    ap.add_argument("--compare-dir", default="",
+                    help="a kernels directory of --gpu-dir compiled for "
+                    "another chip (gpu-prepare's kernels-sm80: PTX, JIT "
+                    "here): cases of configurations it has also run "
+                    "through it; dweight/dbias must match bitwise")
     ap.add_argument("--image", choices=("auto", "cubin", "ptx"),
                     default="auto", help="kernel image to load (auto: the "
                     "cubin when prepared, else/on failure the PTX)")
@@ -975,6 +996,22 @@ def main():
                                     rc, "?"), msg), 0.0))
                 out("FAIL %s: module load -> %d: %s" % (c.name, rc, msg))
             continue
+        other = None
+        if args.compare_dir:
+            kdir = os.path.dirname(entry["manifest"])
+            alt = {k: v.replace(kdir + "/", args.compare_dir + "/", 1)
+                   for k, v in entry.items() if k in ("manifest", "ptx")}
+            if not os.path.exists(os.path.join(args.gpu_dir, alt["manifest"])):
+                mod.close()
+                continue  # compared configurations only
+            orc, other, omsg, _, _ = normrt.load_config(
+                rt, args.gpu_dir, alt, "ptx")
+            if orc:
+                for c in ccases:
+                    results.append((c.name, "FAIL", "other chip's module: "
+                                    "%d: %s" % (orc, omsg), 0.0))
+                mod.close()
+                continue
         ws_bytes, ws_err = 0, None
         for c in ccases:
             rc, nb, msg = mod.workspace_bytes(c.m)
@@ -988,6 +1025,8 @@ def main():
                 results.append((c.name, "FAIL", ws_err, 0.0))
                 out("FAIL %s: %s" % (c.name, ws_err))
             mod.close()
+            if other is not None:
+                other.close()
             continue
         ws = None
         if ws_bytes and not ctx.fresh_ws:
@@ -1003,7 +1042,8 @@ def main():
             t0 = time.time()
             print("%-76s " % c.name, end="", flush=True)
             try:
-                detail = run_case(ctx, c, mod, manifest, ws, ws_bytes)
+                detail = run_case(ctx, c, mod, manifest, ws, ws_bytes,
+                                  other)
                 status = "PASS"
             except CaseFailure as ex:
                 status, detail = "FAIL", str(ex)
@@ -1020,7 +1060,14 @@ def main():
                                        ", module load %.0f ms" % (load_s * 1e3)
                                        if c is ccases[0] else ""))
         mod.close()
+        if other is not None:
+            other.close()
         del ws
+    if args.compare_dir:
+        same = sum(1 for _, st, d, _ in results
+                   if st == "PASS" and "other-chip=same" in d)
+        out("other chip (%s): %d of %d cases identical in every output" % (
+            args.compare_dir, same, len(results)))
     if not args.no_error_path and not dead and args.subset in ("full",
                                                                 "quick"):
         try:

@@ -8,7 +8,9 @@
 #   bash scripts/compile-configs.sh build/bin/norm-compile /tmp/after
 #   diff -r /tmp/before /tmp/after && echo byte-identical
 #
-# JOBS (default 2) compile in parallel. Exit status 1 when any failed.
+# JOBS (default 2) compile in parallel; NAME_FILTER (an extended regex)
+# keeps the configurations whose name matches; EXTRA_FLAGS are added to
+# every norm-compile (e.g. --chip=sm_80). Exit status 1 when any failed.
 #
 #===----------------------------------------------------------------------===#
 set -euo pipefail
@@ -22,14 +24,16 @@ rm -rf "$KDIR"
 mkdir -p "$KDIR"
 jobs_file=$(mktemp)
 trap 'rm -f "$jobs_file"' EXIT
-python3 bench/configs.py jobs >"$jobs_file"
+python3 bench/configs.py jobs |
+  awk -F '\t' -v re="${NAME_FILTER:-}" '$1 ~ re' >"$jobs_file"
 
 # One line of the jobs list: name<TAB>flag<TAB>flag...
 compile_one() {
   local line=$1 name
   IFS=$'\t' read -r -a f <<<"$line"
   name=${f[0]}
-  if "$NC" "${f[@]:1}" -o "$KDIR/$name.ptx" --manifest "$KDIR/$name.json" \
+  # shellcheck disable=SC2086 # EXTRA_FLAGS: words
+  if "$NC" "${f[@]:1}" ${EXTRA_FLAGS:-} -o "$KDIR/$name.ptx" --manifest "$KDIR/$name.json" \
        2>"$KDIR/$name.err"; then
     [[ -s $KDIR/$name.err ]] || rm -f "$KDIR/$name.err"
   else
@@ -39,6 +43,6 @@ compile_one() {
   fi
 }
 export -f compile_one
-export NC KDIR
+export NC KDIR EXTRA_FLAGS
 
 xargs -P "$JOBS" -d '\n' -n 1 bash -c 'compile_one "$1"' _ <"$jobs_file"

@@ -19,6 +19,11 @@ ROOT=$(pwd)
 BUILD_DIR=${BUILD_DIR:-$ROOT/build}
 JOBS=${JOBS:-$(nproc)}
 LLVM_PREFIX=/usr/lib/llvm-22
+# Clang, as Debian's LLVM/MLIR is built: MLIR names the TypeIDs of traits
+# and interfaces by the compiler's spelling of the type, so GCC-built code
+# beside MLIR's own (static) C API resolves traits wrongly (docs/NOTES.md,
+# "C API").
+export CC=${CC:-clang} CXX=${CXX:-clang++}
 export CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 
 log() { printf '\033[1m== %s\033[0m\n' "$*" >&2; }

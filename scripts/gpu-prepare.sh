@@ -105,6 +105,13 @@ JOBS=$JOBS bash scripts/compile-configs.sh "$NC" "$KDIR" || true
 t1=$(date +%s.%N)
 compile_s=$(python3 -c "print('%.1f' % ($t1 - $t0))")
 
+# The deterministic backward configurations again for sm_80, PTX only (the
+# driver JITs it on the H200): gpu-run's "chips" step checks that their
+# dweight/dbias equal the sm_90 cubins' bitwise (issue 9, item 4).
+log "the deterministic backward configurations for sm_80 (PTX) into $OUTDIR/kernels-sm80"
+NAME_FILTER='^(layer|rms)_norm_grad-.*-deterministic$' EXTRA_FLAGS=--chip=sm_80 \
+  JOBS=$JOBS bash scripts/compile-configs.sh "$NC" "$OUTDIR/kernels-sm80" || true
+
 #--- resource report (ptxas -v), optional --------------------------------#
 PTXAS=${PTXAS:-}
 if [[ -z $PTXAS ]]; then

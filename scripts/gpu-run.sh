@@ -13,6 +13,10 @@
 #  1c. python3 bench/nan_check.py      NaN/+Inf/-Inf in one row of x, dy,
 #                                      rstd, mean vs float64 and torch's
 #                                      kernels (336 scenarios, ~10 s)
+#  1d. gpu_check.py --compare-dir      the deterministic backward kernels
+#        kernels-sm80                  compiled for sm_80 (PTX, JIT here):
+#                                      dweight/dbias bitwise equal to the
+#                                      sm_90 cubins' (issue 9, item 4)
 #   2. python3 bench/bench.py          bandwidth table (~60 s)
 #  2b. python3 bench/sweep.py          the N sweep (issue 9), only when
 #                                      GPU_RUN_STEPS names "sweep" (about
@@ -131,7 +135,7 @@ declare -A RC SECS LIMS
 # GPU_RUN_STEPS (default: all) runs only the steps it names, e.g.
 # GPU_RUN_STEPS="memcheck initcheck" for a sanitizer run over the full
 # matrix in a call of its own; the others are reported as "not run".
-RUN_STEPS=" ${GPU_RUN_STEPS:-check big nan bench memcheck initcheck racecheck} "
+RUN_STEPS=" ${GPU_RUN_STEPS:-check big nan chips bench memcheck initcheck racecheck} "
 selected() {  # any of the named steps runs in this call
   local s
   for s in "$@"; do [[ $RUN_STEPS == *" $s "* ]] && return 0; done
@@ -187,6 +191,13 @@ step big 40 400 "$OUT/check.log" -- python3 bench/big_check.py
 #--- 1c. NaN / Inf propagation against torch ---------------------------------#
 step nan 60 360 "$OUT/check.log" -- \
   python3 bench/nan_check.py --deadline @DEADLINE@
+
+#--- 1d. the same kernels compiled for sm_80 (PTX, JIT here) ---------------#
+# dweight/dbias of every deterministic backward configuration must equal
+# the sm_90 cubins' bitwise (the sum order is chip-independent).
+step chips 90 300 "$OUT/check.log" -- \
+  python3 bench/gpu_check.py --compare-dir kernels-sm80 --no-error-path \
+    --filter 'grad-.*-deterministic' --deadline @DEADLINE@
 
 #--- 2. benchmark ----------------------------------------------------------#
 selected bench && : >"$OUT/bench.log"
@@ -291,6 +302,9 @@ result_line() {
   local name=$1 log=$2
   case $name in
     check|nan) grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -1 ;;
+    chips) { grep -E '^other chip' "$log" | tail -1
+             grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -1; } |
+             paste -sd ';' ;;
     sweep) { grep -E '^\*\*Geometric mean' "$log" | tail -1 | tr -d '*'
              grep -E '^sweep: [0-9]+ rows' "$log" | tail -1; } | paste -sd ';' ;;
     bench) { grep -E '^copy bandwidth' "$log" | tail -1 | cut -c1-40
@@ -304,7 +318,7 @@ result_line() {
         san_kernels "$log"; } | paste -sd ';' ;;
   esac
 }
-STEPS=(check big nan bench sweep variants memcheck initcheck racecheck)
+STEPS=(check big nan chips bench sweep variants memcheck initcheck racecheck)
 ok=1
 for s in "${STEPS[@]}"; do
   [[ ${RC[$s]:-skip} == 0 || ${RC[$s]} == "not run" ]] || ok=0

@@ -23,6 +23,7 @@ JOBS=${JOBS:-$(nproc)}
 FUZZ_RUNS=${FUZZ_RUNS:-500}
 LLVM_PREFIX=/usr/lib/llvm-22
 export CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
+export CC=${CC:-clang} CXX=${CXX:-clang++} # as dev.sh: Debian builds MLIR with Clang
 
 if [[ ! -f $BUILD_DIR/build.ninja ]]; then
   cmake -G Ninja -S "$ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release \

@@ -1,8 +1,8 @@
 //===- embed.cpp - a small compiler that embeds mlir-norm ----------------===//
 //
 // Part of mlir-norm (examples/embed). Builds, with C++ builders, one module
-// holding a function of its own (ordinary scf.for loops) and two norm
-// backward ops, runs mlir-norm's pipeline on it, and writes each norm
+// holding a function of its own (ordinary scf.for loops) and three norm
+// backward ops (rank 2 and rank 3), runs mlir-norm's pipeline on it, and writes each norm
 // function's PTX and launch manifest (the files libnormrt loads):
 //
 //   norm-embed OUTDIR [--chip=sm_90]
@@ -80,7 +80,7 @@ int main(int argc, char **argv) {
   ctx.loadAllAvailableDialects();
   Location loc = UnknownLoc::get(&ctx);
 
-  // The module: a function of our own, then the two norm functions.
+  // The module: a function of our own, then the norm functions.
   OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
   OpBuilder b = OpBuilder::atBlockEnd(module->getBody());
   buildOwnFunction(b, loc);
@@ -100,6 +100,13 @@ int main(int argc, char **argv) {
     rms.spec.xType = BFloat16Type::get(&ctx);
     rms.spec.stridedRows = rms.spec.stridedVectors = true;
     norms.push_back(rms);
+    // Rank 3, (batch, sequence, hidden): rows are the two leading dims,
+    // which the lowering views as one, so they are contiguous (identity
+    // layout); weight and dweight keep their strided layout.
+    NormFunction rms3{"rms_norm_grad_bf16_bsn1024", rms.spec};
+    rms3.spec.rowDims = 2;
+    rms3.spec.stridedRows = false;
+    norms.push_back(rms3);
   }
   for (NormFunction &f : norms)
     if (failed(norm::buildNormFunction(b, loc, f.name, f.spec)))

@@ -55,6 +55,24 @@ int main(void) {
   // CHECK: pipeline parsed: 1
   printf("pipeline parsed: %d\n", mlirLogicalResultIsSuccess(parsed));
 
+  /* ... and run there: the tensor-form op through the whole compiler. */
+  MlirPassManager full = mlirPassManagerCreate(ctx);
+  MlirLogicalResult fullParsed = mlirParsePassPipeline(
+      mlirPassManagerGetAsOpPassManager(full),
+      mlirStringRefCreateFromCString(
+          "builtin.module(norm-to-gpu-binary{chip=sm_80})"),
+      printToStdout, NULL);
+  MlirLogicalResult ran = mlirPassManagerRunOnOp(
+      full, mlirModuleGetOperation(module));
+  // CHECK: pipeline ran: 1 1
+  printf("pipeline ran: %d %d\n", mlirLogicalResultIsSuccess(fullParsed),
+         mlirLogicalResultIsSuccess(ran));
+  // CHECK: gpu.binary @f_kernels
+  // CHECK-SAME: .target sm_80
+  mlirOperationPrint(mlirModuleGetOperation(module), printToStdout, NULL);
+  printf("\n");
+  mlirPassManagerDestroy(full);
+
   mlirPassManagerDestroy(pm);
   mlirModuleDestroy(module);
   mlirContextDestroy(ctx);

@@ -147,22 +147,37 @@ Shape shapeOf(NormArgRole role) {
 MemRefType norm::normArgumentType(MLIRContext *ctx, const NormOpSpec &spec,
                                   NormArgRole role) {
   constexpr int64_t kDyn = ShapedType::kDynamic;
+  // The row dims: `rowDims` dynamic extents, unit-free strides.
+  int64_t rowDims = std::max<int64_t>(spec.rowDims, 1);
+  SmallVector<int64_t> rows(rowDims, kDyn);
+  auto strided = [&](int64_t rank) {
+    SmallVector<int64_t> strides(rank, kDyn);
+    strides.back() = 1;
+    return StridedLayoutAttr::get(ctx, kDyn, strides);
+  };
   switch (shapeOf(role)) {
-  case Shape::Rows:
-    return MemRefType::get(
-        {kDyn, spec.n}, spec.xType,
-        spec.stridedRows ? StridedLayoutAttr::get(ctx, kDyn, {kDyn, 1})
-                         : MemRefLayoutAttrInterface());
+  case Shape::Rows: {
+    SmallVector<int64_t> shape(rows);
+    shape.push_back(spec.n);
+    return MemRefType::get(shape, spec.xType,
+                           spec.stridedRows
+                               ? strided(rowDims + 1)
+                               : MemRefLayoutAttrInterface());
+  }
   case Shape::Param:
     return MemRefType::get(
         {spec.n}, spec.paramType ? spec.paramType : spec.xType,
         spec.stridedVectors ? StridedLayoutAttr::get(ctx, kDyn, {1})
                             : MemRefLayoutAttrInterface());
   case Shape::Stat:
+    // Statistics of rank > 1 are row views too: strided like the rows.
     return MemRefType::get(
-        {kDyn}, Float32Type::get(ctx),
-        spec.stridedVectors ? StridedLayoutAttr::get(ctx, kDyn, {1})
-                            : MemRefLayoutAttrInterface());
+        rows, Float32Type::get(ctx),
+        rowDims > 1 ? (spec.stridedRows ? strided(rowDims)
+                                        : MemRefLayoutAttrInterface())
+                    : spec.stridedVectors
+                          ? StridedLayoutAttr::get(ctx, kDyn, {1})
+                          : MemRefLayoutAttrInterface());
   }
   llvm_unreachable("unknown shape");
 }
@@ -174,6 +189,9 @@ FailureOr<func::FuncOp> norm::buildNormFunction(OpBuilder &b, Location loc,
   if (!spec.xType)
     return emitError(loc) << "norm function '" << name
                           << "': no element type for x";
+  if (spec.rowDims < 1 || spec.rowDims > 7)
+    return emitError(loc) << "norm function '" << name
+                          << "': rowDims must be 1 to 7, got " << spec.rowDims;
   SmallVector<NormArgRole> roles = normFunctionArguments(spec);
   SmallVector<Type> argTypes;
   SmallVector<Location> argLocs;

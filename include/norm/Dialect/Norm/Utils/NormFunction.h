@@ -88,7 +88,11 @@ struct NormOpSpec {
   int64_t groups = 0;
   /// Forward: the `eps` attribute; none: absent (the op's default).
   std::optional<double> eps;
-  /// Row arguments ([M, N]) are `strided<[?, 1], offset: ?>`.
+  /// The number of leading (row) dims of x, dy, dx, ...: 1 gives [M, N],
+  /// 2 gives [B, S, N] with [B, S] statistics; all of them dynamic.
+  int64_t rowDims = 1;
+  /// Row arguments ([M, N]) are `strided<[?, 1], offset: ?>` (and rank-3
+  /// rows and statistics `strided<[?, ?, 1]>`, `strided<[?, 1]>`).
   bool stridedRows = false;
   /// Weight, bias and statistics arguments are `strided<[1], offset: ?>`.
   bool stridedVectors = false;
@@ -105,7 +109,7 @@ SmallVector<NormArgRole> normFunctionArguments(const NormOpSpec &spec);
 /// (a backward op's stored `xhat`) are left out; empty for another op.
 SmallVector<std::pair<Value, NormArgRole>> normOperandRoles(Operation *op);
 
-/// The memref type of the argument `role` (M is dynamic).
+/// The memref type of the argument `role` (the row dims are dynamic).
 MemRefType normArgumentType(MLIRContext *ctx, const NormOpSpec &spec,
                             NormArgRole role);
 
