@@ -189,8 +189,10 @@ void lowerGrad(OpT op, const SplitOptions &options, int64_t id,
     scratch.push_back(g);
     scf::ForOp nest = e.loop(zero, m, [&](Value i) {
       e.loop(zero, n, [&](Value j) {
-        Value v =
-            arith::MulFOp::create(b, e.load(dy, {i, j}), effectiveWeight(j));
+        // One statement per op: the order of evaluation of call arguments
+        // is the host compiler's, and the IR must not depend on it.
+        Value wv = effectiveWeight(j);
+        Value v = arith::MulFOp::create(b, e.load(dy, {i, j}), wv);
         e.store(v, g, {i, j});
       });
     });
