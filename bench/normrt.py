@@ -15,6 +15,8 @@ DTYPE_CODES = {"f32": NORMRT_F32, "f16": NORMRT_F16, "bf16": NORMRT_BF16}
 
 NORMRT_ERROR_MANIFEST_NO_IMAGE = 2  # what load_config returns with no image
 
+NORMRT_MAX_RANK = 8  # the header's: the sizes / strides a tensor holds
+
 ERROR_NAMES = {
     0: "OK",
     1: "INVALID_ARGUMENT",
@@ -26,15 +28,16 @@ ERROR_NAMES = {
 
 class NormrtTensor(ctypes.Structure):
     """typedef struct { const char *name; void *data; int32_t dtype;
-    int32_t rank; int64_t sizes[2]; int64_t strides[2]; } NormrtTensor;"""
+    int32_t rank; int64_t sizes[NORMRT_MAX_RANK];
+    int64_t strides[NORMRT_MAX_RANK]; } NormrtTensor;"""
 
     _fields_ = [
         ("name", ctypes.c_char_p),
         ("data", ctypes.c_void_p),
         ("dtype", ctypes.c_int32),
         ("rank", ctypes.c_int32),
-        ("sizes", ctypes.c_int64 * 2),
-        ("strides", ctypes.c_int64 * 2),
+        ("sizes", ctypes.c_int64 * NORMRT_MAX_RANK),
+        ("strides", ctypes.c_int64 * NORMRT_MAX_RANK),
     ]
 
 
@@ -256,6 +259,9 @@ def load_config(rt, gpu_dir, entry, image="auto"):
 
 
 def make_tensor(name, data_ptr, dtype_code, sizes, strides):
+    if len(sizes) > NORMRT_MAX_RANK:
+        raise ValueError("%s: rank %d > NORMRT_MAX_RANK (%d)"
+                         % (name, len(sizes), NORMRT_MAX_RANK))
     t = NormrtTensor()
     # Keep the bytes alive with the struct: ctypes stores a pointer only.
     t._name_keep = name.encode()
@@ -263,7 +269,7 @@ def make_tensor(name, data_ptr, dtype_code, sizes, strides):
     t.data = data_ptr or None
     t.dtype = dtype_code
     t.rank = len(sizes)
-    for i in range(2):
+    for i in range(NORMRT_MAX_RANK):
         t.sizes[i] = sizes[i] if i < len(sizes) else 0
         t.strides[i] = strides[i] if i < len(strides) else 0
     return t
@@ -276,8 +282,8 @@ def torch_dtype_code(t):
 
 
 def torch_tensor(name, t, dtype_code=None):
-    """A NormrtTensor viewing torch tensor t (rank 1 or 2, strides in
-    elements as torch reports them)."""
+    """A NormrtTensor viewing torch tensor t (rank 1 to NORMRT_MAX_RANK,
+    strides in elements as torch reports them)."""
     return make_tensor(name, t.data_ptr(),
                        torch_dtype_code(t) if dtype_code is None
                        else dtype_code,

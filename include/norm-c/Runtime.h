@@ -36,15 +36,20 @@ typedef enum {
   NORMRT_BF16 = 2,
 } NormrtDtype;
 
-/// A strided view of device memory: rank 1 or 2, sizes and strides in
-/// elements (row-major; the innermost stride must be 1).
+/// The largest rank of an argument: [B, S, N] is 3; the manifest reader
+/// refuses more.
+#define NORMRT_MAX_RANK 8
+
+/// A strided view of device memory: rank 1 to NORMRT_MAX_RANK, sizes and
+/// strides in elements (row-major; the innermost stride must be 1). Only
+/// the first `rank` sizes and strides are read.
 typedef struct {
   const char *name; /* the manifest's argument name: "dy", "x", "dx", ... */
   void *data;       /* device pointer */
   int32_t dtype;    /* NormrtDtype */
   int32_t rank;
-  int64_t sizes[2];
-  int64_t strides[2];
+  int64_t sizes[NORMRT_MAX_RANK];
+  int64_t strides[NORMRT_MAX_RANK];
 } NormrtTensor;
 
 /// Error codes.
@@ -72,9 +77,13 @@ enum {
 /// The manifest's consistency, checked once here (NORMRT_ERROR_MANIFEST,
 /// "manifest: <entry>: ..."): 'weight', 'bias', 'dweight' and 'dbias' have
 /// shape [N]; the kernel list is not empty; no kernel takes one argument
-/// twice; a "dx" kernel takes every row argument (rank 2, a leading "?",
-/// 'mean', 'rstd'), a "forward" kernel every argument; and every argument
-/// is a parameter of some kernel.
+/// twice; a "dx" kernel takes every row argument (rank 2 or more, a leading
+/// "?", 'mean', 'rstd'), a "forward" kernel every argument; and every
+/// argument is a parameter of some kernel. Arguments have rank 1 to
+/// NORMRT_MAX_RANK; "?" (a dynamic extent) stands only for row extents:
+/// every extent but N, the last, and all of those of 'mean' and 'rstd',
+/// which have exactly the row extents ([?, ?] for an 'x' of [?, ?, N]).
+/// Every row argument has as many row extents.
 NORMRT_API int normrt_module_load(const void *image, size_t image_size,
                                   const char *manifest_json,
                                   NormrtModule **module);
@@ -96,7 +105,8 @@ NORMRT_API int normrt_module_load_manifest_only(const char *manifest_json,
 /// retained it. NULL is ignored.
 NORMRT_API void normrt_module_destroy(NormrtModule *module);
 
-/// Workspace bytes a launch with `rows` (M) rows needs (0 if none). Plan it
+/// Workspace bytes a launch with `rows` (M) rows needs (0 if none); M is the
+/// product of the row extents (B * S for an 'x' of [B, S, N]). Plan it
 /// once and pass it to every launch: nothing is allocated inside a launch,
 /// so the launch sequence can be captured in a CUDA graph.
 ///
@@ -114,16 +124,22 @@ NORMRT_API int normrt_workspace_bytes(const NormrtModule *module, int64_t rows,
 ///
 /// Tensors bind to arguments by name, in any order; a tensor whose name is
 /// NULL binds to the argument at its own index. Every extent the manifest
-/// gives must match the tensor's. M is the row count of 'x' (else of the
-/// first row argument); the leading extent of every row argument (rank 2,
-/// a leading "?" in the manifest, 'mean', 'rstd') must equal it, even where
-/// the manifest writes a number. Row strides must be at least N when a view
-/// has more than one row; views with no elements may have a NULL pointer.
+/// gives must match the tensor's. The rows are the leading extents, all
+/// but N (the last), of 'x' (else of the first row argument): M is their
+/// product, B * S for [B, S, N]. The row extents of every row argument
+/// (rank 2 or more, a leading "?" in the manifest, 'mean', 'rstd': those
+/// have only row extents) must equal them one by one, not only in their
+/// product, even where the manifest writes a number. A rank-2 view's row
+/// stride must be at least N when it has more than one row; a view with
+/// more than one row extent (rank 3 or more, or statistics of rank 2) must
+/// have contiguous rows, as the kernels view its row extents as one and do
+/// not read its strides (the stride of an extent of 1 is not checked).
+/// Views with no elements may have a NULL pointer.
 ///
 /// Aliasing: a view spans the bytes from its first element to one past its
 /// last (a strided view includes the gaps between its rows). No output may
 /// overlap an input or another output, except that `dx` may be `dy` itself:
-/// the same pointer, dtype, shape and strides (the stride of a single row
+/// the same pointer, dtype, shape and strides (the stride of an extent of 1
 /// is not compared); an output that only partly overlaps is refused too.
 /// The workspace bytes the launch uses (normrt_workspace_bytes from
 /// `workspace`) may overlap no argument (NORMRT_ERROR_WORKSPACE). Inputs
@@ -184,11 +200,11 @@ NORMRT_API int normrt_module_groups(const NormrtModule *module, int64_t rows,
 
 /// One argument of the compiled function, as the manifest describes it.
 typedef struct {
-  const char *name;  /* valid while the module lives */
-  int32_t dtype;     /* NormrtDtype */
-  int32_t rank;      /* 1 or 2 */
-  int64_t shape[2];  /* -1 for the row count M */
-  int32_t is_output; /* written by the kernels */
+  const char *name;               /* valid while the module lives */
+  int32_t dtype;                  /* NormrtDtype */
+  int32_t rank;                   /* 1 to NORMRT_MAX_RANK */
+  int64_t shape[NORMRT_MAX_RANK]; /* -1 for a dynamic row extent */
+  int32_t is_output;              /* written by the kernels */
 } NormrtArgumentInfo;
 
 /// The number of arguments and one of them by index (manifest order).

@@ -20,6 +20,10 @@ namespace field = mlir::norm::manifest::field;
 using mlir::norm::manifest::Field;
 using mlir::norm::manifest::FieldType;
 
+// A kernel parameter may have the rank of any argument.
+static_assert(field::kRank.max == kMaxRank,
+              "the schema's parameter ranks and the runtime's argument ranks");
+
 const char *mlir::norm::runtime::dtypeName(Dtype dtype) {
   return manifest::toString(dtype).data();
 }
@@ -50,7 +54,8 @@ bool isVectorName(std::string_view name) {
          name == "dbias";
 }
 
-/// The per-row statistics, rank 1 with extent M.
+/// The per-row statistics: the row extents alone ([M], or [B, S] for a
+/// rank-3 'x'), no N.
 bool isRowStatisticName(std::string_view name) {
   return name == "mean" || name == "rstd";
 }
@@ -94,13 +99,14 @@ private:
                   const std::string &where, int64_t &out);
 
   bool readDtype(const JsonValue &object, const std::string &where, Dtype &out);
-  /// The "shape" of `object`: rank 1 or 2, positive extents up to
-  /// `maxExtent`, or the string `symbolName` (read as `symbol`), only as
-  /// the leading extent if `leadingOnly`.
+  /// The "shape" of `object`: rank 1 to `maxRank`, positive extents up to
+  /// `maxExtent`, or the string `symbolName` (read as `symbol`); in a shape
+  /// of rank 2 or more, the last extent is the symbol only if
+  /// `trailingSymbol`.
   bool readShape(const JsonValue &object, const std::string &where,
-                 std::string_view symbolName, int64_t symbol, bool leadingOnly,
-                 int64_t maxExtent, const char *expected,
-                 std::vector<int64_t> &out);
+                 std::string_view symbolName, int64_t symbol,
+                 bool trailingSymbol, size_t maxRank, int64_t maxExtent,
+                 const char *expected, std::vector<int64_t> &out);
   bool readArgument(const JsonValue &v, size_t index);
   bool readWorkspace(const JsonValue &v, size_t index);
   bool readKernel(const JsonValue &v, size_t index);
@@ -203,21 +209,24 @@ bool ManifestReader::readDtype(const JsonValue &object,
 bool ManifestReader::readShape(const JsonValue &object,
                                const std::string &where,
                                std::string_view symbolName, int64_t symbol,
-                               bool leadingOnly, int64_t maxExtent,
-                               const char *expected,
+                               bool trailingSymbol, size_t maxRank,
+                               int64_t maxExtent, const char *expected,
                                std::vector<int64_t> &out) {
   const JsonValue *shape;
   if (!get(object, field::kShape, where, shape))
     return false;
   const std::vector<JsonValue> &dims = shape->getArray();
-  if (dims.empty() || dims.size() > 2)
+  if (dims.empty() || dims.size() > maxRank)
     return fail(where, "rank " + std::to_string(dims.size()) +
-                           " is not supported (1 or 2)");
+                           " is not supported (" +
+                           (maxRank == 2 ? std::string("1 or 2")
+                                         : "1 to " + std::to_string(maxRank)) +
+                           ")");
   for (size_t d = 0; d < dims.size(); ++d) {
     const JsonValue &e = dims[d];
     if (e.isString() && e.getString() == symbolName) {
-      if (leadingOnly && d != 0)
-        return fail(where, "only the leading extent (the row count M) may "
+      if (!trailingSymbol && d != 0 && d + 1 == dims.size())
+        return fail(where, "only the row extents (all but the last, N) may "
                            "be dynamic");
       out.push_back(symbol);
     } else if (e.isInteger() && e.getInteger() > 0 &&
@@ -253,10 +262,11 @@ bool ManifestReader::readArgument(const JsonValue &v, size_t index) {
   if (a.dtype == Dtype::I32)
     return fail(where, "dtype i32 is not supported for an argument");
   // A dynamic trailing extent would be a dynamic N, which "?" cannot tell
-  // apart from M: only the leading one may be.
+  // apart from a row extent: only the row extents may be dynamic, which are
+  // all of them for the statistics ([B, S] of a rank-3 'x').
   if (!readShape(v, where, manifest::kRowsExtentName, kRowsExtent,
-                 /*leadingOnly=*/true, INT64_MAX, "positive integers or \"?\"",
-                 a.shape))
+                 /*trailingSymbol=*/isRowStatisticName(a.name), kMaxRank,
+                 INT64_MAX, "positive integers or \"?\"", a.shape))
     return false;
   m.arguments.push_back(std::move(a));
   return true;
@@ -270,7 +280,8 @@ bool ManifestReader::readWorkspace(const JsonValue &v, size_t index) {
   if (!readDtype(v, where, w.dtype))
     return false;
   if (!readShape(v, where, manifest::kGroupsExtentName, kGroupsExtent,
-                 /*leadingOnly=*/false, manifest::kMaxWorkspaceExtent,
+                 /*trailingSymbol=*/true, kMaxWorkspaceRank,
+                 manifest::kMaxWorkspaceExtent,
                  "positive integers (at most 2^40) or \"groups\"", w.shape))
     return false;
   m.workspaces.push_back(std::move(w));
@@ -457,17 +468,18 @@ bool ManifestReader::read(const JsonValue &root) {
   for (size_t i = 0; i < arguments->getArray().size(); ++i)
     if (!readArgument(arguments->getArray()[i], i))
       return false;
-  // N and the argument M is read from.
+  // N and the argument M is read from: the rank-2-or-more arguments but
+  // the statistics, whose extents are all rows.
   for (size_t i = 0; i < m.arguments.size(); ++i) {
     const ArgumentSpec &a = m.arguments[i];
-    if (a.shape.size() != 2)
+    if (a.shape.size() < 2 || isRowStatisticName(a.name))
       continue;
-    if (m.n && a.shape[1] != m.n)
+    if (m.n && a.shape.back() != m.n)
       return fail(
           "arguments[" + std::to_string(i) + "] ('" + a.name + "')",
-          "trailing extent " + std::to_string(a.shape[1]) +
+          "trailing extent " + std::to_string(a.shape.back()) +
               " but an earlier row argument has N = " + std::to_string(m.n));
-    m.n = a.shape[1];
+    m.n = a.shape.back();
     if (m.rowsArgument < 0 || a.name == "x")
       m.rowsArgument = int32_t(i);
   }
@@ -484,21 +496,50 @@ bool ManifestReader::read(const JsonValue &root) {
   if (!m.n)
     m.n = specN;
   if (m.rowsArgument < 0)
-    return fail("", "no row argument (rank 2, or with a leading \"?\") to "
-                    "take M from");
+    return fail("", "no row argument (rank 2 or more, or with a leading "
+                    "\"?\") to take M from");
   // Which arguments follow M and which N; the vectors' extent is checked
-  // here, once, the row arguments' leading extent at every launch.
+  // here, once, the row arguments' row extents at every launch.
   for (size_t i = 0; i < m.arguments.size(); ++i) {
     ArgumentSpec &a = m.arguments[i];
     a.vector = isVectorName(a.name);
-    a.rows = !a.vector && (a.shape.size() == 2 || a.shape[0] == kRowsExtent ||
-                           isRowStatisticName(a.name));
+    bool statistic = isRowStatisticName(a.name);
+    a.rows = !a.vector &&
+             (a.shape.size() >= 2 || a.shape[0] == kRowsExtent || statistic);
+    if (a.rows)
+      a.rowRank =
+          int32_t(statistic || a.shape.size() == 1 ? a.shape.size()
+                                                   : a.shape.size() - 1);
     if (a.vector && (a.shape.size() != 1 || a.shape[0] != m.n))
       return fail("arguments[" + std::to_string(i) + "] ('" + a.name + "')",
                   "a per-column vector must have shape [N] = [" +
                       (m.n ? std::to_string(m.n) : std::string("?")) +
                       "], got " + formatShape(a.shape) +
                       (m.n ? "" : " (the manifest gives no N)"));
+  }
+  // Every row argument has the rows argument's row extents (a launch
+  // compares them one by one), so as many of them: the kernels index each
+  // row argument with the same row. A manifest where they differ could
+  // never be launched; say so now.
+  const ArgumentSpec &rowsArg = m.arguments[m.rowsArgument];
+  std::vector<int64_t> rowDims(rowsArg.shape.begin(),
+                               rowsArg.shape.begin() + rowsArg.rowRank);
+  for (size_t i = 0; i < m.arguments.size(); ++i) {
+    const ArgumentSpec &a = m.arguments[i];
+    if (!a.rows || a.rowRank == rowsArg.rowRank)
+      continue;
+    auto dims = [](int32_t k) {
+      return std::to_string(k) + (k == 1 ? " row extent" : " row extents");
+    };
+    return fail("arguments[" + std::to_string(i) + "] ('" + a.name + "')",
+                "shape " + formatShape(a.shape) + " has " + dims(a.rowRank) +
+                    " but the rows argument '" + rowsArg.name + "' " +
+                    formatShape(rowsArg.shape) + " has " +
+                    dims(rowsArg.rowRank) +
+                    (isRowStatisticName(a.name)
+                         ? "; the statistics have exactly the row extents, " +
+                               formatShape(rowDims)
+                         : "; every row argument has the same row extents"));
   }
 
   const JsonValue *workspaces;

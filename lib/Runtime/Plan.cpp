@@ -178,14 +178,18 @@ Status mlir::norm::runtime::planLaunch(const Manifest &manifest,
       return s;
     for (const KernelParam &p : spec.params) {
       if (!p.isWorkspace) {
+        // Every size and stride, whatever the rank: a rank-3 kernel takes
+        // [B, S, N] and views it as [B * S, N] itself.
         const NormrtTensor &t = *bound[p.index];
         appendMemref(launch.params, reinterpret_cast<uint64_t>(t.data), t.sizes,
                      t.strides, p.rank);
         continue;
       }
-      // A contiguous row-major slice of the caller's buffer.
+      // A contiguous row-major slice of the caller's buffer (the reader
+      // keeps workspaces to kMaxWorkspaceRank, and a parameter to its
+      // workspace's rank).
       const WorkspaceSpec &w = manifest.workspaces[p.index];
-      int64_t sizes[2], strides[2];
+      int64_t sizes[kMaxWorkspaceRank], strides[kMaxWorkspaceRank];
       for (int i = 0; i < p.rank; ++i)
         sizes[i] = w.shape[i] == kGroupsExtent ? groups : w.shape[i];
       strides[p.rank - 1] = 1;

@@ -15,6 +15,9 @@
 
 using namespace mlir::norm::runtime;
 
+static_assert(kMaxRank == NORMRT_MAX_RANK,
+              "NormrtTensor holds every rank the manifest reader accepts");
+
 namespace {
 
 std::string hex(uint64_t v) {
@@ -34,15 +37,20 @@ std::string formatShape(const std::vector<int64_t> &shape) {
   return s + "]";
 }
 
-/// "[12, 4096]" for a tensor's sizes.
-std::string formatSizes(const NormrtTensor &t) {
+/// "[12, 4096]" for `count` sizes or strides.
+std::string formatList(const int64_t *values, int32_t count) {
   std::string s = "[";
-  for (int32_t i = 0; i < t.rank; ++i) {
+  for (int32_t i = 0; i < count; ++i) {
     if (i)
       s += ", ";
-    s += std::to_string(t.sizes[i]);
+    s += std::to_string(values[i]);
   }
   return s + "]";
+}
+
+/// The first `count` sizes of a tensor, all of them by default.
+std::string formatSizes(const NormrtTensor &t, int32_t count = -1) {
+  return formatList(t.sizes, count < 0 ? t.rank : count);
 }
 
 Status invalid(const ArgumentSpec &a, const std::string &what) {
@@ -88,18 +96,37 @@ Status checkTensor(const ArgumentSpec &a, const NormrtTensor &t) {
   return Status::success();
 }
 
-/// The checks against M and the extent of the view.
-Status checkExtent(const ArgumentSpec &a, const NormrtTensor &t, int64_t m,
-                   const ArgumentSpec &rowsArg, int64_t n) {
-  // Every row argument, also one the manifest gives a static leading
-  // extent: the kernels take M rows of each.
-  if (a.rows && t.sizes[0] != m)
-    return invalid(a, "rows " + std::to_string(t.sizes[0]) + " but '" +
-                          rowsArg.name + "' has " + std::to_string(m));
-  int64_t rows = t.sizes[0];
+/// The checks against the rows argument and the extent of the view. The
+/// kernels take M rows of every row argument: [M, N] (the statistics [M]),
+/// the row extents of one of rank 3 or more viewed as one.
+Status checkExtent(const ArgumentSpec &a, const NormrtTensor &t,
+                   const ArgumentSpec &rowsArg, const NormrtTensor &rowsTensor,
+                   int64_t m, int64_t n) {
+  // Every row argument, also one the manifest gives a static row extent.
+  // Each extent, not only their product: the kernels read the row extents
+  // of each argument, so [4, 4, N] against [2, 8, N] would be 16 rows of
+  // other rows. The reader gave every row argument as many.
+  int32_t rowRank = a.rowRank;
+  for (int32_t i = 0; a.rows && i < rowRank; ++i) {
+    if (t.sizes[i] == rowsTensor.sizes[i])
+      continue;
+    if (rowRank == 1)
+      return invalid(a, "rows " + std::to_string(t.sizes[0]) + " but '" +
+                            rowsArg.name + "' has " + std::to_string(m));
+    return invalid(a, "rows " + formatSizes(t, rowRank) + " but '" +
+                          rowsArg.name + "' has " +
+                          formatSizes(rowsTensor, rowRank) +
+                          " (each row extent must match, not only their "
+                          "product M)");
+  }
   int64_t elementBytes = dtypeBytes(a.dtype);
-  int64_t extent = rows; // Elements from the first to one past the last.
-  if (t.rank == 2) {
+  // Elements from the first to one past the last; a vector (the reader
+  // makes every other argument of rank 2 or more a row argument) has unit
+  // stride.
+  int64_t extent = t.sizes[0];
+  if (a.rows && rowRank == 1 && t.rank == 2) {
+    // [M, N]: the kernels take the row stride, so rows may be padded.
+    int64_t rows = t.sizes[0];
     int64_t stride = t.strides[0];
     // A single row's stride is never used.
     if (rows > 1 && stride < n)
@@ -111,6 +138,36 @@ Status checkExtent(const ArgumentSpec &a, const NormrtTensor &t, int64_t m,
                      "M * stride overflows int64 (M = " + std::to_string(rows) +
                          ", row stride = " + std::to_string(stride) + ")");
     extent = rows ? (rows - 1) * std::max<int64_t>(stride, 0) + t.sizes[1] : 0;
+  } else if (a.rows && rowRank > 1) {
+    // [B, S, N] (or statistics [B, S]): the compiler views the row extents
+    // as one (memref.collapse_shape) only where the memref's layout
+    // guarantees that they are contiguous (the identity layout, with
+    // dynamic extents), and the kernels then compute the row addresses
+    // from the sizes, not from the strides passed: padded rows would be
+    // read and written as if contiguous. So the rows must be contiguous;
+    // the stride of an extent of 1 is never used.
+    int64_t rowLength = rowRank < t.rank ? t.sizes[t.rank - 1] : 1;
+    bool empty = false;
+    for (int32_t i = 0; i < t.rank; ++i)
+      empty |= t.sizes[i] == 0;
+    extent = 0;
+    if (!empty && __builtin_mul_overflow(m, rowLength, &extent))
+      return invalid(a, "M * N overflows int64 (M = " + std::to_string(m) +
+                            ", N = " + std::to_string(rowLength) + ")");
+    // Every partial product is at most M * rowLength: no overflow.
+    int64_t expected = rowLength;
+    for (int32_t i = rowRank - 1; !empty && i >= 0; --i) {
+      if (t.sizes[i] > 1 && t.strides[i] != expected)
+        return invalid(a, "stride " + std::to_string(i) + " must be " +
+                              std::to_string(expected) + ", got " +
+                              std::to_string(t.strides[i]) + " (strides " +
+                              formatList(t.strides, t.rank) +
+                              "): the kernels view the row extents " +
+                              formatSizes(t, rowRank) + " as " +
+                              std::to_string(m) +
+                              " contiguous rows and do not read the strides");
+      expected *= t.sizes[i];
+    }
   }
   int64_t bytes;
   if (__builtin_mul_overflow(extent, elementBytes, &bytes))
@@ -134,10 +191,9 @@ bool sameView(const ArgumentSpec &a, const NormrtTensor &t,
   for (int32_t i = 0; i < t.rank; ++i)
     if (t.sizes[i] != u.sizes[i])
       return false;
-  // A single row's stride is never used.
+  // The stride of an extent of 1 (a single row) is never used.
   for (int32_t i = 0; i < t.rank; ++i)
-    if (t.strides[i] != u.strides[i] &&
-        !(i == 0 && t.rank == 2 && t.sizes[0] <= 1))
+    if (t.strides[i] != u.strides[i] && t.sizes[i] > 1)
       return false;
   return true;
 }
@@ -158,14 +214,19 @@ std::string argumentList(const Manifest &manifest) {
 ByteRange mlir::norm::runtime::byteRange(const ArgumentSpec &a,
                                          const NormrtTensor &t) {
   // After checkTensor and checkExtent: non-negative sizes, unit inner
-  // stride, a row stride >= N where there is more than one row, and a view
-  // that neither overflows nor wraps.
-  int64_t elements = t.sizes[0];
-  if (t.rank == 2)
-    elements =
-        t.sizes[0] && t.sizes[1]
-            ? (t.sizes[0] - 1) * std::max<int64_t>(t.strides[0], 0) + t.sizes[1]
-            : 0;
+  // stride, a positive stride for every other extent above 1 (a row stride
+  // >= N, or contiguous rows), and a view that neither overflows nor wraps.
+  // So the last element is at sum((size - 1) * stride), and an extent of 1
+  // adds nothing whatever its stride.
+  int64_t elements = 1;
+  for (int32_t i = 0; i < t.rank; ++i) {
+    if (!t.sizes[i]) {
+      elements = 0;
+      break;
+    }
+    if (t.sizes[i] > 1)
+      elements += (t.sizes[i] - 1) * t.strides[i];
+  }
   uint64_t begin = reinterpret_cast<uint64_t>(t.data);
   if (!elements)
     return {begin, begin};
@@ -265,18 +326,26 @@ Status mlir::norm::runtime::bindTensors(
     if (!bound[i])
       return error("missing argument '" + manifest.arguments[i].name + "'");
 
-  // M comes from the rows argument, so check it first.
+  // M comes from the rows argument, so check it first: the product of its
+  // row extents (B * S of a rank-3 'x'), which every row argument repeats.
   const ArgumentSpec &rowsArg = manifest.arguments[manifest.rowsArgument];
-  if (Status s = checkTensor(rowsArg, *bound[manifest.rowsArgument]);
-      s.failed())
+  const NormrtTensor &rowsTensor = *bound[manifest.rowsArgument];
+  if (Status s = checkTensor(rowsArg, rowsTensor); s.failed())
     return s;
-  m = bound[manifest.rowsArgument]->sizes[0];
+  m = 1;
+  for (int32_t i = 0; i < rowsArg.rowRank; ++i)
+    m = rowsTensor.sizes[i] ? m : 0;
+  for (int32_t i = 0; m && i < rowsArg.rowRank; ++i)
+    if (__builtin_mul_overflow(m, rowsTensor.sizes[i], &m))
+      return error("'" + rowsArg.name + "': the row count M, the product of " +
+                   formatSizes(rowsTensor, rowsArg.rowRank) +
+                   ", overflows int64");
   for (size_t i = 0; i < numArguments; ++i)
     if (Status s = checkTensor(manifest.arguments[i], *bound[i]); s.failed())
       return s;
   for (size_t i = 0; i < numArguments; ++i)
-    if (Status s = checkExtent(manifest.arguments[i], *bound[i], m, rowsArg,
-                               manifest.n);
+    if (Status s = checkExtent(manifest.arguments[i], *bound[i], rowsArg,
+                               rowsTensor, m, manifest.n);
         s.failed())
       return s;
   return checkOverlaps(manifest, bound);

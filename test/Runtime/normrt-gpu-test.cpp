@@ -10,6 +10,8 @@
 // kernels skip fails, and the padding of strided rows must stay untouched.
 //
 //   normrt-gpu-test --image k.ptx --manifest k.json --rows M
+//       [--batch B]      rank-3 activations are [B, M / B, N] and rank-2
+//                        statistics [B, M / B] (default 1)
 //       [--pad P]        row stride N + P
 //       [--offset K]     views start K elements into their buffers
 //       [--alias]        dx is written into dy's buffer
@@ -218,7 +220,7 @@ bool loadCuda() {
 
 struct Options {
   std::string image, manifest;
-  int64_t m = 0, pad = 0, offset = 0, bench = 0;
+  int64_t m = 0, batch = 1, pad = 0, offset = 0, bench = 0;
   bool alias = false, zeroCentered = false, graph = false;
   uint64_t seed = 1;
   double eps = 1e-5;
@@ -227,6 +229,9 @@ struct Options {
 /// One argument: its host values (as read or as expected) and its buffer.
 struct Buffer {
   NormrtArgumentInfo info;
+  /// [rows, N] (activations, of rank 2 or 3), else one row: a vector or the
+  /// statistics (of rank 1 or 2).
+  bool rowsOfN = false;
   int64_t rows = 1, cols = 1, stride = 1; // a vector is one row
   std::vector<double> values;             // [rows, cols], rounded
   std::vector<char> host;                 // the device image
@@ -255,6 +260,8 @@ int main(int argc, char **argv) {
       o.manifest = next();
     else if (a == "--rows")
       o.m = std::atoll(next());
+    else if (a == "--batch")
+      o.batch = std::atoll(next());
     else if (a == "--pad")
       o.pad = std::atoll(next());
     else if (a == "--offset")
@@ -293,8 +300,16 @@ int main(int argc, char **argv) {
   for (int32_t i = 0; i < numArgs; ++i) {
     Buffer b;
     RT(normrt_module_argument(module, i, &b.info));
-    if (b.info.rank == 2)
-      n = b.info.shape[1];
+    std::string name = b.info.name;
+    bool statistic = name == "mean" || name == "rstd";
+    b.rowsOfN = b.info.rank >= 2 && !statistic;
+    if (b.info.rank > (statistic ? 2 : 3)) {
+      std::printf("'%s': rank %d is not supported here\n", b.info.name,
+                  b.info.rank);
+      return 2;
+    }
+    if (b.rowsOfN)
+      n = b.info.shape[b.info.rank - 1];
     order.push_back(b.info.name);
     args[b.info.name] = b;
   }
@@ -302,6 +317,11 @@ int main(int argc, char **argv) {
   bool grad = has("dy");
   bool layer = has("mean");
   int64_t m = o.m;
+  if (o.batch < 1 || m % o.batch) {
+    std::printf("--batch %" PRId64 " does not divide M = %" PRId64 "\n",
+                o.batch, m);
+    return 2;
+  }
   std::printf("%s %s N = %" PRId64 " M = %" PRId64 "%s%s%s\n",
               layer ? "layer_norm" : "rms_norm", grad ? "grad" : "forward", n,
               m, o.pad ? " padded" : "", o.offset ? " offset" : "",
@@ -309,7 +329,7 @@ int main(int argc, char **argv) {
 
   // Shapes and storage: rows get stride N + pad and start `offset` in.
   for (auto &[name, b] : args) {
-    if (b.info.rank == 2) {
+    if (b.rowsOfN) {
       b.rows = m;
       b.cols = n;
       b.stride = n + o.pad;
@@ -487,14 +507,21 @@ int main(int argc, char **argv) {
         uintptr_t(b.device + o.offset * elementBytes(b.info.dtype)));
     t.dtype = b.info.dtype;
     t.rank = b.info.rank;
-    if (b.info.rank == 2) {
-      t.sizes[0] = b.rows;
-      t.sizes[1] = b.cols;
-      t.strides[0] = b.stride;
-      t.strides[1] = 1;
-    } else {
-      t.sizes[0] = b.cols;
-      t.strides[0] = 1;
+    // The same storage at every rank: a rank-3 activation [B, M / B, N] or
+    // a rank-2 statistic [B, M / B] splits the rows.
+    std::vector<int64_t> sizes = {b.cols}, strides = {1};
+    if (b.rowsOfN) {
+      sizes = {b.rows, b.cols};
+      strides = {b.stride, 1};
+    }
+    if (int32_t(sizes.size()) < b.info.rank) {
+      sizes[0] /= o.batch;
+      sizes.insert(sizes.begin(), o.batch);
+      strides.insert(strides.begin(), sizes[1] * strides[0]);
+    }
+    for (size_t d = 0; d < sizes.size(); ++d) {
+      t.sizes[d] = sizes[d];
+      t.strides[d] = strides[d];
     }
     tensors.push_back(t);
   }
@@ -550,8 +577,7 @@ int main(int argc, char **argv) {
     const std::vector<double> &sc = scale[name];
     double rel = relativeRounding(b.info.dtype);
     // f32 arithmetic over N (rows) or M (columns) terms.
-    double terms =
-        b.info.rank == 2 || name == "rstd" || name == "mean" ? 1e-5 : 2e-6;
+    double terms = b.rowsOfN || name == "rstd" || name == "mean" ? 1e-5 : 2e-6;
     Mismatch mm;
     int64_t padTouched = 0, nondeterministic = 0;
     for (int64_t r = 0; r < b.rows; ++r) {

@@ -10,9 +10,12 @@
 // manifest, echoing each as "> command" before its output, so a .test file
 // holds its commands and their expected output side by side. Commands:
 //
-//   tensors M              well-formed contiguous tensors for every argument
+//   tensors M|BxS|...      well-formed contiguous tensors for every argument:
+//                          row extent d, where the manifest has "?", is the
+//                          d-th of the list (1 past its end); M = product
 //   set NAME FIELD VALUE   FIELD: dtype (f32|f16|bf16|<code>), data, rank,
-//                          size0, size1, stride0, stride1, name (NULL: none)
+//                          sizeK, strideK (K = 0..7), name (NULL: none),
+//                          shape AxBx... (rank, sizes, contiguous strides)
 //   drop NAME / dup NAME   remove a tensor / append a copy of it
 //                          (NAME: the first tensor so named, or #INDEX)
 //   workspace SIZE|auto [PTR|NULL]
@@ -246,11 +249,37 @@ static int findTensor(const char *name) {
   return -1;
 }
 
-/// Fresh tensors: argument i at 0x10000000 * (i + 1), contiguous.
-static void makeTensors(int64_t m) {
+/// Reads "A" or "AxBx..." into `out` (at most NORMRT_MAX_RANK + 1 values);
+/// returns how many. Decimal: "0x40" is the extents 0 and 40.
+static int parseExtents(const char *text, int64_t *out) {
+  int count = 0;
+  while (text && *text && count <= NORMRT_MAX_RANK) {
+    char *end;
+    out[count++] = strtoll(text, &end, 10);
+    text = *end == 'x' ? end + 1 : NULL;
+  }
+  return count;
+}
+
+/// Row-major strides for the sizes of `t` (wrapping, as the sizes of the
+/// overflow checks would not fit).
+static void contiguousStrides(NormrtTensor *t) {
+  uint64_t stride = 1;
+  for (int d = t->rank - 1; d >= 0; --d) {
+    t->strides[d] = (int64_t)stride;
+    stride *= (uint64_t)t->sizes[d];
+  }
+}
+
+/// Fresh tensors: argument i at 0x10000000 * (i + 1), contiguous; the
+/// "?" at row extent d of the manifest takes rowExtents[d] (1 past them).
+static void makeTensors(const int64_t *rowExtents, int numRowExtents) {
   int32_t count = 0;
   normrt_module_num_arguments(module, &count);
-  rows = m;
+  uint64_t product = 1;
+  for (int d = 0; d < numRowExtents; ++d)
+    product *= (uint64_t)rowExtents[d];
+  rows = (int64_t)product;
   numTensors = count;
   for (int32_t i = 0; i < count && i < MAX_TENSORS; ++i) {
     NormrtArgumentInfo info;
@@ -263,10 +292,10 @@ static void makeTensors(int64_t m) {
     t->dtype = info.dtype;
     t->rank = info.rank;
     for (int d = 0; d < info.rank; ++d)
-      t->sizes[d] = info.shape[d] < 0 ? m : info.shape[d];
-    t->strides[info.rank - 1] = 1;
-    if (info.rank == 2)
-      t->strides[0] = t->sizes[1];
+      t->sizes[d] = info.shape[d] >= 0  ? info.shape[d]
+                    : d < numRowExtents ? rowExtents[d]
+                                        : 1;
+    contiguousStrides(t);
   }
 }
 
@@ -281,7 +310,8 @@ static int runCommand(char *line, const char *manifestPath,
   if (!cmd)
     return 0;
   if (!strcmp(cmd, "tensors")) {
-    makeTensors(strtoll(strtok(NULL, " \t\r\n"), NULL, 0));
+    int64_t extents[NORMRT_MAX_RANK + 1];
+    makeTensors(extents, parseExtents(strtok(NULL, " \t\r\n"), extents));
     return 0;
   }
   if (!strcmp(cmd, "set")) {
@@ -301,14 +331,22 @@ static int runCommand(char *line, const char *manifestPath,
       t->data = (void *)(uintptr_t)strtoull(value, NULL, 0);
     } else if (!strcmp(field, "rank")) {
       t->rank = (int32_t)strtol(value, NULL, 0);
-    } else if (!strcmp(field, "size0")) {
-      t->sizes[0] = strtoll(value, NULL, 0);
-    } else if (!strcmp(field, "size1")) {
-      t->sizes[1] = strtoll(value, NULL, 0);
-    } else if (!strcmp(field, "stride0")) {
-      t->strides[0] = strtoll(value, NULL, 0);
-    } else if (!strcmp(field, "stride1")) {
-      t->strides[1] = strtoll(value, NULL, 0);
+    } else if (!strncmp(field, "size", 4) && field[4] >= '0' &&
+               field[4] < '0' + NORMRT_MAX_RANK && !field[5]) {
+      t->sizes[field[4] - '0'] = strtoll(value, NULL, 0);
+    } else if (!strncmp(field, "stride", 6) && field[6] >= '0' &&
+               field[6] < '0' + NORMRT_MAX_RANK && !field[7]) {
+      t->strides[field[6] - '0'] = strtoll(value, NULL, 0);
+    } else if (!strcmp(field, "shape")) {
+      // Past NORMRT_MAX_RANK only the rank is kept: the runtime must refuse
+      // it before it reads a size.
+      int64_t extents[NORMRT_MAX_RANK + 1];
+      int count = parseExtents(value, extents);
+      t->rank = count;
+      for (int d = 0; d < count && d < NORMRT_MAX_RANK; ++d)
+        t->sizes[d] = extents[d];
+      if (count <= NORMRT_MAX_RANK)
+        contiguousStrides(t);
     } else if (!strcmp(field, "name")) {
       if (!strcmp(value, "NULL")) {
         t->name = NULL;

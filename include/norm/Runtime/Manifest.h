@@ -33,22 +33,34 @@ const char *dtypeName(Dtype dtype);
 /// Bytes per element.
 int64_t dtypeBytes(Dtype dtype);
 
-/// In a shape: the dynamic row count M ("?" in the manifest).
+/// In a shape: a dynamic row extent ("?" in the manifest).
 constexpr int64_t kRowsExtent = -1;
 /// In a workspace shape: the number of groups G ("groups").
 constexpr int64_t kGroupsExtent = -2;
+
+/// The largest rank of an argument and of a kernel parameter (the C API's
+/// NORMRT_MAX_RANK): [B, S, N] and the like, with room to spare.
+constexpr int32_t kMaxRank = 8;
+/// The largest rank of a workspace: [G, N] partial rows or [G] locks.
+constexpr int32_t kMaxWorkspaceRank = 2;
 
 /// One memref argument of the compiled function.
 struct ArgumentSpec {
   std::string name;
   bool output = false;
   Dtype dtype = Dtype::F32;
-  /// Rank 1 or 2; kRowsExtent for M (only as the leading extent).
+  /// Rank 1 to kMaxRank; kRowsExtent for a dynamic extent, only among the
+  /// row extents (never N: "?" could not tell it from a row extent).
   std::vector<int64_t> shape;
-  /// A row argument: its leading extent is M (rank 2, a leading "?", or the
-  /// row statistics 'mean' and 'rstd'), so it must equal the rows
-  /// argument's at every launch, whatever the manifest writes.
+  /// A row argument: its leading `rowRank` extents are the rows, M their
+  /// product (rank 2 or more, a leading "?", or the row statistics 'mean'
+  /// and 'rstd'), so they must equal the rows argument's at every launch,
+  /// whatever the manifest writes.
   bool rows = false;
+  /// The number of row extents of a row argument: all but N ([B, S, N]: 2),
+  /// all of them for the statistics ([B, S]) and a rank-1 row argument; the
+  /// same for every row argument of a manifest. 0 for the others.
+  int32_t rowRank = 0;
   /// A per-column vector ('weight', 'bias', 'dweight', 'dbias'): rank 1 with
   /// extent N, checked at load.
   bool vector = false;
@@ -57,7 +69,7 @@ struct ArgumentSpec {
 /// One host allocation of the compiled function: contiguous, row-major.
 struct WorkspaceSpec {
   Dtype dtype = Dtype::F32;
-  /// Rank 1 or 2; kGroupsExtent for G.
+  /// Rank 1 to kMaxWorkspaceRank; kGroupsExtent for G.
   std::vector<int64_t> shape;
 };
 
@@ -96,15 +108,17 @@ struct Manifest {
   std::string chip;
   /// "isa", "bin", "fatbin" (empty if absent).
   std::string format;
-  /// The hidden size N: the static trailing extent of the row arguments.
+  /// The hidden size N: the static trailing extent of the row arguments
+  /// (but the statistics, which have no N).
   int64_t n = 0;
   /// spec.groups when positive (a fixed G), else 0: G = defaultGroups(M, N).
   int64_t fixedGroups = 0;
   std::vector<ArgumentSpec> arguments;
   std::vector<WorkspaceSpec> workspaces;
   std::vector<KernelSpec> kernels;
-  /// The argument M is read from: 'x' if it is a row argument, else the
-  /// first argument with a leading M extent; -1 if none has one.
+  /// The argument M is read from: 'x' if it has rank 2 or more, else the
+  /// first such argument (but the statistics), else the first argument
+  /// with a leading "?"; -1 if none. M is the product of its row extents.
   int32_t rowsArgument = -1;
   /// Per workspace: no kernel of kind `zero` takes it, so the runtime clears
   /// it (cuMemsetD8Async) before the first kernel.

@@ -76,6 +76,8 @@ struct KernelLaunch {
 
 /// Everything a launch does, in order.
 struct LaunchPlan {
+  /// M: the product of the rows argument's row extents (B * S of a rank-3
+  /// 'x').
   int64_t m = 0;
   WorkspaceLayout workspace;
   /// Device address and size of each workspace to zero before the kernels.

@@ -109,6 +109,47 @@ class RealLibrary(unittest.TestCase):
         finally:
             mod.close()
 
+    def test_rank3(self):
+        # [B, S, N] tensors through the binding's struct: every size and
+        # stride reaches the plan, and M = B * S.
+        manifest = {"format_version": 1, "function": "f",
+                    "arguments": [
+                        {"name": "x", "role": "input", "dtype": "f32",
+                         "shape": ["?", "?", 8]},
+                        {"name": "rstd", "role": "output", "dtype": "f32",
+                         "shape": ["?", "?"]}],
+                    "kernels": [{"name": "k", "block": 32,
+                                 "grid": "row_blocks", "rows": 4,
+                                 "params": [{"argument": 0, "rank": 3},
+                                            {"argument": 1, "rank": 2}]}]}
+        rt = normrt.Runtime(LIB)
+        rc, mod, msg = rt.load_manifest_only(json.dumps(manifest))
+        self.assertEqual(rc, 0, msg)
+        try:
+            x = normrt.make_tensor("x", 0x10000, normrt.NORMRT_F32,
+                                   [2, 3, 8], [24, 8, 1])
+            rstd = normrt.make_tensor("rstd", 0x20000, normrt.NORMRT_F32,
+                                      [2, 3], [3, 1])
+            rc, plan = mod.dry_run([x, rstd])
+            self.assertEqual(rc, 0, plan)
+            self.assertEqual(plan.splitlines(), [
+                "m 6 groups 1 workspace 0",
+                "launch k grid 2 block 32 params 16: "
+                "[0x10000 0x10000 0 2 3 8 24 8 1] "
+                "[0x20000 0x20000 0 2 3 3 1]"])
+            rstd = normrt.make_tensor("rstd", 0x20000, normrt.NORMRT_F32,
+                                      [3, 2], [2, 1])
+            rc, msg = mod.dry_run([x, rstd])
+            self.assertEqual((rc, msg), (1, "'rstd': rows [3, 2] but 'x' has "
+                                            "[2, 3] (each row extent must "
+                                            "match, not only their product "
+                                            "M)"))
+            with self.assertRaises(ValueError):
+                normrt.make_tensor("x", 0x10000, normrt.NORMRT_F32, [1] * 9,
+                                   [1] * 9)
+        finally:
+            mod.close()
+
 
 if __name__ == "__main__":
     unittest.main(argv=sys.argv[:1], verbosity=2)
