@@ -115,12 +115,25 @@ norm::compileLaunchable(ModuleOp module, const NormToGPUBinaryOptions &options,
               "`outs` memref arguments) or in tensor form returning the "
               "op's results";
   // Launchable means: every argument is a buffer the runtime can describe.
-  for (BlockArgument arg : fn.getArguments())
-    if (!isa<MemRefType>(arg.getType()))
+  // The runtime passes each tensor as its data pointer with offset 0: a
+  // layout with a static offset other than 0 would read elsewhere.
+  for (BlockArgument arg : fn.getArguments()) {
+    auto type = dyn_cast<MemRefType>(arg.getType());
+    if (!type)
       return fn.emitError()
              << "norm-compile: argument #" << arg.getArgNumber() << " is "
              << arg.getType()
              << "; a launchable function takes memref arguments only";
+    SmallVector<int64_t> strides;
+    int64_t offset = 0;
+    if (failed(type.getStridesAndOffset(strides, offset)) ||
+        (!ShapedType::isDynamic(offset) && offset != 0))
+      return fn.emitError()
+             << "norm-compile: argument #" << arg.getArgNumber() << " is "
+             << type
+             << "; a launchable argument has a strided layout with offset 0 "
+                "or a dynamic one ('offset: ?')";
+  }
   gpu::BinaryOp binary = kernelBinaryOf(module, fn);
   if (!binary)
     return fn.emitError() << "norm-compile: no kernels for @" << fn.getName();

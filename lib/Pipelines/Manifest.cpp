@@ -103,6 +103,21 @@ norm::buildManifest(func::FuncOp func, const NormToGPUBinaryOptions &options,
     auto t = cast<MemRefType>(arg.getType());
     a[key(field::kDtype)] = dtypeOf(t.getElementType());
     a[key(field::kShape)] = shapeOf(t);
+    // The strides the kernels compute with: none for an identity layout
+    // (they assume contiguous rows and ignore the tensor's strides).
+    if (!t.getLayout().isIdentity()) {
+      SmallVector<int64_t> strides;
+      int64_t offset = 0;
+      if (succeeded(t.getStridesAndOffset(strides, offset))) {
+        llvm::json::Array list;
+        for (int64_t s : strides)
+          list.push_back(ShapedType::isDynamic(s)
+                             ? llvm::json::Value(
+                                   str(manifest::kRowsExtentName))
+                             : llvm::json::Value(s));
+        a[key(field::kStrides)] = std::move(list);
+      }
+    }
     arguments.push_back(std::move(a));
   }
   m[key(field::kArguments)] = std::move(arguments);

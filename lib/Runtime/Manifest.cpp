@@ -268,6 +268,27 @@ bool ManifestReader::readArgument(const JsonValue &v, size_t index) {
                  /*trailingSymbol=*/isRowStatisticName(a.name), kMaxRank,
                  INT64_MAX, "positive integers or \"?\"", a.shape))
     return false;
+  const JsonValue *strides;
+  if (!get(v, field::kStrides, where, strides))
+    return false;
+  if (strides) {
+    const std::vector<JsonValue> &list = strides->getArray();
+    if (list.size() != a.shape.size())
+      return fail(where, "\"strides\" has " + std::to_string(list.size()) +
+                             " entries for a shape of rank " +
+                             std::to_string(a.shape.size()));
+    for (const JsonValue &e : list) {
+      if (e.isString() && e.getString() == manifest::kRowsExtentName)
+        a.strides.push_back(kRowsExtent);
+      else if (e.isInteger() && e.getInteger() >= 0)
+        a.strides.push_back(e.getInteger());
+      else
+        return fail(where, "\"strides\" entries must be non-negative "
+                           "integers or \"?\"");
+    }
+    if (a.strides.back() != 1)
+      return fail(where, "the innermost stride must be 1");
+  }
   m.arguments.push_back(std::move(a));
   return true;
 }

@@ -81,6 +81,28 @@ Status checkTensor(const ArgumentSpec &a, const NormrtTensor &t) {
   if (t.strides[rank - 1] != 1)
     return invalid(a, "inner stride must be 1, got " +
                           std::to_string(t.strides[rank - 1]));
+  // The strides the kernels compute with instead of the tensor's: static
+  // ones from the manifest, contiguous row-major where it gives none. Only
+  // where the extent exceeds 1 (a stride there is never multiplied).
+  int64_t compact = 1;
+  for (int32_t i = rank - 1; i >= 0; --i) {
+    int64_t want = a.strides.empty() ? compact : a.strides[size_t(i)];
+    if (want != kRowsExtent && t.sizes[i] > 1 && t.strides[i] != want)
+      return invalid(a, std::string("the kernels assume ") +
+                            (a.strides.empty() ? "contiguous rows"
+                                               : "the compiled strides") +
+                            ": stride " + std::to_string(i) + " must be " +
+                            std::to_string(want) + ", got " +
+                            formatList(t.strides, t.rank) +
+                            (a.rowRank > 1 ? " (the row extents are viewed as "
+                                        "one: they must be contiguous)"
+                                      : " (for views, compile with a strided "
+                                        "layout, strided<[?, 1], offset: ?>)"));
+    // Past 64 bits no stride is right; checkExtent names the overflow.
+    if (__builtin_mul_overflow(compact, std::max<int64_t>(t.sizes[i], 1),
+                               &compact))
+      break;
+  }
   bool empty = false;
   for (int32_t i = 0; i < rank; ++i)
     empty |= t.sizes[i] == 0;

@@ -64,6 +64,10 @@ struct ArgumentSpec {
   /// A per-column vector ('weight', 'bias', 'dweight', 'dbias'): rank 1 with
   /// extent N, checked at load.
   bool vector = false;
+  /// The strides the kernels assume (manifest "strides"): per dim a static
+  /// stride or kRowsExtent for one read from the tensor. Empty: contiguous
+  /// row-major, the tensor's strides are not read.
+  std::vector<int64_t> strides;
 };
 
 /// One host allocation of the compiled function: contiguous, row-major.

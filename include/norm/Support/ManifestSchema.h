@@ -154,6 +154,11 @@ inline constexpr Field kName{"name", FieldType::String, true};
 inline constexpr Field kRole{"role", FieldType::String, false};
 inline constexpr Field kDtype{"dtype", FieldType::String, true};
 inline constexpr Field kShape{"shape", FieldType::Array, true};
+// The strides the kernels assume, one per dim: an integer (static in the
+// kernel: the tensor must have it wherever its extent exceeds 1) or "?"
+// (read from the tensor at launch). Absent: the kernels assume contiguous
+// row-major strides (an identity-layout memref).
+inline constexpr Field kStrides{"strides", FieldType::Array, false};
 
 // `kernels[i]` (name as above). lanes, vector and registers describe the
 // row kernels' geometry; the runtime does not need them.
