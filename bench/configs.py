@@ -318,7 +318,7 @@ def rows_matrix():
 def default_groups(m, n):
     """G of include/norm/Support/Groups.h (docs/Lowering.md)."""
     cap = min(max((1 << 21) // max(n, 1), 128), 512)
-    return max(1, min(cap, -(-m // 8)))
+    return max(1, min(cap, max(-(-m // 8), min(m, 128))))
 
 
 def rows_for_racecheck(cfg, m, kernels):

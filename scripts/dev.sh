@@ -93,7 +93,10 @@ SAN_TARGETS=(normrt normrt-test normrt-gpu-test norm-geometry-test)
 build_sanitized_runtime() {
   if [[ ! -f $SAN_DIR/build.ninja ]]; then
     log "configuring $SAN_DIR (NORM_SANITIZE=ON)"
-    cmake -G Ninja -S "$ROOT" -B "$SAN_DIR" \
+    # GCC here: these targets link no MLIR, and GCC links its sanitizer
+    # runtime into libnormrt.so (Clang leaves it to the executable, which
+    # the shared library's -z defs refuses).
+    CC=gcc CXX=g++ cmake -G Ninja -S "$ROOT" -B "$SAN_DIR" \
       -DCMAKE_BUILD_TYPE=Release \
       -DMLIR_DIR=$LLVM_PREFIX/lib/cmake/mlir -DNORM_SANITIZE=ON \
       -DNORM_CUDA_TOOLKIT="$CUDA_HOME" >/dev/null

@@ -43,6 +43,10 @@ if config.norm_sanitize:
                              capture_output=True, text=True).stdout.strip()
     preload = "env LD_PRELOAD=" + libasan
     config.available_features.add("sanitizer")
+# Built with Clang, as Debian's MLIR is: what runs our pipeline through
+# MLIR's static C API needs it (docs/Embedding.md, "Build with Clang").
+if "Clang" in getattr(config, "norm_cxx_compiler_id", ""):
+    config.available_features.add("host-clang")
 config.substitutions.append(("%norm_preload", preload))
 
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)

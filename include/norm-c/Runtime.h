@@ -190,7 +190,7 @@ NORMRT_API int normrt_dry_run(const NormrtModule *module,
 
 /// The number of partial rows G the dweight/dbias reduction uses for M rows
 /// of N columns, when the manifest fixes none:
-/// max(1, min(clamp(2^21 / N, 128, 512), ceil(M / 8))). Never fails.
+/// max(1, min(clamp(2^21 / N, 128, 512), max(ceil(M / 8), min(M, 128)))). Never fails.
 NORMRT_API int64_t normrt_default_groups(int64_t rows, int64_t n);
 
 /// G for `rows` rows of this module: the manifest's fixed groups

@@ -195,7 +195,7 @@ static int builtinChecks(void) {
   // CHECK: dry run: ok
   printf("dry run: ");
   report(normrt_dry_run(m, t, 2, NULL, 0, text, sizeof(text), &length));
-  // CHECK-NEXT: m 9 groups 2 workspace 0
+  // CHECK-NEXT: m 9 groups 9 workspace 0
   // CHECK-NEXT: launch k grid 3 block 32 params 14: [0x10000 0x10000 0 9 8 8 1] [0x20000 0x20000 0 9 8 8 1]
   printf("%s", text);
   // CHECK: length 117 = 117
@@ -208,7 +208,7 @@ static int builtinChecks(void) {
   printf("NULL buffer: ");
   report(normrt_dry_run(m, t, 2, NULL, 0, NULL, 8, &length));
 
-  // CHECK: default groups: 1 2 3 512 512 128
+  // CHECK: default groups: 1 16 17 512 512 128
   printf("default groups: %" PRId64 " %" PRId64 " %" PRId64 " %" PRId64
          " %" PRId64 " %" PRId64 "\n",
          normrt_default_groups(0, 4096), normrt_default_groups(16, 4096),

@@ -23,9 +23,12 @@
 // CHECK: } {norm.accumulate = f32, norm.id = 0 : i64, norm.stage = #norm.stage<xhat>}
 // CHECK: %[[G:.*]] = memref.alloc(%[[M]], %[[N]]) {norm.recomputable} : memref<?x?xbf16>
 // CHECK: norm.stage = #norm.stage<g>
-// The number of partial rows: max(1, min(clamp(2^21 / N, 128, 512), ceil(M / 8))).
+// The number of partial rows:
+// max(1, min(clamp(2^21 / N, 128, 512), max(ceil(M / 8), min(M, 128)))).
 // CHECK: arith.constant 2097152 : index
-// CHECK: arith.ceildivui %[[M]], %c8
+// CHECK: %[[BYROWS:.*]] = arith.ceildivui %[[M]], %c8
+// CHECK: %[[FILL:.*]] = arith.minui %[[M]], %c128
+// CHECK: arith.maxui %[[BYROWS]], %[[FILL]]
 // CHECK: arith.minui
 // CHECK: %[[GROUPS:.*]] = arith.maxui
 // CHECK: %[[R:.*]] = arith.ceildivui %[[M]], %[[GROUPS]]

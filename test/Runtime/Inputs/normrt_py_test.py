@@ -133,7 +133,7 @@ class RealLibrary(unittest.TestCase):
             rc, plan = mod.dry_run([x, rstd])
             self.assertEqual(rc, 0, plan)
             self.assertEqual(plan.splitlines(), [
-                "m 6 groups 1 workspace 0",
+                "m 6 groups 6 workspace 0",
                 "launch k grid 2 block 32 params 16: "
                 "[0x10000 0x10000 0 2 3 8 24 8 1] "
                 "[0x20000 0x20000 0 2 3 3 1]"])

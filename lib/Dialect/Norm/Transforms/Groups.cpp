@@ -20,6 +20,8 @@ Value norm::emitDefaultGroups(OpBuilder &b, Location loc, Value m, Value n) {
   cap = arith::MaxUIOp::create(b, loc, cap, c(kMinGroupCap));
   cap = arith::MinUIOp::create(b, loc, cap, c(kMaxGroupCap));
   Value byRows = arith::CeilDivUIOp::create(b, loc, m, c(kMinRowsPerGroup));
+  Value fill = arith::MinUIOp::create(b, loc, m, c(kMinPrograms));
+  byRows = arith::MaxUIOp::create(b, loc, byRows, fill);
   Value g = arith::MinUIOp::create(b, loc, cap, byRows);
   return arith::MaxUIOp::create(b, loc, g, one);
 }
