@@ -5,7 +5,8 @@
         python3 bench/profile_one.py layer_norm_grad-n4096-bf16-deterministic 16384
 
 Inputs are fresh random data (never zeros); dtypes and shapes come from the
-configuration's manifest.
+configuration's manifest. NAME may also be a manifest path under
+.dev/gpu (its .ptx beside it).
 """
 
 import json
@@ -24,7 +25,13 @@ DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
 def main():
     name, m = sys.argv[1], int(sys.argv[2])
     repeats = int(sys.argv[3]) if len(sys.argv) > 3 else 3
-    entry = json.load(open(os.path.join(GPU_DIR, "configs.json")))["configs"][name]
+    if name.endswith(".json"):
+        # A manifest of its own (e.g. compiled with other pass options),
+        # its PTX beside it, paths relative to GPU_DIR.
+        entry = {"manifest": name, "ptx": name[:-len(".json")] + ".ptx"}
+    else:
+        entry = json.load(open(os.path.join(GPU_DIR, "configs.json")))[
+            "configs"][name]
     manifest = json.load(open(os.path.join(GPU_DIR, entry["manifest"])))
     rt = normrt.Runtime(normrt.find_library(GPU_DIR))
     rc, mod, msg, _, _ = normrt.load_config(rt, GPU_DIR, entry)

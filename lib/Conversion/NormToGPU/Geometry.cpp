@@ -68,6 +68,12 @@ Geometry mlir::norm::chooseRowGeometry(const RowShape &s,
         best = g;
     }
     assert(best && "no thread count fits the chip");
+    if (!best->registers) {
+      // The looped regime whatever the candidate: the largest block.
+      RowShape c = s;
+      c.threads = kLoopedThreads;
+      return chooseRowGeometry(c, target);
+    }
     return *best;
   }
   // locked: the block holds the group's lock for one row at a time.

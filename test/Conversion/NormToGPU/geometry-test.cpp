@@ -208,10 +208,13 @@ int main() {
   chosen(10000, bf16, layer, 256); // 128 threads would be 80 a lane
   chosen(1000, bf16, layer, 256);  // 128 lanes a row either way
   chosen(24, bf16, fwd, 256);
-  chosen(65536, bf16, layer, 256); // looped for all: the first
+  // Looped for every candidate (and dynamic N): kLoopedThreads.
+  chosen(65536, bf16, layer, kLoopedThreads);
+  chosen(262144, f32, rms, kLoopedThreads);
   {
     Geometry g = geometry(std::nullopt, bf16.bytes, rms, first, 0);
-    check(g.threads == 256 && !g.registers, "dynamic N threads=0: " + show(g));
+    check(g.threads == kLoopedThreads && !g.registers,
+          "dynamic N threads=0: " + show(g));
   }
 
   // 1024 threads, several rows in flight: partial rows that would not fit
