@@ -45,11 +45,11 @@ func.func @layer_norm_grad_n4096(%dy: memref<?x4096xbf16>, %x: memref<?x4096xbf1
 
 // -----
 
-// Dynamic N: no registers; a block per row walks its chunks in a loop and
-// re-reads the row (from L2) in the dx loop; element accesses (no
-// guarantee of whole 16-byte chunks).
+// Dynamic N: no registers; a block of the looped regime's 512 threads per
+// row walks its chunks in a loop and re-reads the row (from L2) in the dx
+// loop; element accesses (no guarantee of whole 16-byte chunks).
 // CHECK-LABEL: func @rms_norm_grad_dynamic_n
-// CHECK-SAME: #norm.kernel<name = "rms_norm_grad_dynamic_n_dx_0", kind = dx, block = 256, grid = programs, lanes = 256, rows = 1, vector = {{[0-9]+}}, registers = false>
+// CHECK-SAME: #norm.kernel<name = "rms_norm_grad_dynamic_n_dx_0", kind = dx, block = 512, grid = programs, lanes = 512, rows = 1, vector = {{[0-9]+}}, registers = false>
 // CHECK: function(@rms_norm_grad_dynamic_n_dx_0)
 // CHECK-NOT: memref.alloca
 // CHECK-NOT: vector.load
