@@ -41,8 +41,16 @@ char *copyString(llvm::StringRef s) {
 
 } // namespace
 
-int normCompile(const char *ir, size_t irSize, const char *options,
-                NormCompileResult *result) {
+namespace {
+
+/// The frame both entry points share: a context with our dialects whose
+/// diagnostics are collected as text, the pipeline options parsed, then
+/// `compile`, whose result fills `result`.
+int compileWith(
+    const char *who, const char *options, NormCompileResult *result,
+    llvm::function_ref<FailureOr<norm::CompiledFunction>(
+        MLIRContext &, const norm::NormToGPUBinaryOptions &, llvm::raw_ostream &)>
+        compile) {
   std::memset(result, 0, sizeof(*result));
   std::string diagnostics;
   llvm::raw_string_ostream diag(diagnostics);
@@ -50,10 +58,6 @@ int normCompile(const char *ir, size_t irSize, const char *options,
     result->diagnostics = copyString(diagnostics);
     return rc;
   };
-  if (!ir) {
-    diag << "normCompile: no IR\n";
-    return finish(1);
-  }
 
   DialectRegistry registry;
   norm::registerNormDialects(registry);
@@ -80,16 +84,12 @@ int normCompile(const char *ir, size_t irSize, const char *options,
 
   norm::NormToGPUBinaryOptions pipelineOptions;
   if (options && *options && failed(pipelineOptions.parseFromString(options))) {
-    diag << "normCompile: cannot parse the options '" << options
+    diag << who << ": cannot parse the options '" << options
          << "' (those of norm-to-gpu-binary, e.g. \"chip=sm_90 format=isa\")\n";
     return finish(1);
   }
-  OwningOpRef<ModuleOp> module =
-      parseSourceString<ModuleOp>(llvm::StringRef(ir, irSize), &context);
-  if (!module)
-    return finish(1);
   FailureOr<norm::CompiledFunction> compiled =
-      norm::compileLaunchable(*module, pipelineOptions);
+      compile(context, pipelineOptions, diag);
   if (failed(compiled))
     return finish(1);
   llvm::StringRef image = compiled->image;
@@ -100,6 +100,45 @@ int normCompile(const char *ir, size_t irSize, const char *options,
   result->manifest = copyString(manifest);
   result->functionName = copyString(compiled->name);
   return finish(0);
+}
+
+} // namespace
+
+int normCompile(const char *ir, size_t irSize, const char *options,
+                NormCompileResult *result) {
+  return compileWith(
+      "normCompile", options, result,
+      [&](MLIRContext &context, const norm::NormToGPUBinaryOptions &opts,
+          llvm::raw_ostream &diag) -> FailureOr<norm::CompiledFunction> {
+        if (!ir) {
+          diag << "normCompile: no IR\n";
+          return failure();
+        }
+        OwningOpRef<ModuleOp> module =
+            parseSourceString<ModuleOp>(llvm::StringRef(ir, irSize), &context);
+        if (!module)
+          return failure();
+        return norm::compileLaunchable(*module, opts);
+      });
+}
+
+int normCompileSpec(const char *spec, const char *options,
+                    NormCompileResult *result) {
+  return compileWith(
+      "normCompileSpec", options, result,
+      [&](MLIRContext &context, const norm::NormToGPUBinaryOptions &opts,
+          llvm::raw_ostream &diag) -> FailureOr<norm::CompiledFunction> {
+        norm::NormSpecText text;
+        std::string error;
+        OwningOpRef<ModuleOp> module =
+            ModuleOp::create(UnknownLoc::get(&context));
+        FailureOr<norm::CompiledFunction> compiled = failure();
+        if (succeeded(norm::parseNormSpecText(spec ? spec : "", text, error)))
+          compiled = norm::compileSpec(*module, text, opts, error);
+        if (!error.empty())
+          diag << "normCompileSpec: " << error << "\n";
+        return compiled;
+      });
 }
 
 void normCompileResultDestroy(NormCompileResult *result) {

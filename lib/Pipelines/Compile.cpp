@@ -11,6 +11,9 @@
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/StringSwitch.h"
+
+#include <cmath>
 
 using namespace mlir;
 
@@ -147,4 +150,131 @@ norm::compileLaunchable(ModuleOp module, const NormToGPUBinaryOptions &options,
                                      : arguments,
       spec);
   return result;
+}
+
+LogicalResult norm::parseNormSpecText(StringRef words, NormSpecText &text,
+                                      std::string &error) {
+  SmallVector<StringRef> list;
+  words.split(list, ' ', -1, /*KeepEmpty=*/false);
+  for (StringRef word : list) {
+    std::pair<StringRef, StringRef> kv = word.split('=');
+    StringRef key = kv.first, value = kv.second;
+    bool hasValue = word.contains('=');
+    std::string k = key.str();
+    std::replace(k.begin(), k.end(), '_', '-');
+    auto flag = [&](bool &out) {
+      if (!hasValue || value == "1" || value == "true")
+        out = true;
+      else if (value == "0" || value == "false")
+        out = false;
+      else
+        return false;
+      return true;
+    };
+    std::string *field = llvm::StringSwitch<std::string *>(k)
+                             .Case("op", &text.op)
+                             .Case("n", &text.n)
+                             .Case("dtype", &text.dtype)
+                             .Case("weight-dtype", &text.weightDtype)
+                             .Case("eps", &text.eps)
+                             .Case("name", &text.name)
+                             .Default(nullptr);
+    bool *boolean = llvm::StringSwitch<bool *>(k)
+                        .Case("no-weight", &text.noWeight)
+                        .Case("no-bias", &text.noBias)
+                        .Case("dresidual", &text.dresidual)
+                        .Case("zero-centered", &text.zeroCentered)
+                        .Case("xhat", &text.xhat)
+                        .Default(nullptr);
+    if (field && hasValue) {
+      *field = value.str();
+      continue;
+    }
+    if (boolean && flag(*boolean))
+      continue;
+    error = "cannot read '" + word.str() +
+            "' (known: op=, n=, dtype=, weight-dtype=, eps=, name=, "
+            "no-weight, no-bias, dresidual, zero-centered, xhat)";
+    return failure();
+  }
+  return success();
+}
+
+FailureOr<norm::NormOpSpec>
+norm::makeNormOpSpec(MLIRContext *ctx, const NormSpecText &text,
+                     const NormToGPUBinaryOptions &options, std::string &error,
+                     StringRef flagPrefix) {
+  std::string p = flagPrefix.str();
+  auto fail = [&](std::string message) -> FailureOr<NormOpSpec> {
+    error = std::move(message);
+    return failure();
+  };
+  std::optional<NormOpKind> kind = symbolizeNormOpKind(text.op);
+  if (!kind)
+    return fail(p + "op must be layer_norm_grad, rms_norm_grad, layer_norm "
+                    "or rms_norm, got '" +
+                text.op + "'");
+  int64_t n = 0;
+  if (StringRef(text.n).getAsInteger(10, n) || n <= 0)
+    return fail(p + "n must be a positive hidden size (a decimal number), "
+                    "got '" +
+                text.n + "'");
+  auto floatTypeNamed = [&](StringRef name) {
+    return llvm::StringSwitch<FloatType>(name)
+        .Case("f32", Float32Type::get(ctx))
+        .Case("f16", Float16Type::get(ctx))
+        .Case("bf16", BFloat16Type::get(ctx))
+        .Default(FloatType());
+  };
+  NormOpSpec spec;
+  spec.op = *kind;
+  spec.n = n;
+  spec.xType = floatTypeNamed(text.dtype);
+  spec.paramType = text.weightDtype.empty() ? spec.xType
+                                            : floatTypeNamed(text.weightDtype);
+  if (!spec.xType || !spec.paramType)
+    return fail("dtypes are f32, f16 or bf16, got '" +
+                (spec.xType ? text.weightDtype : text.dtype) + "'");
+  spec.strategy = toReductionStrategy(options.strategy);
+  spec.weight = !text.noWeight;
+  spec.bias = !text.noBias;
+  spec.dresidual = text.dresidual;
+  spec.zeroCentered = text.zeroCentered;
+  spec.xhat = text.xhat;
+  if (!text.eps.empty()) {
+    double eps = 0;
+    if (isGradKind(spec.op))
+      return fail(p + "eps is for the forward ops (the backward reads the "
+                      "saved rstd)");
+    if (StringRef(text.eps).getAsDouble(eps) || !(eps > 0) ||
+        !std::isfinite(eps))
+      return fail(p + "eps must be a positive number, got '" + text.eps +
+                  "'");
+    spec.eps = eps;
+  }
+  spec.groups = isGradKind(spec.op) ? int64_t(options.groups) : 0;
+  // Any strided layout is launchable: the runtime passes each tensor's
+  // offset and strides.
+  spec.stridedRows = spec.stridedVectors = true;
+  return spec;
+}
+
+FailureOr<norm::CompiledFunction>
+norm::compileSpec(ModuleOp module, const NormSpecText &text,
+                  const NormToGPUBinaryOptions &options, std::string &error) {
+  FailureOr<NormOpSpec> spec =
+      makeNormOpSpec(module.getContext(), text, options, error);
+  if (failed(spec))
+    return failure();
+  OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
+  if (failed(buildNormFunction(b, UnknownLoc::get(module.getContext()),
+                               text.name, *spec)))
+    return failure();
+  SmallVector<ManifestArgument> args;
+  for (NormArgRole role : normFunctionArguments(*spec))
+    args.push_back({normArgKeyword(role).str(),
+                    isOutputRole(role) ? "output" : "input"});
+  return compileLaunchable(
+      module, options, args,
+      ManifestSpec{text.op, spec->n, text.dtype, text.weightDtype});
 }

@@ -1,6 +1,7 @@
 /*===- norm-compile-capi-test.c - normCompile from C ----------------------===*/
-/* norm-c/Compile.h end to end: IR text in, PTX and the manifest out (which */
-/* the runtime loads), and the compiler's diagnostics as text on failure.   */
+/* norm-c/Compile.h end to end: IR text (or a spec) in, PTX and the        */
+/* manifest out (which the runtime loads), and the compiler's diagnostics  */
+/* as text on failure.                                                      */
 // REQUIRES: cuda-toolkit
 // RUN: norm-compile-capi-test %t.ptx %t.json | FileCheck %s
 // RUN: FileCheck %s --check-prefix=PTX < %t.ptx
@@ -9,6 +10,11 @@
 // CHECK: rc 0 function rms image yes manifest yes diagnostics ''
 // CHECK: bad chip: rc 1 image no diagnostics {{.*}}error: norm-map-to-gpu: unknown chip 'sm_99' (known: sm_80, sm_86, sm_89, sm_90, sm_90a)
 // CHECK: bad IR: rc 1 diagnostics {{.*}}error: expected non-function type
+// CHECK: spec: rc 0 function ln image yes diagnostics ''
+// CHECK-SAME: .entry ln_dx_1(
+// CHECK: spec manifest: "op": "layer_norm_grad" "weight_dtype": "f32" 7 arguments, last 'dweight'
+// CHECK: bad spec: rc 1 diagnostics normCompileSpec: n must be a positive hidden size (a decimal number), got '0x10'
+// CHECK: unknown word: rc 1 diagnostics normCompileSpec: cannot read 'bias=2' (known: op=, n=
 // PTX: .target sm_90
 // PTX: .visible .entry rms_dx_1(
 // MANIFEST: "name": "dy",
@@ -63,6 +69,43 @@ int main(int argc, char **argv) {
   /* IR that does not parse. */
   rc = normCompile("func.func @f(", 13, "", &r);
   printf("bad IR: rc %d diagnostics %s", rc,
+         r.diagnostics ? r.diagnostics : "(null)\n");
+  normCompileResultDestroy(&r);
+
+  /* From a spec: LayerNorm backward, bf16 x, f32 weight, no bias. */
+  rc = normCompileSpec("op=layer_norm_grad n=2048 dtype=bf16 weight-dtype=f32 "
+                       "no-bias name=ln",
+                       "chip=sm_90", &r);
+  printf("spec: rc %d function %s image %s diagnostics '%s' %s\n", rc,
+         r.functionName ? r.functionName : "-",
+         r.image && r.imageSize ? "yes" : "no",
+         r.diagnostics ? r.diagnostics : "(null)",
+         r.image && strstr(r.image, ".entry ln_dx_1(") ? ".entry ln_dx_1(" : "-");
+  if (rc == 0) {
+    /* dy x mean rstd weight, then dx dweight: 7 arguments by role. */
+    const char *last = NULL;
+    int args = 0;
+    for (const char *p = r.manifest; (p = strstr(p, "\"role\"")); ++p)
+      ++args;
+    last = strstr(r.manifest, "\"dweight\"");
+    printf("spec manifest: %s %s %d arguments, last '%s'\n",
+           strstr(r.manifest, "\"op\": \"layer_norm_grad\"")
+               ? "\"op\": \"layer_norm_grad\""
+               : "-",
+           strstr(r.manifest, "\"weight_dtype\": \"f32\"")
+               ? "\"weight_dtype\": \"f32\""
+               : "-",
+           args, last ? "dweight" : "-");
+  }
+  normCompileResultDestroy(&r);
+
+  /* A bad spec, and a word the reader does not know. */
+  rc = normCompileSpec("op=rms_norm_grad n=0x10", "", &r);
+  printf("bad spec: rc %d diagnostics %s", rc,
+         r.diagnostics ? r.diagnostics : "(null)\n");
+  normCompileResultDestroy(&r);
+  rc = normCompileSpec("op=rms_norm_grad n=8 bias=2", "", &r);
+  printf("unknown word: rc %d diagnostics %s", rc,
          r.diagnostics ? r.diagnostics : "(null)\n");
   normCompileResultDestroy(&r);
   return 0;

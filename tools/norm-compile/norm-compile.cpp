@@ -103,13 +103,21 @@ namespace {
 
 using Argument = norm::ManifestArgument;
 
-/// An element type named on the command line.
-FloatType floatTypeNamed(MLIRContext *ctx, StringRef name) {
-  return llvm::StringSwitch<FloatType>(name)
-      .Case("f32", Float32Type::get(ctx))
-      .Case("f16", Float16Type::get(ctx))
-      .Case("bf16", BFloat16Type::get(ctx))
-      .Default(FloatType());
+/// The command line's spec flags, as the shared spec reader takes them.
+norm::NormSpecText specText() {
+  norm::NormSpecText t;
+  t.op = op;
+  t.n = nText;
+  t.dtype = dtype;
+  t.weightDtype = weightDtype;
+  t.eps = epsText;
+  t.name = name;
+  t.noWeight = noWeight;
+  t.noBias = noBias;
+  t.dresidual = dresidual;
+  t.zeroCentered = zeroCentered;
+  t.xhat = withXhat;
+  return t;
 }
 
 /// Builds the function of the command-line spec into `module` (with the
@@ -119,64 +127,20 @@ FailureOr<func::FuncOp> buildSpec(ModuleOp module,
                                   const norm::NormToGPUBinaryOptions &options,
                                   SmallVectorImpl<Argument> &args) {
   MLIRContext *ctx = module.getContext();
-  std::optional<norm::NormOpKind> kind = norm::symbolizeNormOpKind(op);
-  if (!kind) {
-    llvm::errs() << "norm-compile: --op must be layer_norm_grad, "
-                    "rms_norm_grad, layer_norm or rms_norm, got '"
-                 << op << "'\n";
+  std::string error;
+  FailureOr<norm::NormOpSpec> spec =
+      norm::makeNormOpSpec(ctx, specText(), options, error, "--");
+  if (failed(spec)) {
+    llvm::errs() << "norm-compile: " << error << "\n";
     return failure();
   }
-  int64_t &n = specN;
-  if (StringRef(nText).getAsInteger(10, n) || n <= 0) {
-    llvm::errs() << "norm-compile: --n must be a positive hidden size (a "
-                    "decimal number), got '"
-                 << nText << "'\n";
-    return failure();
-  }
-  norm::NormOpSpec spec;
-  spec.op = *kind;
-  spec.n = n;
-  spec.xType = floatTypeNamed(ctx, dtype);
-  spec.paramType = weightDtype.empty() ? spec.xType
-                                       : floatTypeNamed(ctx, weightDtype);
-  if (!spec.xType || !spec.paramType) {
-    llvm::errs() << "norm-compile: dtypes are f32, f16 or bf16, got '"
-                 << (spec.xType ? weightDtype : dtype) << "'\n";
-    return failure();
-  }
-  spec.strategy = norm::toReductionStrategy(options.strategy);
-  spec.weight = !noWeight;
-  spec.bias = !noBias;
-  spec.dresidual = dresidual;
-  spec.zeroCentered = zeroCentered;
-  spec.xhat = withXhat;
-  if (!epsText.empty()) {
-    double eps = 0;
-    if (norm::isGradKind(spec.op)) {
-      llvm::errs() << "norm-compile: --eps is for the forward ops (the "
-                      "backward reads the saved rstd)\n";
-      return failure();
-    }
-    if (StringRef(epsText).getAsDouble(eps) || !(eps > 0) ||
-        !std::isfinite(eps)) {
-      llvm::errs() << "norm-compile: --eps must be a positive number, got '"
-                   << epsText << "'\n";
-      return failure();
-    }
-    spec.eps = eps;
-  }
-  spec.groups = options.groups;
-  // Any strided layout is launchable: the runtime passes each tensor's
-  // offset and strides.
-  spec.stridedRows = spec.stridedVectors = true;
-  if (spec.groups > 0 && !norm::isGradKind(spec.op))
-    spec.groups = 0;
+  specN = spec->n;
   OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
   FailureOr<func::FuncOp> fn =
-      norm::buildNormFunction(b, UnknownLoc::get(ctx), name, spec);
+      norm::buildNormFunction(b, UnknownLoc::get(ctx), name, *spec);
   if (failed(fn))
     return failure();
-  for (norm::NormArgRole role : norm::normFunctionArguments(spec))
+  for (norm::NormArgRole role : norm::normFunctionArguments(*spec))
     args.push_back({norm::normArgKeyword(role).str(),
                     norm::isOutputRole(role) ? "output" : "input"});
   return fn;

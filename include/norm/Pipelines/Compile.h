@@ -10,6 +10,7 @@
 #ifndef NORM_PIPELINES_COMPILE_H
 #define NORM_PIPELINES_COMPILE_H
 
+#include "norm/Dialect/Norm/Utils/NormFunction.h"
 #include "norm/Pipelines/Manifest.h"
 
 #include <optional>
@@ -43,6 +44,41 @@ FailureOr<CompiledFunction>
 compileLaunchable(ModuleOp module, const NormToGPUBinaryOptions &options,
                   ArrayRef<ManifestArgument> arguments = {},
                   const std::optional<ManifestSpec> &spec = {});
+
+/// One op described as norm-compile's spec flags are (the C API takes the
+/// same names as "key=value" words: `normCompileSpec`).
+struct NormSpecText {
+  std::string op;           // layer_norm_grad, rms_norm_grad, layer_norm, rms_norm
+  std::string n;            // the hidden size, decimal
+  std::string dtype = "bf16";
+  std::string weightDtype;  // empty: dtype
+  std::string eps;          // forward only; empty: the op's default
+  std::string name = "norm_kernel";
+  bool noWeight = false, noBias = false, dresidual = false;
+  bool zeroCentered = false, xhat = false;
+};
+
+/// Reads "op=rms_norm_grad n=4096 dtype=bf16 no-bias ..." (the flag names
+/// of norm-compile without dashes; a flag alone or as flag=1/0) into
+/// `text`. On failure `error` names the word.
+LogicalResult parseNormSpecText(StringRef words, NormSpecText &text,
+                                std::string &error);
+
+/// The NormOpSpec of `text` under the pipeline's strategy and groups, with
+/// strided layouts (any view is launchable). On failure `error` says which
+/// field is wrong; `flagPrefix` is put before field names in it ("--" for
+/// norm-compile's flags).
+FailureOr<NormOpSpec> makeNormOpSpec(MLIRContext *ctx, const NormSpecText &text,
+                                     const NormToGPUBinaryOptions &options,
+                                     std::string &error,
+                                     StringRef flagPrefix = "");
+
+/// Builds the function of `text` (buildNormFunction) into `module` and
+/// compiles it with compileLaunchable: the arguments named by role, the
+/// manifest's "spec" filled in.
+FailureOr<CompiledFunction> compileSpec(ModuleOp module, const NormSpecText &text,
+                                        const NormToGPUBinaryOptions &options,
+                                        std::string &error);
 
 } // namespace mlir::norm
 
