@@ -14,6 +14,9 @@ using namespace mlir;
 
 void norm::buildCPUToLLVMPipeline(OpPassManager &pm, const CPUToLLVMOptions &) {
   pm.addPass(memref::createExpandStridedMetadataPass());
+  // The strided metadata of a rank-3 view collapsed to rows is affine
+  // arithmetic (convert-to-llvm leaves affine.apply alone).
+  pm.addPass(createLowerAffinePass());
   pm.addPass(createSCFToControlFlowPass());
   arith::ArithExpandOpsPassOptions expand;
   expand.includeBf16 = true;

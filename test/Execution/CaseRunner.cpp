@@ -148,10 +148,18 @@ private:
     case Operand::Rstd:
     case Operand::MeanOut:
     case Operand::RstdOut:
-      return HostBuffer::vector(DType::F32, m);
+    {
+      HostBuffer b = HostBuffer::vector(DType::F32, m);
+      if (spec.batch)
+        b.splitRows(spec.batch);
+      return b;
+    }
     default: {
       Placement pl = placement(o, spec.strided);
-      return HostBuffer::matrix(spec.xType, m, n, pl.offset, pl.rowPad);
+      HostBuffer b = HostBuffer::matrix(spec.xType, m, n, pl.offset, pl.rowPad);
+      if (spec.batch)
+        b.splitRows(spec.batch);
+      return b;
     }
     }
   }
@@ -390,6 +398,8 @@ std::string reproduceFlags(const Family &family, llvm::StringRef strategy,
     os << " --in-place";
   if (spec.strided)
     os << " --strided";
+  if (spec.batch)
+    os << " --batch=" << spec.batch;
   if (spec.staticN)
     os << " --static-n";
   if (spec.valueForm)
@@ -533,6 +543,8 @@ std::string norm_exec::describeFamily(const Family &family) {
     flags.push_back("in-place");
   if (spec.strided)
     flags.push_back("strided");
+  if (spec.batch)
+    flags.push_back("batch=" + std::to_string(spec.batch));
   if (spec.staticN)
     flags.push_back("static-n");
   if (spec.valueForm)

@@ -6,6 +6,8 @@
 
 #include "HostBuffer.h"
 
+#include <cassert>
+
 #include <cstring>
 
 using namespace norm_exec;
@@ -145,15 +147,40 @@ StridedMemRefType<T, Rank> makeDescriptor(uint8_t *base, int64_t offset,
 }
 } // namespace
 
+void HostBuffer::splitRows(int64_t b) {
+  int64_t rows = rank == 1 ? numCols : numRows;
+  assert(b > 0 && rows % b == 0 && "the batch must divide the rows");
+  assert((rank == 1 || rowStride == numCols) && "split rows are contiguous");
+  batch = b;
+}
+
 void *HostBuffer::descriptor() {
   uint8_t *base = bytes.data();
   // The descriptor's element type only sizes its pointers: f32 or 16 bits.
   auto make = [&](auto element) {
     using T = decltype(element);
-    if (rank == 1)
+    if (batch && rank == 1) {
+      // [M] statistics as [B, M / B].
+      StridedMemRefType<T, 2> d = makeDescriptor<T, 2>(
+          base, offset, batch, numCols / batch, numCols / batch);
+      desc = d;
+    } else if (batch) {
+      // [M, N] rows as [B, M / B, N].
+      StridedMemRefType<T, 3> d;
+      d.basePtr = d.data = reinterpret_cast<T *>(base);
+      d.offset = offset;
+      d.sizes[0] = batch;
+      d.sizes[1] = numRows / batch;
+      d.sizes[2] = numCols;
+      d.strides[0] = (numRows / batch) * rowStride;
+      d.strides[1] = rowStride;
+      d.strides[2] = 1;
+      desc = d;
+    } else if (rank == 1) {
       desc = makeDescriptor<T, 1>(base, offset, numRows, numCols, rowStride);
-    else
+    } else {
       desc = makeDescriptor<T, 2>(base, offset, numRows, numCols, rowStride);
+    }
   };
   if (elementType == DType::F32)
     make(float());

@@ -72,6 +72,12 @@ public:
   /// pattern, if any.
   std::optional<int64_t> brokenGuard() const;
 
+  /// Describes the view with its rows split into [batch, rows / batch]
+  /// (a rank-3 [B, S, N] matrix, or rank-2 [B, S] statistics for a vector
+  /// of M); the elements and their order do not change. Needs contiguous
+  /// rows and `batch` dividing the row count.
+  void splitRows(int64_t batch);
+
   /// The StridedMemRefType<T, rank> descriptor of the view (T = float or
   /// uint16_t), valid until the buffer moves or is destroyed.
   void *descriptor();
@@ -85,9 +91,11 @@ private:
   DType elementType = DType::F32;
   int rank = 1;
   int64_t numRows = 0, numCols = 0, rowStride = 0, offset = 0;
+  int64_t batch = 0; // splitRows; 0: not split
   std::vector<uint8_t> bytes;
   std::variant<StridedMemRefType<float, 1>, StridedMemRefType<float, 2>,
-               StridedMemRefType<uint16_t, 1>, StridedMemRefType<uint16_t, 2>>
+               StridedMemRefType<float, 3>, StridedMemRefType<uint16_t, 1>,
+               StridedMemRefType<uint16_t, 2>, StridedMemRefType<uint16_t, 3>>
       desc;
 };
 

@@ -87,6 +87,7 @@ mlir::norm::NormOpSpec toNormOpSpec(mlir::MLIRContext &ctx,
     s.strategy = mlir::norm::symbolizeReductionStrategy(spec.strategy);
   s.groups = spec.groups;
   s.stridedRows = spec.strided;
+  s.rowDims = spec.batch ? 2 : 1;
   s.valueForm = spec.valueForm;
   return s;
 }

@@ -66,6 +66,9 @@ struct KernelSpec {
   std::string strategy = "deterministic";
   /// Grad: the `groups` attribute; 0: absent.
   int64_t groups = 0;
+  /// Rows as [batch, M / batch] (rank-3 x, dy, dx, ...; rank-2 statistics);
+  /// 0: [M] rows. Contiguous rows only (not with `strided`).
+  int64_t batch = 0;
 
   bool isLayerNorm() const { return op == OpKind::LayerNorm; }
   bool isGrad() const { return dir == Direction::Grad; }

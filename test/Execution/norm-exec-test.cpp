@@ -73,6 +73,9 @@ cl::opt<bool> inPlace("in-place", cl::cat(category),
 cl::opt<bool> strided("strided", cl::cat(category),
                       cl::desc("Rows with a row stride larger than N and a "
                                "non-zero offset (strided<[?, 1], offset: ?>)"));
+cl::opt<int64_t> batch("batch", cl::init(0), cl::cat(category),
+                       cl::desc("Rank-3 rows [B, M / B, N] with [B, M / B] "
+                                "statistics (B must divide every M)"));
 cl::opt<bool> staticN("static-n", cl::cat(category),
                       cl::desc("N static in the types (one kernel per N)"));
 cl::opt<bool> valueForm("value-form", cl::cat(category),
@@ -171,6 +174,7 @@ void addFamilies(OpKind op, Direction dir, std::vector<Family> &families) {
         continue;
       spec.zeroCentered = zeroCentered;
       spec.strided = strided;
+      spec.batch = batch;
       spec.valueForm = valueForm;
       bool isGrad = dir == Direction::Grad;
       spec.dresidual = isGrad && dresidual;
@@ -206,6 +210,14 @@ void addFamilies(OpKind op, Direction dir, std::vector<Family> &families) {
 }
 
 std::vector<Family> buildFamilies() {
+  if (batch < 0 || (batch && strided))
+    usageError("--batch wants a positive B, and contiguous rows (not "
+               "--strided: the lowering views [B, S] as one row extent)");
+  if (batch)
+    for (int64_t m : orDefault<int64_t>(mValues, {1, 7, 1000}))
+      if (m % batch)
+        usageError("--batch=" + std::to_string(batch) + " does not divide "
+                   "M = " + std::to_string(m));
   if (valueForm && inPlace)
     usageError("--value-form with --in-place: materialize_in_destination "
                "into a buffer that a restrict to_tensor reads is invalid");
