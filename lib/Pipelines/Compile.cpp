@@ -259,22 +259,33 @@ norm::makeNormOpSpec(MLIRContext *ctx, const NormSpecText &text,
   return spec;
 }
 
-FailureOr<norm::CompiledFunction>
-norm::compileSpec(ModuleOp module, const NormSpecText &text,
-                  const NormToGPUBinaryOptions &options, std::string &error) {
+FailureOr<func::FuncOp> norm::buildSpecFunction(
+    ModuleOp module, const NormSpecText &text,
+    const NormToGPUBinaryOptions &options,
+    SmallVectorImpl<ManifestArgument> &args, ManifestSpec &manifestSpec,
+    std::string &error, StringRef flagPrefix) {
   FailureOr<NormOpSpec> spec =
-      makeNormOpSpec(module.getContext(), text, options, error);
+      makeNormOpSpec(module.getContext(), text, options, error, flagPrefix);
   if (failed(spec))
     return failure();
   OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
-  if (failed(buildNormFunction(b, UnknownLoc::get(module.getContext()),
-                               text.name, *spec)))
+  FailureOr<func::FuncOp> fn = buildNormFunction(
+      b, UnknownLoc::get(module.getContext()), text.name, *spec);
+  if (failed(fn))
     return failure();
-  SmallVector<ManifestArgument> args;
   for (NormArgRole role : normFunctionArguments(*spec))
     args.push_back({normArgKeyword(role).str(),
                     isOutputRole(role) ? "output" : "input"});
-  return compileLaunchable(
-      module, options, args,
-      ManifestSpec{text.op, spec->n, text.dtype, text.weightDtype});
+  manifestSpec = ManifestSpec{text.op, spec->n, text.dtype, text.weightDtype};
+  return fn;
+}
+
+FailureOr<norm::CompiledFunction>
+norm::compileSpec(ModuleOp module, const NormSpecText &text,
+                  const NormToGPUBinaryOptions &options, std::string &error) {
+  SmallVector<ManifestArgument> args;
+  ManifestSpec spec;
+  if (failed(buildSpecFunction(module, text, options, args, spec, error)))
+    return failure();
+  return compileLaunchable(module, options, args, spec);
 }

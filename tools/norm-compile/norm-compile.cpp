@@ -65,8 +65,6 @@ static cl::opt<std::string>
 static cl::opt<std::string> nText("n",
                                   cl::desc("Spec: hidden size N (static)"),
                                   cl::init(""), cl::cat(category));
-/// --n, once buildSpec has read it.
-static int64_t specN = 0;
 static cl::opt<std::string> dtype("dtype",
                                   cl::desc("Spec: x dtype (f32, f16, bf16)"),
                                   cl::init("bf16"), cl::cat(category));
@@ -118,32 +116,6 @@ norm::NormSpecText specText() {
   t.zeroCentered = zeroCentered;
   t.xhat = withXhat;
   return t;
-}
-
-/// Builds the function of the command-line spec into `module` (with the
-/// shared builder, norm/Dialect/Norm/Utils/NormFunction.h) and lists its
-/// arguments; an error for a spec it cannot be.
-FailureOr<func::FuncOp> buildSpec(ModuleOp module,
-                                  const norm::NormToGPUBinaryOptions &options,
-                                  SmallVectorImpl<Argument> &args) {
-  MLIRContext *ctx = module.getContext();
-  std::string error;
-  FailureOr<norm::NormOpSpec> spec =
-      norm::makeNormOpSpec(ctx, specText(), options, error, "--");
-  if (failed(spec)) {
-    llvm::errs() << "norm-compile: " << error << "\n";
-    return failure();
-  }
-  specN = spec->n;
-  OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
-  FailureOr<func::FuncOp> fn =
-      norm::buildNormFunction(b, UnknownLoc::get(ctx), name, *spec);
-  if (failed(fn))
-    return failure();
-  for (norm::NormArgRole role : norm::normFunctionArguments(*spec))
-    args.push_back({norm::normArgKeyword(role).str(),
-                    norm::isOutputRole(role) ? "output" : "input"});
-  return fn;
 }
 
 /// The names of the compiler pipeline's options (NormToGPUBinaryOptions),
@@ -214,6 +186,7 @@ int main(int argc, char **argv) {
   context.printOpOnDiagnostic(false);
 
   SmallVector<Argument> specArgs;
+  norm::ManifestSpec specManifest;
   llvm::SourceMgr sourceMgr;
   SourceMgrDiagnosticHandler diag(sourceMgr, &context);
   OwningOpRef<ModuleOp> module;
@@ -223,9 +196,14 @@ int main(int argc, char **argv) {
       return 2;
     }
     module = ModuleOp::create(UnknownLoc::get(&context));
-    FailureOr<func::FuncOp> fn = buildSpec(*module, *options, specArgs);
-    if (failed(fn))
+    std::string error;
+    FailureOr<func::FuncOp> fn = norm::buildSpecFunction(
+        *module, specText(), *options, specArgs, specManifest, error, "--");
+    if (failed(fn)) {
+      if (!error.empty())
+        llvm::errs() << "norm-compile: " << error << "\n";
       return 2;
+    }
     if (emitMLIR) {
       fn->print(llvm::outs(), OpPrintingFlags().printNameLocAsPrefix());
       llvm::outs() << "\n";
@@ -252,8 +230,7 @@ int main(int argc, char **argv) {
   // tensor input becomes buffer form with its results as output arguments.
   std::optional<norm::ManifestSpec> spec;
   if (!op.empty())
-    spec = norm::ManifestSpec{op.getValue(), specN, dtype.getValue(),
-                              weightDtype.getValue()};
+    spec = specManifest;
   FailureOr<norm::CompiledFunction> compiled =
       norm::compileLaunchable(*module, *options, specArgs, spec);
   if (failed(compiled))

@@ -73,9 +73,18 @@ FailureOr<NormOpSpec> makeNormOpSpec(MLIRContext *ctx, const NormSpecText &text,
                                      std::string &error,
                                      StringRef flagPrefix = "");
 
-/// Builds the function of `text` (buildNormFunction) into `module` and
-/// compiles it with compileLaunchable: the arguments named by role, the
-/// manifest's "spec" filled in.
+/// Builds the function of `text` (makeNormOpSpec, then buildNormFunction)
+/// at the end of `module`; `args` gets its arguments named by role and
+/// `spec` what the manifest records of it. On failure `error` says why
+/// (empty if the builder emitted a diagnostic instead).
+FailureOr<func::FuncOp>
+buildSpecFunction(ModuleOp module, const NormSpecText &text,
+                  const NormToGPUBinaryOptions &options,
+                  SmallVectorImpl<ManifestArgument> &args, ManifestSpec &spec,
+                  std::string &error, StringRef flagPrefix = "");
+
+/// buildSpecFunction, then compileLaunchable with the manifest's "spec"
+/// filled in.
 FailureOr<CompiledFunction> compileSpec(ModuleOp module, const NormSpecText &text,
                                         const NormToGPUBinaryOptions &options,
                                         std::string &error);
