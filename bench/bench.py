@@ -140,10 +140,16 @@ def dry_run(args, index):
                 k = dxk[0]
                 res = e.get("resources", {}).get(k["name"], {})
                 groups = C_groups(m, n)
+                # A clustered kernel ("cluster": C > 1, grid "programs")
+                # launches G * C blocks.
+                cluster = k.get("cluster", 1)
+                grid = k.get("grid") if cluster == 1 else \
+                    "%s x cluster %d = %d blocks" % (k.get("grid"), cluster,
+                                                     groups * cluster)
                 out("  %-44s dx kernel: grid %s (G=%d for M=%d), block %s, "
                     "rows/block %s, lanes %s, vector %s, registers-row %s, "
                     "regs %s, spills %s/%s" % (
-                        cfg.name, k.get("grid"), groups, m, k.get("block"),
+                        cfg.name, grid, groups, m, k.get("block"),
                         k.get("rows"), k.get("lanes"), k.get("vector"),
                         k.get("registers"), res.get("registers", "?"),
                         res.get("spill_stores", "?"),

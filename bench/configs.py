@@ -47,6 +47,7 @@ class Cfg:
     xhat: bool = False  # --xhat (forward)
     threads: int = 0  # --threads (0: the compiler's choice)
     mre: int = 0  # --max-register-elements (0: the compiler's choice)
+    cluster: int = 0  # --cluster (0: the compiler's choice, 1: none)
 
     @property
     def grad(self):
@@ -89,6 +90,8 @@ class Cfg:
             parts.append("t%d" % self.threads)
         if self.mre:
             parts.append("mre%d" % self.mre)
+        if self.cluster:
+            parts.append("c%d" % self.cluster)
         return "-".join(parts)
 
     def flags(self):
@@ -113,6 +116,8 @@ class Cfg:
             f.append("--threads=%d" % self.threads)
         if self.mre:
             f.append("--max-register-elements=%d" % self.mre)
+        if self.cluster:
+            f.append("--cluster=%d" % self.cluster)
         return f
 
     def expected_args(self, m="?"):
@@ -191,6 +196,12 @@ def _grad_base_cases(op, dt, st):
         Case(c(4095), 777),
         Case(c(4095), 777, "offset"),
         Case(c(65536), 130),
+        # Rows split over a cluster on sm_90 (deterministic): an odd N
+        # (interleaved layout), a cluster of 3 blocks, dx over dy, M = 1.
+        Case(c(6001), 1000, "offset"),
+        Case(c(24576), 517, "strided"),
+        Case(c(10000), 3001, "contig", inplace=True),
+        Case(c(8192), 1),
     ]
 
 
@@ -434,15 +445,19 @@ def sweep_m(op, n, dt, target_bytes=1 << 30):
 # bench/variants.py: the row kernel under other pass options (threads per
 # block, per-lane register budget), ours only, to choose the cost model's
 # constants from measurements rather than guesses.
-VARIANT_N = (2048, 3072, 4096, 5120, 6144, 7168, 8192, 10000, 12288, 14336,
-             16384)
-VARIANT_THREADS = (128, 256, 512)
+# The cluster regime (sm_90) against the same op with no row split
+# (cluster=1, the geometry before it), over the N it takes.
+VARIANT_N = (5120, 6144, 8192, 10000, 12288, 16384, 20480, 24576, 32768,
+             49152, 65536)
+VARIANT_THREADS = (0,)
 VARIANT_MRE = (0,)
+VARIANT_CLUSTER = (1,)
 
 
 def variant_cfgs():
-    return [Cfg(op, n, "bf16", threads=t, mre=r) for n in VARIANT_N
-            for op in GRAD_OPS for t in VARIANT_THREADS for r in VARIANT_MRE]
+    return [Cfg(op, n, "bf16", threads=t, mre=r, cluster=c)
+            for n in VARIANT_N for op in GRAD_OPS for t in VARIANT_THREADS
+            for r in VARIANT_MRE for c in VARIANT_CLUSTER]
 
 
 def sweep_cfgs():

@@ -1066,8 +1066,12 @@ def main():
     if args.compare_dir:
         same = sum(1 for _, st, d, _ in results
                    if st == "PASS" and "other-chip=same" in d)
-        out("other chip (%s): %d of %d cases identical in every output" % (
-            args.compare_dir, same, len(results)))
+        dx_only = sum(1 for _, st, d, _ in results
+                      if st == "PASS" and "other-chip=DIFFERS(dx)" in d)
+        out("other chip (%s): %d of %d cases identical in every output, %d "
+            "more in dweight/dbias (dx differs: a row split over a cluster "
+            "on one chip only)" % (args.compare_dir, same, len(results),
+                                   dx_only))
     if not args.no_error_path and not dead and args.subset in ("full",
                                                                 "quick"):
         try:

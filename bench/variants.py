@@ -91,6 +91,7 @@ def main():
                                "lanes": k.get("lanes"),
                                "rows": k.get("rows"),
                                "registers_regime": k.get("registers"),
+                               "cluster": k.get("cluster", 1),
                                "regs": r.get("registers"),
                                "spills": r.get("spill_stores")}
                 rows.append((cfg, m, (t1, t2, res), ""))

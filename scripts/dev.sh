@@ -89,7 +89,8 @@ run_example() {
 # norm-compile from the release build (lit -D norm_fallback_tools).
 # SANITIZE_RUNTIME=0 skips it.
 SAN_DIR=${SAN_DIR:-$ROOT/build-san}
-SAN_TARGETS=(normrt normrt-test normrt-gpu-test norm-geometry-test)
+SAN_TARGETS=(normrt normrt-test normrt-gpu-test normrt-fake-cuda
+             norm-geometry-test)
 build_sanitized_runtime() {
   if [[ ! -f $SAN_DIR/build.ninja ]]; then
     log "configuring $SAN_DIR (NORM_SANITIZE=ON)"

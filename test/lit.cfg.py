@@ -19,6 +19,10 @@ config.substitutions.append(("%norm_obj", config.norm_obj_root))
 config.substitutions.append(
     ("%norm_plugin", os.path.join(config.norm_obj_root, "lib", "NormPlugin.so")))
 config.substitutions.append(("%cuda_toolkit", config.cuda_toolkit))
+# The stand-in CUDA driver of test/Runtime (Inputs/fake-libcuda.c).
+config.substitutions.append(
+    ("%normrt_fake_cuda",
+     os.path.join(config.norm_obj_root, "lib", "libnormrt-fake-cuda.so")))
 
 llvm_config.use_default_substitutions()
 llvm_config.with_system_environment(["HOME", "CUDA_HOME", "CUDA_PATH",

@@ -69,17 +69,20 @@ enum {
 /// cannot be opened the call fails with NORMRT_ERROR_DRIVER and
 /// "CUDA driver not found (dlopen libcuda.so.1: <reason>)". The calling
 /// thread's current context is left as it was. The manifest is checked
-/// first, then the kernels' chip against the device, every kernel's presence
-/// in the image, its block size against its register-limited maximum and,
-/// where the driver can tell (CUDA 12.4+), its parameter count against the
-/// manifest.
+/// first, then the kernels' chip against the device (compute capability
+/// 9.0 if a kernel is launched in thread-block clusters: "cluster" > 1 in
+/// the manifest), every kernel's presence in the image, its block size
+/// against its register-limited maximum and, where the driver can tell
+/// (CUDA 12.4+), its parameter count against the manifest.
 ///
 /// The manifest's consistency, checked once here (NORMRT_ERROR_MANIFEST,
 /// "manifest: <entry>: ..."): 'weight', 'bias', 'dweight' and 'dbias' have
 /// shape [N]; the kernel list is not empty; no kernel takes one argument
 /// twice; a "dx" kernel takes every row argument (rank 2 or more, a leading
-/// "?", 'mean', 'rstd'), a "forward" kernel every argument; and every
-/// argument is a parameter of some kernel. Arguments have rank 1 to
+/// "?", 'mean', 'rstd'), a "forward" kernel every argument; every argument
+/// is a parameter of some kernel; and a "cluster" (1 to 8 blocks per
+/// cluster; G * cluster blocks are launched) above 1 only goes with grid
+/// "programs". Arguments have rank 1 to
 /// NORMRT_MAX_RANK; "?" (a dynamic extent) stands only for row extents:
 /// every extent but N, the last, and all of those of 'mean' and 'rstd',
 /// which have exactly the row extents ([?, ?] for an 'x' of [?, ?, N]).

@@ -31,6 +31,8 @@ void norm::buildGPUToBinaryPipeline(OpPassManager &pm,
   check.format = options.format;
   pm.addPass(createNormCheckTarget(check));
 
+  pm.addPass(createNormAttachClusterDims());
+
   GpuNVVMAttachTargetOptions target;
   target.chip = options.chip;
   target.features = options.features;

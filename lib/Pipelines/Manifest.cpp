@@ -155,7 +155,8 @@ norm::buildManifest(func::FuncOp func, const NormToGPUBinaryOptions &options,
   func.walk([&](gpu::LaunchFuncOp launch) {
     llvm::json::Object k;
     k[key(field::kName)] = launch.getKernelName().str();
-    if (norm::KernelAttr r = records.lookup(launch.getKernelName())) {
+    norm::KernelAttr r = records.lookup(launch.getKernelName());
+    if (r) {
       k[key(field::kKind)] = str(manifest::toString(r.getKind()));
       k[key(field::kBlock)] = r.getBlock();
       k[key(field::kGrid)] = str(manifest::toString(r.getGrid()));
@@ -169,9 +170,17 @@ norm::buildManifest(func::FuncOp func, const NormToGPUBinaryOptions &options,
       optional(field::kVector, r.getVector());
       if (r.getRegisters())
         k[key(field::kRegisters)] = *r.getRegisters();
+      // Written only above 1, so the manifests of kernels without clusters
+      // are as before.
+      if (r.getCluster() > 1)
+        k[key(field::kCluster)] = r.getCluster();
     }
-    // The grid: a constant, or the rule the record names.
-    if (auto c = getConstantIntValue(launch.getGridSizeX()))
+    // The grid: a constant, or the rule the record names. A clustered
+    // kernel keeps its rule, `programs`, even where G * cluster folded to
+    // a constant (a fixed G): the runtime takes a cluster only with that
+    // rule and launches G * cluster blocks itself, G from `spec.groups`.
+    bool clustered = r && r.getCluster() > 1;
+    if (auto c = getConstantIntValue(launch.getGridSizeX()); c && !clustered)
       k[key(field::kGrid)] = *c;
     llvm::json::Array params;
     for (Value v : launch.getKernelOperands()) {

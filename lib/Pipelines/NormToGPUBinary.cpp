@@ -19,6 +19,7 @@ void norm::buildNormToGPUBinaryPipeline(OpPassManager &pm,
   NormMapToGPUOptions map;
   map.threads = options.threads;
   map.maxRegisterElements = options.maxRegisterElements;
+  map.cluster = options.cluster;
   map.chip = options.chip;
   pm.addNestedPass<func::FuncOp>(createNormMapToGPU(map));
   pm.addPass(createGpuKernelOutliningPass());

@@ -392,6 +392,19 @@ bool ManifestReader::readKernel(const JsonValue &v, size_t index) {
   if (k.grid == GridRule::Columns && m.n <= 0)
     return fail(where, "grid 'columns' needs N, but no argument has a static "
                        "trailing extent");
+  // Clusters split a program's rows across blocks: only the `programs`
+  // rule launches G of them (G * cluster blocks).
+  if (!getInteger(v, field::kCluster, where, k.cluster))
+    return false;
+  if (k.cluster > 1 && k.grid != GridRule::Programs) {
+    std::string got = k.grid == GridRule::Constant
+                          ? std::to_string(k.gridConstant)
+                          : "'" + std::string(manifest::toString(k.grid)) + "'";
+    return fail(where, "\"cluster\": " + std::to_string(k.cluster) +
+                           " needs grid 'programs' (G clusters of blocks), "
+                           "got grid " +
+                           got);
+  }
 
   const JsonValue *params;
   if (!get(v, field::kParams, where, params))

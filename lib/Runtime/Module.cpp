@@ -56,10 +56,18 @@ int chipVersion(const std::string &chip) {
 }
 
 /// The device's compute capability must run the kernels: at least the
-/// chip's (PTX is JIT-compiled forward), and the same major for a cubin.
+/// chip's (PTX is JIT-compiled forward), and the same major for a cubin;
+/// and 9.0 for a kernel launched in thread-block clusters, whatever the
+/// chip (a launch would fail with an unexplained driver error).
 Status checkChip(const NormrtModule &m) {
   int target = chipVersion(m.manifest.chip);
-  if (!target)
+  const KernelSpec *clustered = nullptr;
+  for (const KernelSpec &k : m.manifest.kernels)
+    if (k.cluster > 1) {
+      clustered = &k;
+      break;
+    }
+  if (!target && !clustered)
     return Status::success();
   const Driver &d = *m.driver;
   int major = 0, minor = 0;
@@ -69,6 +77,16 @@ Status checkChip(const NormrtModule &m) {
   if (CUresult r = d.cuDeviceGetAttribute(
           &minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, m.device))
     return driverError(d, "cuDeviceGetAttribute", r);
+  if (clustered && major < 9)
+    return Status::error(
+        NORMRT_ERROR_DRIVER,
+        "kernel '" + clustered->name + "' is launched in clusters of " +
+            std::to_string(clustered->cluster) +
+            " blocks, which need compute capability 9.0; device " +
+            std::to_string(m.device) + " has " + std::to_string(major) + "." +
+            std::to_string(minor));
+  if (!target)
+    return Status::success();
   int device = major * 10 + minor;
   bool cubin = m.manifest.format == "bin";
   if (device < target || (cubin && major != target / 10))

@@ -93,6 +93,21 @@ Status gridOf(const Manifest &manifest, const KernelSpec &k, int64_t m,
                          "kernel '" + k.name + "': a grid of " +
                              std::to_string(g) + " blocks for M = " +
                              std::to_string(m) + " is outside [1, 2^31 - 1]");
+  // A clustered kernel (`programs` only, checked at load) launches each of
+  // its G programs as a cluster of `cluster` blocks. g <= 2^31 - 1 and
+  // cluster <= 8: the product fits in 64 bits.
+  if (k.cluster > 1) {
+    int64_t blocks = g * k.cluster;
+    if (blocks > INT32_MAX)
+      return Status::error(NORMRT_ERROR_INVALID_ARGUMENT,
+                           "kernel '" + k.name + "': " + std::to_string(g) +
+                               " programs in clusters of " +
+                               std::to_string(k.cluster) +
+                               " blocks for M = " + std::to_string(m) +
+                               " make a grid of " + std::to_string(blocks) +
+                               " blocks, above the CUDA limit of 2^31 - 1");
+    g = blocks;
+  }
   grid = uint32_t(g);
   return Status::success();
 }

@@ -66,6 +66,10 @@ def NormMapToGPU : Pass<"norm-map-to-gpu", "::mlir::func::FuncOp"> {
            /*default=*/"64",
            "Largest share of a row (elements per thread, per cached array) "
            "kept in registers">,
+    Option<"cluster", "cluster", "int64_t", /*default=*/"0",
+           "Blocks per thread-block cluster that split a dx row (0: chosen "
+           "from N where the chip has clusters and threads is 0; 1: never; "
+           "2 to 8: that many, or as few as the row needs, on sm_90)">,
     Option<"chip", "chip", "std::string", /*default=*/"\"sm_90\"",
            "Target chip (TargetInfo); limits only, never the sum order">
   ];

@@ -96,4 +96,29 @@ def NormAlignWorkgroupMemory
   }];
 }
 
+def NormAttachClusterDims
+    : Pass<"norm-attach-cluster-dims", "::mlir::ModuleOp"> {
+  let summary = "Compile the cluster size of each cluster launch into its "
+                "kernel";
+  let description = [{
+    A kernel that `gpu.launch_func` launches in thread-block clusters of a
+    constant size gets `nvvm.cluster_dim`, which becomes
+    `.reqnctapercluster` in the PTX. The cluster is then part of the kernel
+    itself: a plain `cuLaunchKernel` of a grid that is a multiple of it
+    launches the clusters (what libnormrt does), and a launch with any other
+    cluster size fails instead of running with the wrong one. Outlining
+    (`gpu-kernel-outlining`) keeps the size on the launch only.
+
+    ```mlir
+    gpu.launch_func @m::@k clusters in (%c8, %c1, %c1) blocks in (...) ...
+    gpu.func @k(...) kernel
+    // becomes
+    gpu.func @k(...) kernel attributes {nvvm.cluster_dim = array<i32: 8, 1, 1>}
+    ```
+
+    Fails on a cluster size that is not a constant, and on a kernel launched
+    with two different cluster sizes (or with and without clusters).
+  }];
+}
+
 #endif // NORM_PIPELINES_PASSES_TD

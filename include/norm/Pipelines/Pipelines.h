@@ -60,6 +60,11 @@ struct MapToGPUOptions : public PassPipelineOptions<MapToGPUOptions> {
       llvm::cl::desc("Largest share of a row (elements per thread, per "
                      "cached array) kept in registers"),
       llvm::cl::init(64)};
+  Option<int64_t> cluster{
+      *this, "cluster",
+      llvm::cl::desc("Blocks per cluster that split a dx row (0: chosen "
+                     "from N on sm_90; 1: never; 2 to 8: forced)"),
+      llvm::cl::init(0)};
 };
 
 /// Options of the GPU code generation tail (gpu.module -> PTX/cubin).

@@ -97,6 +97,10 @@ struct KernelSpec {
   int64_t rows = 0;
   /// Columns per block of GridRule::Columns (`columns`, else `block`).
   int64_t columns = 0;
+  /// Blocks per thread-block cluster (`cluster`, else 1): a kernel of
+  /// GridRule::Programs with cluster C > 1 launches G * C blocks, in
+  /// clusters of C, and needs compute capability 9.0.
+  int64_t cluster = 1;
   std::vector<KernelParam> params;
 
   /// Kernel parameters after MLIR's default memref expansion: 3 + 2 * rank

@@ -49,7 +49,7 @@ enum class GridRule : int32_t {
   Constant,      ///< `grid`: a number
   WorkspaceRows, ///< the leading extent of the kernel's workspaces (G or a
                  ///< constant)
-  Programs,      ///< G
+  Programs,      ///< G (G * `cluster` blocks for a clustered kernel)
   RowBlocks,     ///< ceil(M / rows)
   Columns,       ///< ceil(N / columns); `columns` defaults to `block`
 };
@@ -171,6 +171,11 @@ inline constexpr Field kRows{"rows", FieldType::Integer, false, 1, INT32_MAX};
 inline constexpr Field kLanes{"lanes", FieldType::Integer, false, 1, 1024};
 inline constexpr Field kVector{"vector", FieldType::Integer, false, 1, 64};
 inline constexpr Field kRegisters{"registers", FieldType::Bool, false};
+// Blocks per thread-block cluster of a `programs` kernel that splits each
+// row across a cluster (absent: 1, no cluster): the launch has G * cluster
+// blocks, and the kernel, compiled with `.reqnctapercluster cluster, 1, 1`,
+// needs compute capability 9.0. Only written when above 1.
+inline constexpr Field kCluster{"cluster", FieldType::Integer, false, 1, 8};
 inline constexpr Field kParams{"params", FieldType::Array, true};
 
 // `kernels[i].params[j]`: exactly one of argument and workspace.

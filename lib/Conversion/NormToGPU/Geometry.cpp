@@ -7,6 +7,7 @@
 #include "norm/Conversion/NormToGPU/Geometry.h"
 #include "norm/Conversion/NormToGPU/TargetInfo.h"
 
+#include "llvm/ADT/SmallVector.h"
 #include "llvm/Support/MathExtras.h"
 
 #include <algorithm>
@@ -52,8 +53,132 @@ int64_t mlir::norm::partialsSharedBytes(const Geometry &g,
   return partialRows * slots * int64_t(sizeof(float));
 }
 
+int64_t mlir::norm::registerEstimate(const Geometry &g, int64_t partialRows) {
+  if (!g.registers)
+    return 0;
+  int64_t share = g.chunksPerLane * g.vec;
+  int64_t arrays = 2 + (g.partials == PartialsHome::Registers ? partialRows : 0);
+  // Above kBatchedLoadsShare a lane's loads are all issued at once: one
+  // more array's worth is live while they land.
+  if (share > kBatchedLoadsShare)
+    ++arrays;
+  return arrays * share + kRegisterOverhead;
+}
+
+bool mlir::norm::samePartialOrder(const Geometry &a, const Geometry &b) {
+  if (a.rows == 1 && b.rows == 1)
+    return true;
+  return a.threads == b.threads && a.lanes == b.lanes && a.rows == b.rows &&
+         a.vec == b.vec && a.registers == b.registers &&
+         a.chunksPerLane == b.chunksPerLane && a.partials == b.partials &&
+         a.cluster == b.cluster;
+}
+
+/// The geometry of a row split over the blocks of a cluster, each of
+/// `s.threads` threads with K chunks a lane: every block is a
+/// register-regime block of one row at a time over its slice of K L V
+/// columns, and the cluster has as many blocks as the slices need.
+static Geometry layOutSlice(const RowShape &s, const TargetInfo &target,
+                            int64_t k) {
+  Geometry g;
+  g.threads = g.lanes = s.threads;
+  g.rows = 1;
+  g.warp = target.warpSize;
+  g.vectorBytes = target.maxVectorBytes;
+  g.vec = std::max<int64_t>(1, target.maxVectorBytes / s.elementBytes);
+  g.n = s.n;
+  g.chunksPerLane = k;
+  g.sliceColumns = k * g.lanes * g.vec;
+  g.cluster = llvm::divideCeil(*s.n, g.sliceColumns);
+  g.registers = k * g.vec <= s.maxRegisterElements;
+  return g;
+}
+
+/// Where the partial sums of a one-row-at-a-time register geometry live,
+/// its layouts and its shared memory (the tail of chooseRowGeometry).
+static void placePartials(Geometry &g, const RowShape &s);
+
+/// Threads an SM keeps resident for a split geometry, from its register
+/// estimate: ptxas gives a 512-thread block up to 128 registers whatever
+/// it needs (102-119 measured where 64-96 were estimated), so one such
+/// block per SM.
+static int64_t residentThreads(const Geometry &g, int64_t partialRows) {
+  int64_t regs = g.threads >= 512
+                     ? kClusterRegisterLimit
+                     : std::max<int64_t>(64, registerEstimate(g, partialRows));
+  int64_t blocks = std::min<int64_t>(kRegistersPerSM / (regs * g.threads),
+                                     kThreadsPerSM / g.threads);
+  return blocks * g.threads;
+}
+
+double mlir::norm::clusterScore(const Geometry &g, int64_t partialRows) {
+  double inFlight = double(residentThreads(g, partialRows)) *
+                    double(g.chunksPerLane * g.vec);
+  double busy = std::min<double>(
+      1.0, inFlight / double(kClusterResidentThreads * kClusterShare));
+  return g.slotUse() * busy;
+}
+
+/// The split geometry for `s`: over the thread candidates and lane shares
+/// of at most kClusterShare (or the option's cluster size), the one with
+/// the best clusterScore within the chip's largest cluster; ties to fewer
+/// blocks, then to the earlier candidate.
+static std::optional<Geometry> chooseCluster(const RowShape &s,
+                                             const TargetInfo &target) {
+  std::optional<Geometry> best;
+  double bestScore = -1;
+  int64_t vec = std::max<int64_t>(1, target.maxVectorBytes / s.elementBytes);
+  int64_t chunks = llvm::divideCeil(*s.n, vec);
+  for (int64_t t : kThreadCandidates) {
+    RowShape c = s;
+    c.threads = s.threads ? s.threads : t;
+    llvm::SmallVector<int64_t, 4> shares;
+    if (s.cluster > 1)
+      shares.push_back(llvm::divideCeil(chunks, s.cluster * c.threads));
+    else
+      for (int64_t k = 1; k * vec <= kClusterShare; ++k)
+        shares.push_back(k);
+    for (int64_t k : shares) {
+      Geometry g = layOutSlice(c, target, k);
+      if (!g.registers || g.cluster < 2 || g.cluster > target.maxClusterBlocks)
+        continue;
+      placePartials(g, c);
+      if (s.cluster <= 1 &&
+          registerEstimate(g, s.partialRows) > kClusterRegisterLimit)
+        continue;
+      double score = clusterScore(g, s.partialRows);
+      if (!best || score > bestScore ||
+          (score == bestScore && g.cluster < best->cluster)) {
+        best = g;
+        bestScore = score;
+      }
+    }
+  }
+  return best;
+}
+
 Geometry mlir::norm::chooseRowGeometry(const RowShape &s,
                                        const TargetInfo &target) {
+  // A row split over a cluster: forced by the option, or chosen (threads and
+  // cluster both left to the geometry) where one block per row would loop
+  // over the row or keep more than kClusterShare elements a lane with its
+  // partial sums in registers. Only ever where the unsplit geometry takes
+  // one row at a time (Geometry.h).
+  bool mayCluster = s.splittable && s.n && target.maxClusterBlocks > 1 &&
+                    s.cluster != 1 &&
+                    (s.cluster > 1 || s.threads == 0);
+  if (mayCluster) {
+    RowShape unsplit = s;
+    unsplit.cluster = 1;
+    Geometry g = chooseRowGeometry(unsplit, target);
+    bool wanted = s.cluster > 1 || !g.registers ||
+                  (g.partials == PartialsHome::Registers &&
+                   g.chunksPerLane * g.vec > kClusterShare);
+    if (g.rows == 1 && wanted)
+      if (std::optional<Geometry> split = chooseCluster(s, target))
+        return *split;
+    return g;
+  }
   if (s.threads == 0) {
     // The candidate with the best use of its chunk slots; ties go to the
     // earlier one.
@@ -86,6 +211,13 @@ Geometry mlir::norm::chooseRowGeometry(const RowShape &s,
       partialsSharedBytes(g, s.partialRows) > kPartialsSharedBytes)
     g = layOut(s, target, /*wholeBlockRows=*/true);
 
+  placePartials(g, s);
+  return g;
+}
+
+static void placePartials(Geometry &g, const RowShape &s) {
+  bool deterministic =
+      s.partials == PartialSums::Deterministic && s.partialRows > 0;
   if (!deterministic)
     g.partials = PartialsHome::None;
   else if (!g.registers)
@@ -112,7 +244,8 @@ Geometry mlir::norm::chooseRowGeometry(const RowShape &s,
     g.sharedBytes += partialsSharedBytes(g, s.partialRows);
   if (g.lanes > g.warp) // two cross-warp scratch buffers, a slot per warp
     g.sharedBytes += 2 * (g.threads / g.warp) * int64_t(sizeof(float));
+  if (g.cluster > 1) // the in-row sums' slots, two rows' worth
+    g.sharedBytes += 2 * kClusterSumSlots * int64_t(sizeof(float));
   assert(g.sharedBytes <= kGuaranteedStaticSharedBytes &&
          "a row kernel exceeds the static shared memory of every chip");
-  return g;
 }

@@ -29,10 +29,23 @@ void norm::yieldFrom(OpBuilder &b, Location loc, ValueRange values) {
 gpu::LaunchOp
 norm::createLaunch(OpBuilder &b, Location loc, Value grid, int64_t threads,
                    StringRef name,
-                   function_ref<void(OpBuilder &, gpu::LaunchOp)> build) {
+                   function_ref<void(OpBuilder &, gpu::LaunchOp)> build,
+                   int64_t cluster) {
   Value one = cIndex(b, loc, 1);
-  auto launch = gpu::LaunchOp::create(b, loc, grid, one, one,
-                                      cIndex(b, loc, threads), one, one);
+  Value clusterX = cluster > 1 ? cIndex(b, loc, cluster) : Value();
+  auto launch = gpu::LaunchOp::create(
+      b, loc, grid, one, one, cIndex(b, loc, threads), one, one,
+      /*dynamicSharedMemorySize=*/nullptr, /*asyncTokenType=*/nullptr,
+      /*asyncDependencies=*/{}, /*workgroupAttributions=*/{},
+      /*privateAttributions=*/{}, clusterX, clusterX ? one : Value(),
+      clusterX ? one : Value());
+  // The builder gives the body the block arguments of a launch without
+  // clusters only; the cluster ids and sizes follow the first twelve.
+  Block &body = launch.getBody().front();
+  if (clusterX && body.getNumArguments() + 6 ==
+                      launch.getNumConfigRegionAttributes())
+    for (unsigned i = 0; i < 6; ++i)
+      body.insertArgument(body.getNumArguments(), b.getIndexType(), loc);
   // All kernels of a function go to one gpu.module (one PTX file).
   auto func = launch->getParentOfType<func::FuncOp>();
   launch.setModuleAttr(FlatSymbolRefAttr::get(

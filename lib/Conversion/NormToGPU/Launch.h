@@ -21,11 +21,13 @@ void yieldFrom(OpBuilder &b, Location loc, ValueRange values);
 
 /// A `gpu.launch` of `grid` blocks of `threads` threads whose body `build`
 /// fills (given block id x and thread id x); the kernel is named `name` and
-/// goes to the function's one gpu.module.
+/// goes to the function's one gpu.module. With `cluster` > 1 the blocks
+/// form clusters of that many consecutive blocks (`grid` counts blocks).
 gpu::LaunchOp
 createLaunch(OpBuilder &b, Location loc, Value grid, int64_t threads,
              StringRef name,
-             function_ref<void(OpBuilder &, gpu::LaunchOp)> build);
+             function_ref<void(OpBuilder &, gpu::LaunchOp)> build,
+             int64_t cluster = 1);
 
 /// A shared-memory buffer of the kernel (a workgroup attribution).
 Value addSharedBuffer(gpu::LaunchOp launch, ArrayRef<int64_t> shape,

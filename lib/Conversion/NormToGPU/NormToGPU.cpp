@@ -130,14 +130,16 @@ struct MapToGPUPass : public norm::impl::NormMapToGPUBase<MapToGPUPass> {
 
   /// Records a launched kernel, in the manifest's terms
   /// (norm/Support/ManifestSchema.h); `columns` is the `columns` rule's
-  /// columns per block.
+  /// columns per block. A row kernel's cluster is recorded only above 1
+  /// (absent: no cluster).
   void record(OpBuilder &b, StringRef name, norm::manifest::KernelKind kind,
               int64_t threads, norm::manifest::GridRule grid,
               int64_t columns = 0, const Geometry *g = nullptr) {
     kernels.push_back(norm::KernelAttr::get(
         b.getContext(), name, kind, threads, grid, columns, g ? g->lanes : 0,
         g ? g->rows : 0, g ? g->vec : 0,
-        g ? std::optional<bool>(g->registers) : std::nullopt));
+        g ? std::optional<bool>(g->registers) : std::nullopt,
+        g && g->cluster > 1 ? g->cluster : 0));
   }
 
   /// Launches the kernel of one tagged nest and records it.
@@ -169,7 +171,7 @@ struct MapToGPUPass : public norm::impl::NormMapToGPUBase<MapToGPUPass> {
     case norm::Stage::Forward: {
       bool forward = stage == norm::Stage::Forward;
       FailureOr<norm::RowNest> rn = norm::analyzeRowNest(
-          nest, forward, threads, maxRegisterElements, *target);
+          nest, forward, threads, maxRegisterElements, cluster, *target);
       if (failed(rn))
         return failure();
       norm::buildRowKernel(*rn, name);
@@ -205,6 +207,20 @@ struct MapToGPUPass : public norm::impl::NormMapToGPUBase<MapToGPUPass> {
              "N) or a power of two, a multiple of "
           << target->warpSize << " and at most " << target->maxThreadsPerBlock
           << ", got " << static_cast<int64_t>(threads);
+      return signalPassFailure();
+    }
+    if (cluster < 0 || cluster > norm::kMaxClusterBlocks) {
+      emitError(func.getLoc())
+          << "norm-map-to-gpu: cluster must be 0 (chosen), 1 (never) or 2 to "
+          << norm::kMaxClusterBlocks << ", got "
+          << static_cast<int64_t>(cluster);
+      return signalPassFailure();
+    }
+    if (cluster > 1 && target->maxClusterBlocks < cluster) {
+      emitError(func.getLoc())
+          << "norm-map-to-gpu: cluster=" << static_cast<int64_t>(cluster)
+          << " needs thread-block clusters of that size, which " << chip
+          << " does not have (sm_90 and newer do)";
       return signalPassFailure();
     }
     // A dim of a constant index out of range is undefined behaviour that

@@ -18,6 +18,7 @@
 #include "norm/Dialect/Norm/IR/StageContract.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -66,6 +67,7 @@ SmallVector<memref::StoreOp> norm::partialRowStores(RowNest &rn) {
 FailureOr<RowNest> norm::analyzeRowNest(scf::ForOp nest, bool forward,
                                         int64_t threads,
                                         int64_t maxRegisterElements,
+                                        int64_t cluster,
                                         const TargetInfo &target) {
   FailureOr<scf::ForOp> rows = checkRowNestShape(nest, forward);
   if (failed(rows))
@@ -108,6 +110,9 @@ FailureOr<RowNest> norm::analyzeRowNest(scf::ForOp nest, bool forward,
     shape.partials = PartialSums::Atomic;
   if (shape.partials == PartialSums::Deterministic)
     shape.partialRows = partialRowStores(rn).size();
+  shape.splittable = !forward && (shape.partials == PartialSums::Deterministic ||
+                                  shape.partials == PartialSums::None);
+  shape.cluster = cluster;
   rn.geometry = chooseRowGeometry(shape, target);
   if (!rn.geometry.registers)
     uncacheRows(rn.rows);
@@ -127,13 +132,22 @@ void norm::buildRowKernel(RowNest &rn, StringRef name) {
     grid = arith::CeilDivUIOp::create(b, loc, m, cIndex(b, loc, g.rows));
   } else {
     grid = nest.getUpperBound();
+    // A cluster of C consecutive blocks per program.
+    if (g.cluster > 1)
+      grid = arith::MulIOp::create(b, loc, grid, cIndex(b, loc, g.cluster));
   }
   createLaunch(
-      b, loc, grid, g.threads, name, [&](OpBuilder &kb, gpu::LaunchOp launch) {
+      b, loc, grid, g.threads, name,
+      [&](OpBuilder &kb, gpu::LaunchOp launch) {
         std::unique_ptr<RowKernel> kernel =
             g.registers ? makeRegisterRowKernel(kb, loc, rn, launch)
                         : makeLoopedRowKernel(kb, loc, rn, launch);
         Value p = launch.getBlockIds().x;
+        if (g.cluster > 1) {
+          Value c = cIndex(kb, loc, g.cluster);
+          kernel->slice = arith::RemUIOp::create(kb, loc, p, c);
+          p = arith::DivUIOp::create(kb, loc, p, c);
+        }
         Value lo, hi;
         IRMapping pm;
         if (forward) {
@@ -151,16 +165,20 @@ void norm::buildRowKernel(RowNest &rn, StringRef name) {
           hi = pm.lookupOrDefault(rn.rows.getUpperBound());
         }
         kernel->emit(lo, hi, pm);
-      });
+      },
+      g.cluster);
 }
 
 Value RowKernel::c(int64_t v) { return cIndex(b, loc, v); }
 
 Value RowKernel::columnOf(OpBuilder &rb, Value chunk, int64_t e) {
   auto ci = [&](int64_t v) { return cIndex(rb, loc, v); };
+  auto inRow = [&](Value j) {
+    return colBase ? arith::AddIOp::create(rb, loc, colBase, j) : j;
+  };
   if (layout == Layout::Vector || g.vec == 1)
-    return arith::AddIOp::create(
-        rb, loc, arith::MulIOp::create(rb, loc, chunk, ci(g.vec)), ci(e));
+    return inRow(arith::AddIOp::create(
+        rb, loc, arith::MulIOp::create(rb, loc, chunk, ci(g.vec)), ci(e)));
   // (chunk - lane) V + lane = k L V + lane.
   Value first = arith::AddIOp::create(
       rb, loc,
@@ -168,7 +186,20 @@ Value RowKernel::columnOf(OpBuilder &rb, Value chunk, int64_t e) {
                             arith::SubIOp::create(rb, loc, chunk, lane),
                             ci(g.vec)),
       lane);
-  return arith::AddIOp::create(rb, loc, first, ci(e * g.lanes));
+  return inRow(arith::AddIOp::create(rb, loc, first, ci(e * g.lanes)));
+}
+
+bool RowKernel::groupWhole(int64_t k) const {
+  int64_t before = g.cluster > 1 ? (g.cluster - 1) * g.sliceColumns : 0;
+  return before + (k + 1) * g.lanes * g.vec <= *g.n;
+}
+
+Value RowKernel::rowChunk(OpBuilder &rb, Value chunk) {
+  if (!colBase)
+    return chunk;
+  return arith::AddIOp::create(
+      rb, loc, chunk,
+      arith::DivUIOp::create(rb, loc, colBase, cIndex(rb, loc, g.vec)));
 }
 
 bool RowKernel::groupInRange(std::optional<int64_t> k) const {
@@ -179,7 +210,7 @@ bool RowKernel::groupInRange(std::optional<int64_t> k) const {
   if (layout == Layout::Vector && *g.n % g.vec == 0)
     return true;
   if (k)
-    return (*k + 1) * g.lanes * g.vec <= *g.n;
+    return groupWhole(*k);
   // A chunk loop: every group is whole when N is a multiple of L V.
   return *g.n % (g.lanes * g.vec) == 0;
 }
@@ -337,7 +368,8 @@ void RowKernel::emitChunk(OpBuilder &rb, scf::ForOp loop, IRMapping &m,
   }
   // One 16-byte access per row memref the body reads, V elements, one
   // access per row memref it writes.
-  Value j0 = arith::MulIOp::create(rb, loc, chunk, cIndex(rb, loc, g.vec));
+  Value j0 = arith::MulIOp::create(rb, loc, rowChunk(rb, chunk),
+                                   cIndex(rb, loc, g.vec));
   DenseMap<Value, Value> vectors;
   DenseMap<Value, SmallVector<Value>> stores;
   SmallVector<Value> storeOrder;
@@ -406,7 +438,8 @@ void RowKernel::emitColumnLoop(OpBuilder &rb, scf::ForOp loop, IRMapping &m,
     if (!groupInRange(k)) {
       Value end = arith::AddIOp::create(
           cb, loc,
-          arith::MulIOp::create(cb, loc, chunk, cIndex(cb, loc, g.vec)),
+          arith::MulIOp::create(cb, loc, rowChunk(cb, chunk),
+                                cIndex(cb, loc, g.vec)),
           cIndex(cb, loc, g.vec));
       Value whole =
           arith::CmpIOp::create(cb, loc, arith::CmpIPredicate::ule, end, n);
@@ -472,12 +505,69 @@ SmallVector<Value> RowKernel::crossLaneReduce(ValueRange partials) {
     v = s;
   }
   gpu::BarrierOp::create(b, loc);
+  if (g.cluster > 1)
+    return crossClusterReduce(vals);
   return vals;
+}
+
+void RowKernel::clusterBarrier() {
+  UnitAttr aligned = b.getUnitAttr();
+  NVVM::ClusterArriveOp::create(b, loc, aligned);
+  NVVM::ClusterWaitOp::create(b, loc, aligned);
+}
+
+SmallVector<Value> RowKernel::crossClusterReduce(ValueRange vals) {
+  // Thread 0 puts the block's sums in its slots for this row's parity; after
+  // the cluster barrier every thread adds the C blocks' slots in rank order.
+  // Two rows' slots: a block writes row r + 2's only after the barrier of
+  // row r + 1, which every block passes after reading row r's.
+  assert(vals.size() <= size_t(kClusterSumSlots) && "too many in-row sums");
+  if (clusterReductions == clusterScratch.size())
+    clusterScratch.push_back(addSharedBuffer(
+        launch, {2 * kClusterSumSlots}, b.getF32Type(), loc));
+  Value scratch = clusterScratch[clusterReductions++];
+  Value first = arith::MulIOp::create(b, loc, rowParity, c(kClusterSumSlots));
+  Value leader =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid, c(0));
+  scf::IfOp::create(b, loc, leader, [&](OpBuilder &ib, Location) {
+    for (auto [i, v] : llvm::enumerate(vals))
+      memref::StoreOp::create(
+          ib, loc, v, scratch,
+          ValueRange{arith::AddIOp::create(ib, loc, first, c(i))});
+    scf::YieldOp::create(ib, loc);
+  });
+  clusterBarrier();
+  // The slots' address in this block's shared memory, mapped to each rank's.
+  MLIRContext *ctx = b.getContext();
+  auto shared = LLVM::LLVMPointerType::get(ctx, 3);
+  auto cluster = LLVM::LLVMPointerType::get(ctx, 7);
+  Value address = arith::IndexCastUIOp::create(
+      b, loc, b.getI64Type(),
+      memref::ExtractAlignedPointerAsIndexOp::create(b, loc, scratch));
+  Value local = LLVM::IntToPtrOp::create(b, loc, shared, address);
+  SmallVector<Value> sums;
+  for (size_t i = 0; i < vals.size(); ++i) {
+    Value slot = arith::IndexCastUIOp::create(
+        b, loc, b.getI64Type(), arith::AddIOp::create(b, loc, first, c(i)));
+    Value at = LLVM::GEPOp::create(b, loc, shared, b.getF32Type(), local,
+                                   ArrayRef<LLVM::GEPArg>{slot});
+    Value sum;
+    for (int64_t r = 0; r < g.cluster; ++r) {
+      Value rank = arith::ConstantIntOp::create(b, loc, r, 32);
+      Value remote = NVVM::MapaOp::create(b, loc, cluster, at, rank);
+      Value v = LLVM::LoadOp::create(b, loc, b.getF32Type(), remote);
+      sum = sum ? arith::AddFOp::create(b, loc, sum, v).getResult() : v;
+    }
+    sums.push_back(sum);
+  }
+  return sums;
 }
 
 void RowKernel::emit(Value lo, Value hi, const IRMapping &programMap) {
   base = programMap;
   tid = launch.getThreadIds().x;
+  if (g.cluster > 1)
+    colBase = arith::MulIOp::create(b, loc, slice, c(g.sliceColumns));
   lane = arith::RemUIOp::create(b, loc, tid, c(g.lanes));
   subgroup = arith::DivUIOp::create(b, loc, tid, c(g.lanes));
   Block *rowBody = nest.rows.getBody();
@@ -564,6 +654,17 @@ void RowKernel::emitRows(Value lo, Value hi) {
   base.map(nest.rows.getInductionVar(), rowIV);
   Value laneZero =
       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane, c(0));
+  if (g.cluster > 1) {
+    // One row at a time (S = 1): the row's parity picks its cluster slots.
+    rowParity = arith::RemUIOp::create(
+        b, loc, arith::SubIOp::create(b, loc, waves.getInductionVar(), lo),
+        c(2));
+    clusterReductions = 0;
+    // A per-row side effect is the first block's.
+    laneZero = arith::AndIOp::create(
+        b, loc, laneZero,
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, slice, c(0)));
+  }
 
   for (Operation &op : rowBody->without_terminator()) {
     if (auto loop = dyn_cast<scf::ForOp>(op)) {
@@ -634,5 +735,8 @@ void RowKernel::emitRows(Value lo, Value hi) {
                       });
   }
   b.setInsertionPointAfter(waves);
+  // No block may leave while another can still read its slots.
+  if (g.cluster > 1)
+    clusterBarrier();
   writePartialRows();
 }

@@ -45,6 +45,10 @@ public:
   /// program loop's values to the kernel's.
   void emit(Value lo, Value hi, const IRMapping &programMap);
 
+  /// With a cluster (Geometry::cluster > 1): the block's rank in its
+  /// cluster, whose slice of every row it owns (set before `emit`).
+  Value slice;
+
 protected:
   using ChunkBody =
       function_ref<void(OpBuilder &, Value chunk, std::optional<int64_t> k,
@@ -98,8 +102,14 @@ protected:
   /// In the vector body of a two-body kernel the rows are known aligned:
   /// whole groups issue their loads together, with no per-chunk check.
   bool knownAligned = false;
-  /// The column of element e of the lane's chunk `chunk` (= k L + lane).
+  /// The column of element e of the lane's chunk `chunk` (= k L + lane),
+  /// in the block's slice of the row (from colBase).
   Value columnOf(OpBuilder &rb, Value chunk, int64_t e);
+  /// Whether group k of every block of a cluster lies below N (with no
+  /// cluster: (k + 1) L V <= N).
+  bool groupWhole(int64_t k) const;
+  /// `chunk` of the block's slice as a chunk of the whole row.
+  Value rowChunk(OpBuilder &rb, Value chunk);
   /// `mem`, cast to a static unit innermost stride if its type leaves it
   /// dynamic (for 16-byte accesses, which run only when it is 1).
   Value unitInnerStride(OpBuilder &rb, Value mem);
@@ -117,6 +127,9 @@ protected:
   Geometry g;
   gpu::LaunchOp launch;
   Value tid, lane, subgroup, rowIV, rowActive, aligned;
+  /// First column of the block's slice (null without a cluster), and the
+  /// parity of the current row within the program (its cluster slots).
+  Value colBase, rowParity;
   IRMapping base; // program-level values -> kernel values
 
 private:
@@ -133,11 +146,20 @@ private:
                    DenseMap<Value, SmallVector<Value>> *stores,
                    SmallVector<Value> &carried);
   SmallVector<Value> crossLaneReduce(ValueRange partials);
+  /// The block sums `vals` of every block of the cluster, added in rank
+  /// order through distributed shared memory.
+  SmallVector<Value> crossClusterReduce(ValueRange vals);
+  /// barrier.cluster.arrive (release) + wait (acquire), every thread.
+  void clusterBarrier();
   /// `if (row active && thread 0) { body }`: the block's one lock holder.
   void onLeader(function_ref<void(OpBuilder &, IRMapping &)> body);
 
   DenseMap<Value, Value> reduced;      // loop results -> reduced sums
   SmallVector<Value> crossWarpScratch; // one slot per warp, per sum
+  /// [2 x kClusterSumSlots] per in-row reduction of a row (cluster only),
+  /// and how many of them the current row has used.
+  SmallVector<Value> clusterScratch;
+  unsigned clusterReductions = 0;
 };
 
 /// The register regime (RowRegisters.cpp) and the looped one (RowLooped.cpp).

@@ -104,16 +104,21 @@ void RegisterRowKernel::walkChunks(OpBuilder &rb, Value chunks,
   // In the vector layout a chunk past the last one is skipped whole; in the
   // interleaved layout such a lane still owns columns below N, which the
   // chunk bounds element by element.
+  // With a cluster, `chunk` counts from the block's slice; a chunk is in
+  // the row when its place in the row is (every block's, for the static
+  // test).
   int64_t numChunks = llvm::divideCeil(*g.n, g.vec);
+  int64_t before = g.cluster > 1 ? (g.cluster - 1) * g.sliceColumns / g.vec : 0;
   for (int64_t k = 0; k < g.chunksPerLane; ++k) {
     Value chunk =
         arith::AddIOp::create(rb, loc, lane, cIndex(rb, loc, k * g.lanes));
-    if (layout == Layout::Interleaved || (k + 1) * g.lanes <= numChunks) {
+    if (layout == Layout::Interleaved ||
+        before + (k + 1) * g.lanes <= numChunks) {
       chunkBody(rb, chunk, k, carried);
       continue;
     }
     Value inRange = arith::CmpIOp::create(rb, loc, arith::CmpIPredicate::ult,
-                                          chunk, chunks);
+                                          rowChunk(rb, chunk), chunks);
     auto ifOp = scf::IfOp::create(rb, loc, TypeRange(ValueRange(carried)),
                                   inRange, /*withElseRegion=*/true);
     OpBuilder tb = ifOp.getThenBodyBuilder();
@@ -180,17 +185,22 @@ void RegisterRowKernel::writePartialRows() {
   Value p = base.lookup(nest.programIV);
   if (partialsInShared())
     gpu::BarrierOp::create(b, loc);
+  // With a cluster, the block's slice of columns: local column jl is row
+  // column colBase + jl.
+  int64_t span = g.cluster > 1 ? g.sliceColumns : n;
+  bool sliceInRow = g.cluster == 1 || g.cluster * g.sliceColumns == n;
   for (auto [ws, accumulator] : partialArrays) {
     // Lambdas do not capture structured bindings before C++20 (clang).
     Value acc = accumulator;
     Value wsK = base.lookupOrDefault(ws);
     if (partialsInShared()) {
       scf::ForOp::create(
-          b, loc, tid, c(n), c(g.threads), ValueRange{},
+          b, loc, tid, c(span), c(g.threads), ValueRange{},
           [&](OpBuilder &fb, Location, Value j, ValueRange) {
             // Vector layout: column j is element e of chunk c = j / V, which
             // lane c % L holds as its chunk k = c / L. Interleaved layout:
             // slot (k V + e) L + lane is column k L V + e L + lane = j.
+            // (j counts from the block's slice.)
             auto ci = [&](int64_t v) { return cIndex(fb, loc, v); };
             Value slot = j;
             if (layout == Layout::Vector) {
@@ -210,7 +220,19 @@ void RegisterRowKernel::writePartialRows() {
                   owner);
             }
             Value v = memref::LoadOp::create(fb, loc, acc, ValueRange{slot});
-            memref::StoreOp::create(fb, loc, v, wsK, ValueRange{p, j});
+            if (sliceInRow) {
+              Value col = colBase ? arith::AddIOp::create(fb, loc, colBase, j)
+                                  : j;
+              memref::StoreOp::create(fb, loc, v, wsK, ValueRange{p, col});
+            } else {
+              Value col = arith::AddIOp::create(fb, loc, colBase, j);
+              Value inRow = arith::CmpIOp::create(
+                  fb, loc, arith::CmpIPredicate::ult, col, ci(n));
+              scf::IfOp::create(fb, loc, inRow, [&](OpBuilder &ib, Location) {
+                memref::StoreOp::create(ib, loc, v, wsK, ValueRange{p, col});
+                scf::YieldOp::create(ib, loc);
+              });
+            }
             scf::YieldOp::create(fb, loc);
           });
       continue;
@@ -223,7 +245,7 @@ void RegisterRowKernel::writePartialRows() {
           Value j = columnOf(b, chunk, e);
           Value v =
               memref::LoadOp::create(b, loc, acc, ValueRange{c(k * g.vec + e)});
-          if ((k + 1) * g.lanes * g.vec <= n) {
+          if (groupWhole(k)) {
             memref::StoreOp::create(b, loc, v, wsK, ValueRange{p, j});
             continue;
           }

@@ -33,6 +33,10 @@ std::optional<TargetInfo> TargetInfo::get(llvm::StringRef chip) {
                            .Cases({"sm_89", "sm_90"}, 78)
                            .Case("sm_90a", 80)
                            .Default(80);
+  // Thread-block clusters (and distributed shared memory) came with sm_90;
+  // 8 blocks is the portable cluster size.
+  if (chip.starts_with("sm_90"))
+    info.maxClusterBlocks = 8;
   return info;
 }
 

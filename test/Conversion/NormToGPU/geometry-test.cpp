@@ -7,7 +7,11 @@
 //    dynamic N -> looped);
 //  * the determinism rule: for every chip TargetInfo knows, everything that
 //    fixes the order of a dweight/dbias sum (lanes, rows, vector, chunks,
-//    regime, where the partials live) is the same as for every other chip;
+//    regime, where the partials live) is the same as for every other chip,
+//    except where a chip with clusters splits a row that every chip takes
+//    one row at a time per block (dweight/dbias keep their order there);
+//  * the cluster regime: which N it takes, and that it never does without
+//    clusters, for the forward, or for atomic / locked;
 //  * that the chip-independent shared-memory constant fits every chip.
 // Prints one line per failed check and exits non-zero if any failed.
 //
@@ -41,6 +45,7 @@ struct Strategy {
   const char *name;
   PartialSums partials;
   int64_t partialRows;
+  bool forward = false;
 };
 } // namespace
 
@@ -51,7 +56,9 @@ static std::string describe(std::optional<int64_t> n, const DType &d,
 }
 
 static std::string show(const Geometry &g) {
-  return "lanes=" + std::to_string(g.lanes) +
+  return "threads=" + std::to_string(g.threads) +
+         " cluster=" + std::to_string(g.cluster) +
+         " lanes=" + std::to_string(g.lanes) +
          " rows=" + std::to_string(g.rows) + " vec=" + std::to_string(g.vec) +
          " K=" + std::to_string(g.chunksPerLane) +
          " registers=" + std::to_string(g.registers) +
@@ -66,13 +73,17 @@ static bool sameOrder(const Geometry &a, const Geometry &b) {
          a.vec == b.vec && a.registers == b.registers &&
          a.chunksPerLane == b.chunksPerLane && a.n == b.n && a.warp == b.warp &&
          a.partials == b.partials && a.sharedBytes == b.sharedBytes &&
-         a.layouts == b.layouts;
+         a.layouts == b.layouts && a.cluster == b.cluster &&
+         a.sliceColumns == b.sliceColumns;
 }
 
 static Geometry geometry(std::optional<int64_t> n, int64_t bytes,
                          const Strategy &s, const TargetInfo &t,
-                         int64_t threads = 256) {
+                         int64_t threads = 256, int64_t cluster = 0) {
   RowShape shape;
+  shape.splittable = s.partials == PartialSums::Deterministic ||
+                     (s.partials == PartialSums::None && !s.forward);
+  shape.cluster = cluster;
   shape.n = n;
   shape.elementBytes = bytes;
   shape.threads = threads;
@@ -84,10 +95,12 @@ static Geometry geometry(std::optional<int64_t> n, int64_t bytes,
 
 int main() {
   const std::vector<std::optional<int64_t>> ns = {
-      1, 3, 24, 128, 1000, 4095, 4096, 8192, 16384, 65536, std::nullopt};
+      1,     3,     24,    128,   1000,   4095,   4096,  5120,
+      8192,  10000, 16384, 24576, 49152,  65536,  65537, 100003,
+      262144, std::nullopt};
   const DType dtypes[] = {{"f32", 4}, {"f16", 2}, {"bf16", 2}};
   const Strategy strategies[] = {
-      {"forward", PartialSums::None, 0},
+      {"forward", PartialSums::None, 0, /*forward=*/true},
       {"deterministic-rms", PartialSums::Deterministic, 1},
       {"deterministic-layer", PartialSums::Deterministic, 2},
       {"grouped_atomic", PartialSums::Atomic, 0},
@@ -119,12 +132,24 @@ int main() {
           check(ref.lanes * ref.rows == ref.threads &&
                     (threads == 0 || ref.threads == threads),
                 what + ": lanes * rows != threads: " + show(ref));
+          check(ref.cluster == 1,
+                what + ": a cluster on " + first.chip + ": " + show(ref));
           for (llvm::StringRef chip : TargetInfo::knownChips()) {
-            Geometry g =
-                geometry(n, d.bytes, s, *TargetInfo::get(chip), threads);
-            check(sameOrder(ref, g), what + ": " + chip.str() + " gives " +
-                                         show(g) + ", " + first.chip +
-                                         " gives " + show(ref));
+            TargetInfo t = *TargetInfo::get(chip);
+            Geometry g = geometry(n, d.bytes, s, t, threads);
+            if (sameOrder(ref, g))
+              continue;
+            // Only a split row, where both take a row at a time per block.
+            check(g.cluster > 1 && t.maxClusterBlocks >= g.cluster &&
+                      ref.rows == 1 && samePartialOrder(ref, g),
+                  what + ": " + chip.str() + " gives " + show(g) + ", " +
+                      first.chip + " gives " + show(ref));
+            check(g.sharedBytes <= kGuaranteedStaticSharedBytes &&
+                      g.lanes == g.threads && g.rows == 1 &&
+                      g.sliceColumns == g.chunksPerLane * g.lanes * g.vec &&
+                      n && (g.cluster - 1) * g.sliceColumns < *n &&
+                      g.cluster * g.sliceColumns >= *n,
+                  what + ": " + chip.str() + ": a bad split " + show(g));
           }
         }
 
@@ -226,6 +251,52 @@ int main() {
     check(partialsSharedBytes(geometry(1000, bf16.bytes, rms, first, 1024),
                               1) <= kPartialsSharedBytes,
           "N=1000 bf16 rms threads=1024: partial rows over budget");
+  }
+
+  // The cluster regime (sm_90, threads and cluster chosen): where a block
+  // per row would loop or keep more than kClusterShare elements a lane and
+  // its partial sums in registers; the split with the best clusterScore
+  // (slots used x row elements resident per SM), ties to fewer blocks.
+  {
+    TargetInfo hopper = *TargetInfo::get("sm_90");
+    auto split = [&](int64_t n, const DType &d, const Strategy &s,
+                     int64_t cluster, int64_t threads, int64_t k,
+                     PartialsHome partials, int64_t option = 0) {
+      Geometry g = geometry(n, d.bytes, s, hopper, 0, option);
+      check(g.cluster == cluster && g.threads == threads &&
+                g.chunksPerLane == k && g.registers &&
+                g.partials == partials,
+            describe(n, d, s) + " sm_90: got " + show(g));
+    };
+    split(8192, bf16, layer, 2, 256, 2, PartialsHome::Shared);
+    split(5120, bf16, layer, 3, 128, 2, PartialsHome::Shared); // 3 x 2048
+    split(65536, bf16, layer, 8, 512, 2, PartialsHome::Registers);
+    split(65536, bf16, rms, 8, 512, 2, PartialsHome::Shared);
+    split(50000, f32, rms, 7, 512, 4, PartialsHome::Shared); // 7 x 8192
+    split(24576, bf16, layer, 6, 256, 2, PartialsHome::Shared);
+    split(10000, bf16, layer, 5, 128, 2, PartialsHome::Shared); // 98% of slots
+    // The option forces a size (N = 16384 RMSNorm: 4 x 4096 columns).
+    split(16384, bf16, rms, 4, 256, 2, PartialsHome::Shared, 4);
+    auto unsplit = [&](std::optional<int64_t> n, const DType &d,
+                       const Strategy &s, int64_t option = 0) {
+      Geometry g = geometry(n, d.bytes, s, hopper, 0, option);
+      check(g.cluster == 1 && g.sliceColumns == 0,
+            describe(n, d, s) + " sm_90: a cluster: " + show(g));
+    };
+    unsplit(4096, bf16, layer); // 64 registers (ptxas: 63)
+    unsplit(8192, bf16, rms);   // its partial row in shared memory
+    unsplit(5120, bf16, rms);
+    unsplit(24, bf16, rms);     // several rows in flight
+    unsplit(65537, bf16, layer); // 16 a lane would need 9 blocks: looped
+    unsplit(262144, bf16, rms);
+    unsplit(std::nullopt, bf16, rms);
+    unsplit(65536, bf16, fwd);
+    unsplit(65536, bf16, atomic);
+    unsplit(65536, bf16, locked);
+    unsplit(65536, bf16, layer, /*option=*/1);
+    // Without clusters the option changes nothing.
+    Geometry g = geometry(65536, bf16.bytes, layer, first, 0, 8);
+    check(g.cluster == 1 && !g.registers, "sm_80 cluster=8: " + show(g));
   }
 
   if (failures)

@@ -3,7 +3,7 @@
 
 // Round trips of #norm.kernel, the launch record of norm-map-to-gpu: every
 // kind and grid rule by the names of norm/Support/ManifestSchema.h, the
-// optional geometry, and keys in any order (printed in one).
+// optional geometry and cluster, and keys in any order (printed in one).
 
 // CHECK-LABEL: func @records
 // CHECK-SAME: norm.kernels = [
@@ -20,6 +20,34 @@ func.func @records() attributes {norm.kernels = [
     #norm.kernel<name = "h", kind = zero, block = 32, grid = constant>]} {
   return
 }
+
+// -----
+
+// A row kernel in thread-block clusters: `cluster` printed last, as the
+// other optional keys wherever it was written.
+// CHECK-LABEL: func @clustered
+// CHECK-SAME: #norm.kernel<name = "f_dx_1", kind = dx, block = 512, grid = programs, lanes = 512, rows = 1, vector = 8, registers = true, cluster = 4>,
+// CHECK-SAME: #norm.kernel<name = "f_dx_2", kind = dx, block = 256, grid = programs, cluster = 8>]
+func.func @clustered() attributes {norm.kernels = [
+    #norm.kernel<name = "f_dx_1", kind = dx, block = 512, grid = programs, lanes = 512, rows = 1, vector = 8, registers = true, cluster = 4>,
+    #norm.kernel<cluster = 8, name = "f_dx_2", kind = dx, block = 256, grid = programs>]} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{#norm.kernel: cluster must be in [1, 8], got 9}}
+func.func @cluster_too_large() attributes {k = #norm.kernel<name = "k", kind = dx, block = 32, grid = programs, cluster = 9>}
+
+// -----
+
+// expected-error @+1 {{#norm.kernel: cluster must be in [1, 8], got -2}}
+func.func @cluster_negative() attributes {k = #norm.kernel<name = "k", kind = dx, block = 32, grid = programs, cluster = -2>}
+
+// -----
+
+// expected-error @+1 {{#norm.kernel: cluster > 1 only goes with grid = programs (G clusters of blocks), got grid = row_blocks}}
+func.func @cluster_without_programs() attributes {k = #norm.kernel<name = "k", kind = forward, block = 32, grid = row_blocks, rows = 4, cluster = 2>}
 
 // -----
 

@@ -4,11 +4,16 @@
 // function of the nest's shape: no IR here, so it is unit-tested on its own
 // (test/Conversion/NormToGPU/geometry-test.cpp).
 //
-// The determinism rule: everything that fixes the order of a floating-point
-// sum (lanes per row, rows in flight, vector width, chunks per lane, regime)
-// is a function of (N, element type, strategy, pass options) only. Where a
-// decision needs a shared-memory budget, it reads the chip-independent
+// The determinism rule: everything that fixes the order of a dweight/dbias
+// sum is a function of (N, element type, strategy, pass options) only. Where
+// a decision needs a shared-memory budget, it reads the chip-independent
 // kGuaranteedStaticSharedBytes, never TargetInfo::maxStaticSharedBytes.
+// The one chip-dependent choice, splitting a row over a thread-block
+// cluster (sm_90), is only ever made where the geometry without it takes
+// one row at a time per block (rows == 1): there, every regime adds a
+// column's contributions in the program's row order, one row after the
+// other, so dweight/dbias keep their bits; only dx's in-row sums (over the
+// cluster's blocks, then within each) take another order.
 //
 //===----------------------------------------------------------------------===//
 
@@ -86,6 +91,42 @@ inline constexpr int64_t kThreadCandidates[] = {256, 128, 512};
 /// 65536 in the register regime at 32 registers and spill 3-7 KB.
 inline constexpr int64_t kLoopedThreads = 512;
 
+/// Registers a thread of a register-regime kernel needs, estimated: the
+/// two row caches (x, dy; f32), the partial sums when they live in
+/// registers, the loads in flight when a share above kBatchedLoadsShare
+/// issues them at once, and what the index arithmetic and the sums take
+/// besides. Against ptxas -v (sm_90, bf16): 64 estimated / 63-64 used at
+/// 16 elements in shared memory, 96 / 109-119 at 16 in registers (LayerNorm,
+/// 512 threads), 128 / 120 at 32 (RMSNorm, shared), 152 / 159 at 24
+/// (LayerNorm, registers).
+inline constexpr int64_t kRegisterOverhead = 32;
+/// A split block is not to need more registers than this (by the
+/// estimate); it is also what ptxas gives a 512-thread block.
+inline constexpr int64_t kClusterRegisterLimit = 128;
+/// The register file and the threads of an SM (every chip with clusters).
+inline constexpr int64_t kRegistersPerSM = 65536;
+inline constexpr int64_t kThreadsPerSM = 2048;
+/// Resident threads per SM, each with kClusterShare elements of a row, that
+/// a split geometry counts as fully busy: four 256-thread blocks of 16
+/// elements a lane, which is what LayerNorm N = 4096 (69% of copy) and a
+/// split LayerNorm N = 8192 (2 x 256 threads, 62%) run with; a split with
+/// one 512-thread block per SM (N = 10000-65536 in the first version) ran
+/// at 22-39%.
+inline constexpr int64_t kClusterResidentThreads = 1024;
+/// The largest lane share of a block of a cluster (elements per thread per
+/// row array): one vector body, loads chunk by chunk. ptxas -v, sm_90, on
+/// the first version, which allowed up to 64: LayerNorm bf16 at 24
+/// elements took 228 registers (N = 10000, 256 threads) or spilled 648
+/// bytes (N = 24576, 512 threads), RMSNorm at 32 with its partial row in
+/// registers spilled 152-256 bytes (N = 32768-131072); at 16, 64-109
+/// registers and no spills.
+inline constexpr int64_t kClusterShare = kBatchedLoadsShare;
+/// The portable cluster sizes (2 to 8) the option may force.
+inline constexpr int64_t kMaxClusterBlocks = 8;
+/// In-row sums a split row may have (LayerNorm's dx has two): each block's
+/// share of them goes to a slot its cluster reads, for two rows at a time.
+inline constexpr int64_t kClusterSumSlots = 4;
+
 /// What the geometry is chosen from.
 struct RowShape {
   std::optional<int64_t> n; // columns, when static
@@ -95,6 +136,13 @@ struct RowShape {
   PartialSums partials = PartialSums::None;
   /// f32 partial rows the kernel accumulates (dweight, dbias): 0, 1 or 2.
   int64_t partialRows = 0;
+  /// Whether the kernel may split its rows over a cluster: a `dx` kernel
+  /// of the `deterministic` strategy or without dweight/dbias.
+  bool splittable = false;
+  /// The pass's `cluster` option: 0 chosen (when `threads` is 0 too), 1
+  /// never, C in [2, 8] a cluster of C (or fewer, as the slices need)
+  /// whenever the row is splittable.
+  int64_t cluster = 0;
 };
 
 /// How a row nest is spread over a block.
@@ -116,6 +164,14 @@ struct Geometry {
   /// Static shared memory of the kernel: partial rows plus the cross-warp
   /// scratch.
   int64_t sharedBytes = 0;
+  /// Blocks per thread-block cluster that split each row (C; 1: a row is
+  /// one block's). With C > 1, block s of a program's cluster owns columns
+  /// [s * sliceColumns, (s + 1) * sliceColumns) of every row of the
+  /// program, and the in-row sums meet across the cluster in distributed
+  /// shared memory, in rank order. The launch has G * C blocks.
+  int64_t cluster = 1;
+  /// Columns per block of a cluster (K L V; N when cluster == 1).
+  int64_t sliceColumns = 0;
 
   /// Warps of one row (> 1: in-row sums take a shared-memory step).
   int64_t warpsPerRow() const { return lanes > warp ? lanes / warp : 1; }
@@ -125,13 +181,27 @@ struct Geometry {
     if (!registers || !n)
       return 0;
     int64_t chunks = (*n + vec - 1) / vec;
-    return double(chunks) / double(chunksPerLane * lanes);
+    return double(chunks) / double(chunksPerLane * lanes * cluster);
   }
 };
 
 /// The geometry of a row kernel. `target` supplies the warp and the widest
-/// access (the same on every chip it knows), never a budget.
+/// access (the same on every chip it knows) and whether a row may be split
+/// over a cluster, never a budget.
 Geometry chooseRowGeometry(const RowShape &shape, const TargetInfo &target);
+
+/// The registers a thread of a register-regime geometry is estimated to
+/// need (kRegisterOverhead); 0 for the looped regime.
+int64_t registerEstimate(const Geometry &g, int64_t partialRows);
+
+/// How well a split geometry uses the chip: the share of its chunk slots
+/// with columns, times the row elements its resident threads hold per SM
+/// over kClusterResidentThreads x kClusterShare (at most 1).
+double clusterScore(const Geometry &g, int64_t partialRows);
+
+/// Whether two geometries add dweight/dbias in the same order: the same
+/// geometry, or one row at a time per block in both (see the rule above).
+bool samePartialOrder(const Geometry &a, const Geometry &b);
 
 /// Shared memory the deterministic partial rows take when a kernel of
 /// geometry `g` keeps them there: one f32 slot per column and row in flight

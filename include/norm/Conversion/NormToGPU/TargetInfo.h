@@ -4,10 +4,10 @@
 // one object, so adding a chip touches one place (TargetInfo.cpp).
 //
 // What may depend on it: limits (threads per block, shared memory) that a
-// kernel must respect, and the shape of an access (warp, widest load). What
-// must not: anything that changes the order of a floating-point sum (rows in
-// flight, lanes per row, chunking), so that `deterministic` results are
-// identical on every GPU. The geometry reads `warpSize` and `maxVectorBytes`,
+// kernel must respect, the shape of an access (warp, widest load), and
+// whether a row may be split over a thread-block cluster. What must not:
+// anything that changes the order of a dweight/dbias sum, so that
+// `deterministic` dweight/dbias are identical on every GPU. The geometry reads `warpSize` and `maxVectorBytes`,
 // which do fix a sum order; the geometry unit test
 // (test/Conversion/NormToGPU/geometry-test.cpp) fails as soon as a chip here
 // would give a different geometry than the others.
@@ -36,6 +36,12 @@ struct TargetInfo {
   int64_t maxVectorBytes = 16;
   /// The oldest PTX ISA version that knows the chip, times ten (78 = 7.8).
   int64_t minPtxVersion = 70;
+  /// The most blocks a thread-block cluster may portably have (distributed
+  /// shared memory between them); 1 on chips without clusters (before
+  /// sm_90). The geometry may split a row over a cluster only where this
+  /// is > 1; such a split changes the order of dx's in-row sums only, never
+  /// that of dweight/dbias (Geometry.h).
+  int64_t maxClusterBlocks = 1;
 
   /// The facts for `chip` ("sm_80", "sm_90", ...); none for unknown chips.
   static std::optional<TargetInfo> get(llvm::StringRef chip);

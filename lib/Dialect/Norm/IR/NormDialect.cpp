@@ -110,7 +110,7 @@ Attribute KernelAttr::parse(AsmParser &p, Type) {
   std::optional<manifest::KernelKind> kind;
   std::optional<manifest::GridRule> grid;
   std::optional<int64_t> block;
-  int64_t columns = 0, lanes = 0, rows = 0, vector = 0;
+  int64_t columns = 0, lanes = 0, rows = 0, vector = 0, cluster = 0;
   std::optional<bool> registers;
   llvm::StringSet<> seen;
   SMLoc start = p.getCurrentLocation();
@@ -153,6 +153,7 @@ Attribute KernelAttr::parse(AsmParser &p, Type) {
                     : key == "lanes"   ? &lanes
                     : key == "rows"    ? &rows
                     : key == "vector"  ? &vector
+                    : key == "cluster" ? &cluster
                                        : nullptr;
     if (!slot)
       return p.emitError(loc) << "unknown key '" << key << "'";
@@ -166,7 +167,7 @@ Attribute KernelAttr::parse(AsmParser &p, Type) {
   }
   return getChecked([&] { return p.emitError(start); }, p.getContext(), name,
                     *kind, *block, *grid, columns, lanes, rows, vector,
-                    registers);
+                    registers, cluster);
 }
 
 void KernelAttr::print(AsmPrinter &p) const {
@@ -185,6 +186,7 @@ void KernelAttr::print(AsmPrinter &p) const {
   optional("vector", getVector());
   if (getRegisters())
     p << ", registers = " << (*getRegisters() ? "true" : "false");
+  optional("cluster", getCluster());
   p << ">";
 }
 
@@ -192,7 +194,8 @@ LogicalResult
 KernelAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                    StringRef name, manifest::KernelKind kind, int64_t block,
                    manifest::GridRule grid, int64_t columns, int64_t lanes,
-                   int64_t rows, int64_t vector, std::optional<bool>) {
+                   int64_t rows, int64_t vector, std::optional<bool>,
+                   int64_t cluster) {
   if (name.empty())
     return emitError() << "#norm.kernel: empty name";
   if (block < 1)
@@ -206,5 +209,16 @@ KernelAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "#norm.kernel: columns only go with grid = columns";
   if (grid == manifest::GridRule::RowBlocks && !rows)
     return emitError() << "#norm.kernel: grid = row_blocks needs rows";
+  // 0: absent (1 block per cluster, no cluster).
+  if (cluster && (cluster < manifest::field::kCluster.min ||
+                  cluster > manifest::field::kCluster.max))
+    return emitError() << "#norm.kernel: cluster must be in ["
+                       << manifest::field::kCluster.min << ", "
+                       << manifest::field::kCluster.max << "], got "
+                       << cluster;
+  if (cluster > 1 && grid != manifest::GridRule::Programs)
+    return emitError() << "#norm.kernel: cluster > 1 only goes with grid = "
+                          "programs (G clusters of blocks), got grid = "
+                       << str(manifest::toString(grid));
   return success();
 }

@@ -23,11 +23,20 @@ def Norm_KernelAttr : AttrDef<Norm_Dialect, "Kernel"> {
     row_blocks, columns) that gives its blocks from M. `columns` is the
     number of columns per block of the `columns` rule; `lanes`, `rows`,
     `vector` and `registers` describe the geometry of the row kernels (dx,
-    forward). The enum names are those of norm/Support/ManifestSchema.h.
+    forward). `cluster` (1 to 8; absent: 1, and the mapping records it only
+    above 1) is the number of blocks per thread-block cluster of a kernel
+    that splits each row across a cluster (above 1 only with grid =
+    programs): it launches G * cluster blocks, grouped in clusters of
+    `cluster` (compiled into the kernel as `.reqnctapercluster`, so it needs
+    sm_90 or later). The enum names are those of
+    norm/Support/ManifestSchema.h.
 
     ```mlir
     #norm.kernel<name = "f_dx_1", kind = dx, block = 256, grid = programs,
                  lanes = 256, rows = 1, vector = 8, registers = true>
+    #norm.kernel<name = "f_dx_1", kind = dx, block = 512, grid = programs,
+                 lanes = 512, rows = 1, vector = 8, registers = true,
+                 cluster = 4>
     #norm.kernel<name = "f_reduce_2", kind = reduce, block = 256,
                  grid = columns, columns = 32>
     ```
@@ -43,7 +52,9 @@ def Norm_KernelAttr : AttrDef<Norm_Dialect, "Kernel"> {
     OptionalParameter<"int64_t", "rows per block">:$rows,
     OptionalParameter<"int64_t", "elements per access">:$vector,
     OptionalParameter<"std::optional<bool>", "rows held in registers">
-        :$registers);
+        :$registers,
+    OptionalParameter<"int64_t",
+                      "blocks per thread-block cluster (absent: 1)">:$cluster);
   let skipDefaultBuilders = 1;
   let builders = [
     AttrBuilder<(ins "::llvm::StringRef":$name,
@@ -54,9 +65,10 @@ def Norm_KernelAttr : AttrDef<Norm_Dialect, "Kernel"> {
                      CArg<"int64_t", "0">:$lanes,
                      CArg<"int64_t", "0">:$rows,
                      CArg<"int64_t", "0">:$vector,
-                     CArg<"std::optional<bool>", "std::nullopt">:$registers), [{
+                     CArg<"std::optional<bool>", "std::nullopt">:$registers,
+                     CArg<"int64_t", "0">:$cluster), [{
       return $_get($_ctxt, name, kind, block, grid, columns, lanes, rows,
-                   vector, registers);
+                   vector, registers, cluster);
     }]>
   ];
   let hasCustomAssemblyFormat = 1;

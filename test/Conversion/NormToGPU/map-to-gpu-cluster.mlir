@@ -1,0 +1,69 @@
+// RUN: norm-opt %s --norm-lower-to-loops --norm-map-to-gpu=chip=sm_90 | FileCheck %s
+// RUN: norm-opt %s --norm-lower-to-loops --norm-map-to-gpu=chip=sm_80 | FileCheck %s --check-prefix=SM80
+// RUN: norm-opt %s --norm-lower-to-loops --norm-map-to-gpu="chip=sm_90 cluster=1" | FileCheck %s --check-prefix=SM80
+// RUN: norm-opt %s --norm-lower-to-loops --norm-map-to-gpu="chip=sm_90 cluster=4" | FileCheck %s --check-prefix=FORCED
+// RUN: not norm-opt %s --norm-map-to-gpu=cluster=9 2>&1 | FileCheck %s --check-prefix=SIZE
+// RUN: not norm-opt %s --norm-map-to-gpu="chip=sm_80 cluster=2" 2>&1 | FileCheck %s --check-prefix=CHIP
+
+// LayerNorm bf16 N = 8192 on sm_90: one block per row would keep 32
+// elements of x, dy and both partial rows per lane (estimated 192
+// registers), so the row is split over a cluster of 2 blocks of 256
+// threads, 4096 columns each (2 chunks of 8 per lane; both partial rows of
+// the slice in shared memory, 32 KB). The launch is G * 2 blocks in
+// clusters of 2; block b is program b / 2, slice b % 2. Each row's two
+// sums go across the block (shuffles, one shared-memory step), then across
+// the cluster: thread 0 stores them in slots of the row's parity, a
+// cluster barrier, and every thread adds rank 0's and rank 1's slots
+// (nvvm.mapa + a load from the cluster's shared window). One more cluster
+// barrier after the last row: no block leaves while its slots may be read.
+// CHECK-LABEL: func @layer_norm_grad_n8192
+// CHECK-SAME: #norm.kernel<name = "layer_norm_grad_n8192_dx_1", kind = dx, block = 256, grid = programs, lanes = 256, rows = 1, vector = 8, registers = true, cluster = 2>
+// CHECK: %[[G:.*]] = arith.muli %{{.*}}, %c2{{.*}} : index
+// CHECK: gpu.launch clusters({{.*}}) in ({{.*}} = %c2{{.*}}, {{.*}} = %c1{{.*}}, {{.*}} = %c1{{.*}}) blocks(%[[B:[a-z0-9]+]], {{.*}}) in ({{.*}} = %[[G]], {{.*}}) threads({{.*}}) in ({{.*}} = %c256{{.*}}, {{.*}}) module(@layer_norm_grad_n8192_kernels) function(@layer_norm_grad_n8192_dx_1) workgroup(%{{.*}} : memref<4096xf32, #gpu.address_space<workgroup>>, %{{.*}} : memref<4096xf32, #gpu.address_space<workgroup>>, %{{.*}} : memref<8xf32, #gpu.address_space<workgroup>>, %{{.*}} : memref<8xf32, #gpu.address_space<workgroup>>, %[[SLOTS:.*]] : memref<8xf32, #gpu.address_space<workgroup>>)
+// CHECK:   %[[SLICE:.*]] = arith.remui %[[B]], %c2
+// CHECK:   %[[P:.*]] = arith.divui %[[B]], %c2
+// CHECK:   %[[BASE:.*]] = arith.muli %[[SLICE]], %c4096
+// CHECK:   scf.for
+// CHECK:     arith.remui %{{.*}}, %c2
+// CHECK:     vector.load
+// CHECK:     gpu.shuffle  xor
+// CHECK:     gpu.barrier
+// CHECK:     memref.store %{{.*}}, %[[SLOTS]]
+// CHECK:     nvvm.cluster.arrive {aligned}
+// CHECK:     nvvm.cluster.wait {aligned}
+// CHECK:     %[[ADDR:.*]] = memref.extract_aligned_pointer_as_index %[[SLOTS]]
+// CHECK:     nvvm.mapa %{{.*}}, %c0_i32{{.*}} : !llvm.ptr<3> -> !llvm.ptr<7>
+// CHECK:     llvm.load %{{.*}} : !llvm.ptr<7> -> f32
+// CHECK:     nvvm.mapa %{{.*}}, %c1_i32{{.*}} : !llvm.ptr<3> -> !llvm.ptr<7>
+// CHECK:     vector.store
+// CHECK:   }
+// CHECK:   nvvm.cluster.arrive {aligned}
+// CHECK:   nvvm.cluster.wait {aligned}
+// The partial rows: each thread stores its slice's columns (from BASE) of
+// the program's row P, whole (2 x 4096 = N: no bound check).
+// CHECK:   scf.for
+// CHECK:     %[[COL:.*]] = arith.addi %[[BASE]], %{{.*}} : index
+// CHECK:     memref.store %{{.*}}[%[[P]], %[[COL]]]
+// CHECK-NOT: scf.if
+// CHECK: gpu.terminator
+
+// Without clusters (sm_80, or cluster=1): the block per row of before.
+// SM80-LABEL: func @layer_norm_grad_n8192
+// SM80-SAME: #norm.kernel<name = "layer_norm_grad_n8192_dx_1", kind = dx, block = 256, grid = programs, lanes = 256, rows = 1, vector = 8, registers = true>
+// SM80-NOT: clusters
+// SM80-NOT: nvvm.mapa
+
+// cluster=4: 4 blocks of 2048 columns.
+// FORCED: #norm.kernel<name = "layer_norm_grad_n8192_dx_1", kind = dx, {{.*}}, cluster = 4>
+// FORCED: gpu.launch clusters({{.*}}) in ({{.*}} = %c4
+
+// SIZE: norm-map-to-gpu: cluster must be 0 (chosen), 1 (never) or 2 to 8, got 9
+// CHIP: norm-map-to-gpu: cluster=2 needs thread-block clusters of that size, which sm_80 does not have (sm_90 and newer do)
+func.func @layer_norm_grad_n8192(%dy: memref<?x8192xbf16>, %x: memref<?x8192xbf16>, %mean: memref<?xf32>,
+                                 %rstd: memref<?xf32>, %w: memref<8192xbf16>, %dx: memref<?x8192xbf16>,
+                                 %dw: memref<8192xbf16>, %db: memref<8192xbf16>) {
+  norm.layer_norm_grad dy(%dy : memref<?x8192xbf16>) x(%x : memref<?x8192xbf16>)
+      mean(%mean : memref<?xf32>) rstd(%rstd : memref<?xf32>) weight(%w : memref<8192xbf16>)
+      outs dx(%dx : memref<?x8192xbf16>) dweight(%dw : memref<8192xbf16>) dbias(%db : memref<8192xbf16>)
+  return
+}

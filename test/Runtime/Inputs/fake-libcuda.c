@@ -1,0 +1,133 @@
+/*===- fake-libcuda.c - a stand-in CUDA driver for the runtime's tests ----===*/
+//
+// Part of mlir-norm.
+//
+// libnormrt opens the driver named by $NORMRT_LIBCUDA; this library answers
+// the entry points it resolves (lib/Runtime/Driver.cpp) without a GPU, so
+// tests reach the checks a load makes against the device. The device's
+// compute capability is $NORMRT_FAKE_CC ("80": 8.0; default 90). Loads,
+// lookups and memsets succeed, every kernel runs up to 1024 threads, and
+// cuLaunchKernel prints "fake cuLaunchKernel grid G block B" to stdout
+// instead of launching. Contexts are a stack of one fake context.
+//
+//===----------------------------------------------------------------------===*/
+
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#define EXPORT __attribute__((visibility("default")))
+
+typedef int CUresult;
+typedef void *CUhandle;
+
+enum { OK = 0, INVALID_VALUE = 1, INVALID_CONTEXT = 201 };
+
+static int fakeContext, fakeModule, fakeFunction;
+static void *contextStack[16];
+static int depth;
+
+static int computeCapability(void) {
+  const char *cc = getenv("NORMRT_FAKE_CC");
+  return cc && *cc ? atoi(cc) : 90;
+}
+
+EXPORT CUresult cuInit(unsigned flags) {
+  (void)flags;
+  return OK;
+}
+EXPORT CUresult cuDeviceGet(int *device, int ordinal) {
+  *device = ordinal;
+  return OK;
+}
+EXPORT CUresult cuDeviceGetAttribute(int *value, int attribute, int device) {
+  (void)device;
+  if (attribute == 75) // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
+    *value = computeCapability() / 10;
+  else if (attribute == 76) // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR
+    *value = computeCapability() % 10;
+  else
+    return INVALID_VALUE;
+  return OK;
+}
+EXPORT CUresult cuCtxGetCurrent(CUhandle *context) {
+  *context = depth ? contextStack[depth - 1] : NULL;
+  return OK;
+}
+EXPORT CUresult cuCtxGetDevice(int *device) {
+  if (!depth)
+    return INVALID_CONTEXT;
+  *device = 0;
+  return OK;
+}
+EXPORT CUresult cuCtxPushCurrent_v2(CUhandle context) {
+  if (depth == 16)
+    return INVALID_VALUE;
+  contextStack[depth++] = context;
+  return OK;
+}
+EXPORT CUresult cuCtxPopCurrent_v2(CUhandle *context) {
+  if (!depth)
+    return INVALID_CONTEXT;
+  *context = contextStack[--depth];
+  return OK;
+}
+EXPORT CUresult cuDevicePrimaryCtxRetain(CUhandle *context, int device) {
+  (void)device;
+  *context = &fakeContext;
+  return OK;
+}
+EXPORT CUresult cuDevicePrimaryCtxRelease_v2(int device) {
+  (void)device;
+  return OK;
+}
+EXPORT CUresult cuModuleLoadDataEx(CUhandle *module, const void *image,
+                                   unsigned numOptions, int *options,
+                                   void **values) {
+  (void)image, (void)numOptions, (void)options, (void)values;
+  *module = &fakeModule;
+  return OK;
+}
+EXPORT CUresult cuModuleGetFunction(CUhandle *function, CUhandle module,
+                                    const char *name) {
+  (void)module, (void)name;
+  *function = &fakeFunction;
+  return OK;
+}
+EXPORT CUresult cuModuleUnload(CUhandle module) {
+  (void)module;
+  return OK;
+}
+EXPORT CUresult cuFuncGetAttribute(int *value, int attribute,
+                                   CUhandle function) {
+  (void)function;
+  if (attribute != 0) // CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK
+    return INVALID_VALUE;
+  *value = 1024;
+  return OK;
+}
+EXPORT CUresult cuLaunchKernel(CUhandle function, unsigned gridX,
+                               unsigned gridY, unsigned gridZ, unsigned blockX,
+                               unsigned blockY, unsigned blockZ,
+                               unsigned sharedMemBytes, CUhandle stream,
+                               void **kernelParams, void **extra) {
+  (void)function, (void)gridY, (void)gridZ, (void)blockY, (void)blockZ;
+  (void)sharedMemBytes, (void)stream, (void)kernelParams, (void)extra;
+  printf("fake cuLaunchKernel grid %u block %u\n", gridX, blockX);
+  return OK;
+}
+EXPORT CUresult cuMemsetD8Async(unsigned long long address, unsigned char value,
+                                size_t count, CUhandle stream) {
+  (void)address, (void)value, (void)count, (void)stream;
+  return OK;
+}
+EXPORT CUresult cuGetErrorName(CUresult error, const char **name) {
+  *name = error == INVALID_CONTEXT ? "CUDA_ERROR_INVALID_CONTEXT"
+                                   : "CUDA_ERROR_INVALID_VALUE";
+  return OK;
+}
+EXPORT CUresult cuGetErrorString(CUresult error, const char **text) {
+  (void)error;
+  *text = "from the fake driver";
+  return OK;
+}
