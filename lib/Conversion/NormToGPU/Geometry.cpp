@@ -111,6 +111,10 @@ static int64_t residentThreads(const Geometry &g, int64_t partialRows) {
   return blocks * g.threads;
 }
 
+int64_t mlir::norm::maxRegisters(const Geometry &g) {
+  return std::min<int64_t>(255, kRegistersPerSM / g.threads);
+}
+
 double mlir::norm::clusterScore(const Geometry &g, int64_t partialRows) {
   double inFlight = double(residentThreads(g, partialRows)) *
                     double(g.chunksPerLane * g.vec);
@@ -161,9 +165,9 @@ Geometry mlir::norm::chooseRowGeometry(const RowShape &s,
                                        const TargetInfo &target) {
   // A row split over a cluster: forced by the option, or chosen (threads and
   // cluster both left to the geometry) where one block per row would loop
-  // over the row or keep more than kClusterShare elements a lane with its
-  // partial sums in registers. Only ever where the unsplit geometry takes
-  // one row at a time (Geometry.h).
+  // over the row or, by the estimate, spill more than kClusterSpillArrays
+  // of its arrays. Only ever where the unsplit geometry takes one row at a
+  // time (Geometry.h).
   bool mayCluster = s.splittable && s.n && target.maxClusterBlocks > 1 &&
                     s.cluster != 1 &&
                     (s.cluster > 1 || s.threads == 0);
@@ -172,8 +176,8 @@ Geometry mlir::norm::chooseRowGeometry(const RowShape &s,
     unsplit.cluster = 1;
     Geometry g = chooseRowGeometry(unsplit, target);
     bool wanted = s.cluster > 1 || !g.registers ||
-                  (g.partials == PartialsHome::Registers &&
-                   g.chunksPerLane * g.vec > kClusterShare);
+                  registerEstimate(g, s.partialRows) - maxRegisters(g) >
+                      kClusterSpillArrays * g.chunksPerLane * g.vec;
     if (g.rows == 1 && wanted)
       if (std::optional<Geometry> split = chooseCluster(s, target))
         return *split;

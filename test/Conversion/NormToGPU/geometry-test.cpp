@@ -254,8 +254,8 @@ int main() {
   }
 
   // The cluster regime (sm_90, threads and cluster chosen): where a block
-  // per row would loop or keep more than kClusterShare elements a lane and
-  // its partial sums in registers; the split with the best clusterScore
+  // per row would loop or spill more than kClusterSpillArrays of its arrays
+  // (by the estimate); the split with the best clusterScore
   // (slots used x row elements resident per SM), ties to fewer blocks.
   {
     TargetInfo hopper = *TargetInfo::get("sm_90");
@@ -268,13 +268,14 @@ int main() {
                 g.partials == partials,
             describe(n, d, s) + " sm_90: got " + show(g));
     };
-    split(8192, bf16, layer, 2, 256, 2, PartialsHome::Shared);
-    split(5120, bf16, layer, 3, 128, 2, PartialsHome::Shared); // 3 x 2048
+    split(20480, bf16, layer, 5, 256, 2, PartialsHome::Shared);
+    split(32768, bf16, rms, 8, 256, 2, PartialsHome::Shared);
     split(65536, bf16, layer, 8, 512, 2, PartialsHome::Registers);
     split(65536, bf16, rms, 8, 512, 2, PartialsHome::Shared);
     split(50000, f32, rms, 7, 512, 4, PartialsHome::Shared); // 7 x 8192
     split(24576, bf16, layer, 6, 256, 2, PartialsHome::Shared);
-    split(10000, bf16, layer, 5, 128, 2, PartialsHome::Shared); // 98% of slots
+    // Forced where the choice would not split: 2 x 4096 columns.
+    split(8192, bf16, layer, 2, 256, 2, PartialsHome::Shared, 2);
     // The option forces a size (N = 16384 RMSNorm: 4 x 4096 columns).
     split(16384, bf16, rms, 4, 256, 2, PartialsHome::Shared, 4);
     auto unsplit = [&](std::optional<int64_t> n, const DType &d,
@@ -286,6 +287,13 @@ int main() {
     unsplit(4096, bf16, layer); // 64 registers (ptxas: 63)
     unsplit(8192, bf16, rms);   // its partial row in shared memory
     unsplit(5120, bf16, rms);
+    // Registers over the ceiling by at most two arrays (kClusterSpillArrays).
+    unsplit(8192, bf16, layer);
+    unsplit(5120, bf16, layer);
+    unsplit(10000, bf16, layer);
+    unsplit(16384, bf16, layer);
+    unsplit(20480, bf16, rms);
+    unsplit(24576, bf16, rms);
     unsplit(24, bf16, rms);     // several rows in flight
     unsplit(65537, bf16, layer); // 16 a lane would need 9 blocks: looped
     unsplit(262144, bf16, rms);

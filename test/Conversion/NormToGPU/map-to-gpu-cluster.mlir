@@ -1,15 +1,14 @@
-// RUN: norm-opt %s --norm-lower-to-loops --norm-map-to-gpu=chip=sm_90 | FileCheck %s
+// RUN: norm-opt %s --norm-lower-to-loops --norm-map-to-gpu="chip=sm_90 cluster=2" | FileCheck %s
 // RUN: norm-opt %s --norm-lower-to-loops --norm-map-to-gpu=chip=sm_80 | FileCheck %s --check-prefix=SM80
 // RUN: norm-opt %s --norm-lower-to-loops --norm-map-to-gpu="chip=sm_90 cluster=1" | FileCheck %s --check-prefix=SM80
+// RUN: norm-opt %s --norm-lower-to-loops --norm-map-to-gpu=chip=sm_90 | FileCheck %s --check-prefix=SM80
 // RUN: norm-opt %s --norm-lower-to-loops --norm-map-to-gpu="chip=sm_90 cluster=4" | FileCheck %s --check-prefix=FORCED
 // RUN: not norm-opt %s --norm-map-to-gpu=cluster=9 2>&1 | FileCheck %s --check-prefix=SIZE
 // RUN: not norm-opt %s --norm-map-to-gpu="chip=sm_80 cluster=2" 2>&1 | FileCheck %s --check-prefix=CHIP
 
-// LayerNorm bf16 N = 8192 on sm_90: one block per row would keep 32
-// elements of x, dy and both partial rows per lane (estimated 192
-// registers), so the row is split over a cluster of 2 blocks of 256
-// threads, 4096 columns each (2 chunks of 8 per lane; both partial rows of
-// the slice in shared memory, 32 KB). The launch is G * 2 blocks in
+// LayerNorm bf16 N = 8192 on sm_90 with cluster=2: the row is split over
+// a cluster of 2 blocks of 256 threads, 4096 columns each (2 chunks of 8
+// per lane; both partial rows of the slice in shared memory, 32 KB). The launch is G * 2 blocks in
 // clusters of 2; block b is program b / 2, slice b % 2. Each row's two
 // sums go across the block (shuffles, one shared-memory step), then across
 // the cluster: thread 0 stores them in slots of the row's parity, a
@@ -47,7 +46,10 @@
 // CHECK-NOT: scf.if
 // CHECK: gpu.terminator
 
-// Without clusters (sm_80, or cluster=1): the block per row of before.
+// Without clusters (sm_80, or cluster=1), and as chosen on sm_90 (one
+// block per row: 32 elements a lane, estimated 192 registers, below the
+// 255 + 2 arrays that make the split worth its cluster barrier): the
+// block per row.
 // SM80-LABEL: func @layer_norm_grad_n8192
 // SM80-SAME: #norm.kernel<name = "layer_norm_grad_n8192_dx_1", kind = dx, block = 256, grid = programs, lanes = 256, rows = 1, vector = 8, registers = true>
 // SM80-NOT: clusters

@@ -121,6 +121,21 @@ inline constexpr int64_t kClusterResidentThreads = 1024;
 /// registers spilled 152-256 bytes (N = 32768-131072); at 16, 64-109
 /// registers and no spills.
 inline constexpr int64_t kClusterShare = kBatchedLoadsShare;
+/// A row is split (chosen) when one block per row loops, or when its
+/// register estimate passes maxRegisters by more than this many of its
+/// lane-share arrays. The split kernel keeps one row in flight per block
+/// and waits at a cluster barrier in every row; measured (bench/variants.py,
+/// bf16) it beat the unsplit kernel where that looped (LayerNorm N >=
+/// 49152: 7% -> 26-28% of copy; RMSNorm 27% -> 32-35%) or spilled 1.9-5 KB
+/// (LayerNorm 20480-32768: 11-34% -> 42-46%), and lost where the unsplit
+/// one spilled little or not at all (LayerNorm 5120-16384: 43-53% -> 37-39%;
+/// RMSNorm 10000-24576: 48-71% -> 43-50%). The estimates' excess over the
+/// ceiling separates the two groups: 104-224 registers, more than two
+/// arrays, for the winners; at most 97 and two arrays for the losers.
+/// LayerNorm N = 8192 is the exception: 2 x 256 threads won (51% -> 62%)
+/// with no spill to remove; prefetching the next row in the split kernel
+/// (docs/NOTES.md) is what should move the line.
+inline constexpr int64_t kClusterSpillArrays = 2;
 /// The portable cluster sizes (2 to 8) the option may force.
 inline constexpr int64_t kMaxClusterBlocks = 8;
 /// In-row sums a split row may have (LayerNorm's dx has two): each block's
@@ -193,6 +208,10 @@ Geometry chooseRowGeometry(const RowShape &shape, const TargetInfo &target);
 /// The registers a thread of a register-regime geometry is estimated to
 /// need (kRegisterOverhead); 0 for the looped regime.
 int64_t registerEstimate(const Geometry &g, int64_t partialRows);
+
+/// The registers ptxas may give a thread of a block of g.threads (255, or
+/// the register file over the block): beyond, it spills.
+int64_t maxRegisters(const Geometry &g);
 
 /// How well a split geometry uses the chip: the share of its chunk slots
 /// with columns, times the row elements its resident threads hold per SM
