@@ -175,13 +175,13 @@ norm::buildManifest(func::FuncOp func, const NormToGPUBinaryOptions &options,
       if (r.getCluster() > 1)
         k[key(field::kCluster)] = r.getCluster();
     }
-    // The grid: a constant, or the rule the record names. A clustered
-    // kernel keeps its rule, `programs`, even where G * cluster folded to
-    // a constant (a fixed G): the runtime takes a cluster only with that
-    // rule and launches G * cluster blocks itself, G from `spec.groups`.
-    bool clustered = r && r.getCluster() > 1;
-    if (auto c = getConstantIntValue(launch.getGridSizeX()); c && !clustered)
-      k[key(field::kGrid)] = *c;
+    // The grid: a constant, or the rule the record names. For a clustered
+    // kernel both count programs (clusters): where G * cluster folded to a
+    // constant (a fixed G), the constant written is G, and the runtime
+    // launches G * cluster blocks.
+    int64_t cluster = r && r.getCluster() > 1 ? r.getCluster() : 1;
+    if (auto c = getConstantIntValue(launch.getGridSizeX()))
+      k[key(field::kGrid)] = *c / cluster;
     llvm::json::Array params;
     for (Value v : launch.getKernelOperands()) {
       llvm::json::Object p;

@@ -393,18 +393,16 @@ bool ManifestReader::readKernel(const JsonValue &v, size_t index) {
     return fail(where, "grid 'columns' needs N, but no argument has a static "
                        "trailing extent");
   // Clusters split a program's rows across blocks: only the `programs`
-  // rule launches G of them (G * cluster blocks).
+  // rule, or a constant number of programs (a fixed G), launches G of them
+  // (G * cluster blocks).
   if (!getInteger(v, field::kCluster, where, k.cluster))
     return false;
-  if (k.cluster > 1 && k.grid != GridRule::Programs) {
-    std::string got = k.grid == GridRule::Constant
-                          ? std::to_string(k.gridConstant)
-                          : "'" + std::string(manifest::toString(k.grid)) + "'";
+  if (k.cluster > 1 && k.grid != GridRule::Programs &&
+      k.grid != GridRule::Constant)
     return fail(where, "\"cluster\": " + std::to_string(k.cluster) +
-                           " needs grid 'programs' (G clusters of blocks), "
-                           "got grid " +
-                           got);
-  }
+                           " needs grid 'programs' or a constant number of "
+                           "programs (clusters of blocks), got grid '" +
+                           std::string(manifest::toString(k.grid)) + "'");
 
   const JsonValue *params;
   if (!get(v, field::kParams, where, params))

@@ -18,7 +18,9 @@
 // CHECK: norm-fuse-partials
 // CHECK: norm-cache-rows
 // CHECK: norm-check-stage{stage=fused}
-// CHECK: norm-map-to-gpu{chip=sm_80 max-register-elements=32 threads=128}
+// CHECK: norm-map-to-gpu{chip=sm_80 cluster=0 max-register-elements=32 threads=128}
+// CHECK: norm-check-target{chip=sm_80
+// CHECK: norm-attach-cluster-dims
 // CHECK: nvvm-attach-target{O=2 chip=sm_80
 
 // LOOPS: norm-recompute-graph
