@@ -196,12 +196,14 @@ def _grad_base_cases(op, dt, st):
         Case(c(4095), 777),
         Case(c(4095), 777, "offset"),
         Case(c(65536), 130),
-        # Rows split over a cluster on sm_90 (deterministic): an odd N
-        # (interleaved layout), a cluster of 3 blocks, dx over dy, M = 1.
-        Case(c(6001), 1000, "offset"),
+        # Rows split over a cluster on sm_90 (deterministic; the other
+        # strategies keep a block per row): an odd N (interleaved layout,
+        # the last slice partial), a cluster of 6 blocks, 512-thread blocks
+        # with dx over dy, M = 1. None of them is a benchmark shape.
+        Case(c(30001), 700, "offset"),
         Case(c(24576), 517, "strided"),
-        Case(c(10000), 3001, "contig", inplace=True),
-        Case(c(8192), 1),
+        Case(c(40000), 301, "contig", inplace=True),
+        Case(c(32768), 1),
     ]
 
 
@@ -446,9 +448,9 @@ def sweep_m(op, n, dt, target_bytes=1 << 30):
 # block, per-lane register budget), ours only, to choose the cost model's
 # constants from measurements rather than guesses.
 # The cluster regime (sm_90) against the same op with no row split
-# (cluster=1, the geometry before it), over the N it takes.
-VARIANT_N = (5120, 6144, 8192, 10000, 12288, 16384, 20480, 24576, 32768,
-             49152, 65536)
+# (cluster=1, the geometry before it), at N it takes that no benchmark or
+# earlier variant run had (the choice was made on 5120-65536 of the sweep).
+VARIANT_N = (18000, 28000, 30001, 40000, 50000, 65000)
 VARIANT_THREADS = (0,)
 VARIANT_MRE = (0,)
 VARIANT_CLUSTER = (1,)
@@ -479,6 +481,10 @@ def all_cfgs():
         seen.setdefault(c.name, c)
     for c in sweep_cfgs() + variant_cfgs():
         seen.setdefault(c.name, c)
+    # bench/variants.py measures each variant against the default options.
+    for c in variant_cfgs():
+        d = Cfg(c.op, c.n, c.dtype)
+        seen.setdefault(d.name, d)
     return list(seen.values())
 
 

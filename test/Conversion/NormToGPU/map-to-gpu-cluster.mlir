@@ -22,9 +22,14 @@
 // CHECK:   %[[SLICE:.*]] = arith.remui %[[B]], %c2
 // CHECK:   %[[P:.*]] = arith.divui %[[B]], %c2
 // CHECK:   %[[BASE:.*]] = arith.muli %[[SLICE]], %c4096
+// The 16-byte loads of x, dy and the weight start at the slice's chunk:
+// (chunk + BASE / 8) * 8.
 // CHECK:   scf.for
 // CHECK:     arith.remui %{{.*}}, %c2
-// CHECK:     vector.load
+// CHECK:     %[[FIRST:.*]] = arith.divui %[[BASE]], %c8
+// CHECK:     %[[CHUNK:.*]] = arith.addi %{{.*}}, %[[FIRST]]
+// CHECK:     %[[J0:.*]] = arith.muli %[[CHUNK]], %c8
+// CHECK:     vector.load %{{.*}}[%[[J0]]]
 // CHECK:     gpu.shuffle  xor
 // CHECK:     gpu.barrier
 // CHECK:     memref.store %{{.*}}, %[[SLOTS]]
