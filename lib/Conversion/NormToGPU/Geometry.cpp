@@ -15,17 +15,23 @@
 
 using namespace mlir::norm;
 
-/// Lanes, rows and chunking; `wholeBlockRows` gives every row the block.
-static Geometry layOut(const RowShape &s, const TargetInfo &target,
-                       bool wholeBlockRows) {
+/// A block of `s.threads` on one row, before any chunking: the access
+/// width and the warp from the target.
+static Geometry blockPerRow(const RowShape &s, const TargetInfo &target) {
   Geometry g;
-  g.threads = s.threads;
+  g.threads = g.lanes = s.threads;
+  g.rows = 1;
   g.warp = target.warpSize;
   g.vectorBytes = target.maxVectorBytes;
   g.vec = std::max<int64_t>(1, target.maxVectorBytes / s.elementBytes);
   g.n = s.n;
-  g.lanes = s.threads;
-  g.rows = 1;
+  return g;
+}
+
+/// Lanes, rows and chunking; `wholeBlockRows` gives every row the block.
+static Geometry layOut(const RowShape &s, const TargetInfo &target,
+                       bool wholeBlockRows) {
+  Geometry g = blockPerRow(s, target);
   if (!s.n) {
     g.vec = 1; // no whole chunks without a static N: coalesced elements
     return g;
@@ -80,13 +86,7 @@ bool mlir::norm::samePartialOrder(const Geometry &a, const Geometry &b) {
 /// columns, and the cluster has as many blocks as the slices need.
 static Geometry layOutSlice(const RowShape &s, const TargetInfo &target,
                             int64_t k) {
-  Geometry g;
-  g.threads = g.lanes = s.threads;
-  g.rows = 1;
-  g.warp = target.warpSize;
-  g.vectorBytes = target.maxVectorBytes;
-  g.vec = std::max<int64_t>(1, target.maxVectorBytes / s.elementBytes);
-  g.n = s.n;
+  Geometry g = blockPerRow(s, target);
   g.chunksPerLane = k;
   g.sliceColumns = k * g.lanes * g.vec;
   g.cluster = llvm::divideCeil(*s.n, g.sliceColumns);
@@ -98,21 +98,21 @@ static Geometry layOutSlice(const RowShape &s, const TargetInfo &target,
 /// its layouts and its shared memory (the tail of chooseRowGeometry).
 static void placePartials(Geometry &g, const RowShape &s);
 
+int64_t mlir::norm::maxRegisters(const Geometry &g) {
+  return std::min<int64_t>(255, kRegistersPerSM / g.threads);
+}
+
 /// Threads an SM keeps resident for a split geometry, from its register
-/// estimate: ptxas gives a 512-thread block up to 128 registers whatever
-/// it needs (102-119 measured where 64-96 were estimated), so one such
-/// block per SM.
+/// estimate: ptxas gives a 512-thread block up to its maxRegisters (128)
+/// whatever it needs (102-119 measured where 64-96 were estimated), so
+/// one such block per SM.
 static int64_t residentThreads(const Geometry &g, int64_t partialRows) {
   int64_t regs = g.threads >= 512
-                     ? kClusterRegisterLimit
+                     ? maxRegisters(g)
                      : std::max<int64_t>(64, registerEstimate(g, partialRows));
   int64_t blocks = std::min<int64_t>(kRegistersPerSM / (regs * g.threads),
                                      kThreadsPerSM / g.threads);
   return blocks * g.threads;
-}
-
-int64_t mlir::norm::maxRegisters(const Geometry &g) {
-  return std::min<int64_t>(255, kRegistersPerSM / g.threads);
 }
 
 double mlir::norm::clusterScore(const Geometry &g, int64_t partialRows) {
@@ -131,7 +131,7 @@ static std::optional<Geometry> chooseCluster(const RowShape &s,
                                              const TargetInfo &target) {
   std::optional<Geometry> best;
   double bestScore = -1;
-  int64_t vec = std::max<int64_t>(1, target.maxVectorBytes / s.elementBytes);
+  int64_t vec = blockPerRow(s, target).vec;
   int64_t chunks = llvm::divideCeil(*s.n, vec);
   for (int64_t t : kThreadCandidates) {
     RowShape c = s;
