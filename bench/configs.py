@@ -48,6 +48,7 @@ class Cfg:
     threads: int = 0  # --threads (0: the compiler's choice)
     mre: int = 0  # --max-register-elements (0: the compiler's choice)
     cluster: int = 0  # --cluster (0: the compiler's choice, 1: none)
+    batch: int = 0  # --batch-rows (0: the compiler's choice)
 
     @property
     def grad(self):
@@ -92,6 +93,8 @@ class Cfg:
             parts.append("mre%d" % self.mre)
         if self.cluster:
             parts.append("c%d" % self.cluster)
+        if self.batch:
+            parts.append("b%d" % self.batch)
         return "-".join(parts)
 
     def flags(self):
@@ -118,6 +121,8 @@ class Cfg:
             f.append("--max-register-elements=%d" % self.mre)
         if self.cluster:
             f.append("--cluster=%d" % self.cluster)
+        if self.batch:
+            f.append("--batch-rows=%d" % self.batch)
         return f
 
     def expected_args(self, m="?"):
@@ -204,6 +209,13 @@ def _grad_base_cases(op, dt, st):
         Case(c(24576), 517, "strided"),
         Case(c(40000), 301, "contig", inplace=True),
         Case(c(32768), 1),
+        # The looped regime on every chip (N past any cluster): rows in
+        # batches of B (Geometry.h) with the last batch partial, programs
+        # with no rows (M = 300: R = 3, programs 100-127 empty), odd N in
+        # the interleaved layout, dx over dy, one row.
+        Case(c(100003), 300, "offset"),
+        Case(c(131072), 700, "strided", inplace=True),
+        Case(c(65537), 1),
     ]
 
 
@@ -450,16 +462,19 @@ def sweep_m(op, n, dt, target_bytes=1 << 30):
 # The cluster regime (sm_90) against the same op with no row split
 # (cluster=1, the geometry before it), at N it takes that no benchmark or
 # earlier variant run had (the choice was made on 5120-65536 of the sweep).
-VARIANT_N = (18000, 28000, 30001, 40000, 50000, 65000)
-VARIANT_THREADS = (0,)
-VARIANT_MRE = (0,)
-VARIANT_CLUSTER = (1,)
+# The looped regime's rows per partial-row update (batch-rows), at the
+# sweep's N past the cluster's reach: the default (B = 4 P) against one row
+# at a time. (B = 2 / 4 / 8 at 512 threads and 4 / 8 at 256 were measured
+# this way to choose the rule: bench/RESULTS.md.)
+VARIANT_N = (65537, 100003, 131072, 262144)
+# (threads, max-register-elements, cluster, batch-rows); 0: the default.
+VARIANT_OPTIONS = ((0, 0, 0, 1),)
 
 
 def variant_cfgs():
-    return [Cfg(op, n, "bf16", threads=t, mre=r, cluster=c)
-            for n in VARIANT_N for op in GRAD_OPS for t in VARIANT_THREADS
-            for r in VARIANT_MRE for c in VARIANT_CLUSTER]
+    return [Cfg(op, n, "bf16", threads=t, mre=r, cluster=c, batch=bt)
+            for n in VARIANT_N for op in GRAD_OPS
+            for (t, r, c, bt) in VARIANT_OPTIONS]
 
 
 def sweep_cfgs():

@@ -2,9 +2,9 @@
 """Our backward kernels under other pass options, ours only.
 
 For LayerNorm and RMSNorm backward, bf16, N in configs.VARIANT_N (M so the
-case moves about 1 GiB), every compiled combination of `threads` (threads
-per block) and `max-register-elements` (per-lane register budget of the
-row cache) of configs.variant_cfgs(), plus the default configuration:
+case moves about 1 GiB), every variant of configs.variant_cfgs() (pass
+options: `threads`, `max-register-elements`, `cluster`, `batch-rows`),
+plus the default configuration:
 median time (bench.py's method: do_bench, L2 flushed), % of the copy
 bandwidth measured in the same run, and the dx kernel's registers / spills
 from .dev/gpu/configs.json (ptxas -v). It is how the cost model's constants
@@ -28,6 +28,14 @@ import configs as C  # noqa: E402
 
 def out(*a):
     print(*a, flush=True)
+
+
+def options(cfg):
+    """The pass options of a variant that are not the default."""
+    o = [(k, v) for k, v in (("threads", cfg.threads), ("mre", cfg.mre),
+                             ("cluster", cfg.cluster),
+                             ("batch-rows", cfg.batch)) if v]
+    return " ".join("%s=%d" % kv for kv in o) or "default"
 
 
 def main():
@@ -106,22 +114,22 @@ def main():
         del x, dy, w, ins
         T.cuda.empty_cache()
     L = ["## Row-kernel variants, %s" % T.cuda.get_device_name(), "",
-         "Copy %.0f GB/s; kernels from commit %s. Ours only; "
-         "`threads`/`mre` = pass options (0 = default)." % (
+         "Copy %.0f GB/s; kernels from commit %s. Ours only; options = "
+         "the pass options that differ from the default." % (
              copy_gbs, index.get("git_head", "?")), "",
-         "| op | N | M | threads | mre | µs | rerun | % copy | block | "
+         "| op | N | M | options | µs | rerun | % copy | block | "
          "lanes | rows | registers regime | regs | spill bytes |",
-         "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | "
+         "| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | "
          "---: | ---: | --- | ---: | ---: |"]
     for cfg, m, r, note in rows:
         if r is None:
-            L.append("| %s | %d | %d | %d | %d | %s | | | | | | | | |" % (
-                cfg.op, cfg.n, m, cfg.threads, cfg.mre, note))
+            L.append("| %s | %d | %d | %s | %s | | | | | | | | |" % (
+                cfg.op, cfg.n, m, options(cfg), note))
             continue
         t1, t2, res = r
-        L.append("| %s | %d | %d | %d | %d | %.1f | %.1f | %.1f | %s | %s | "
+        L.append("| %s | %d | %d | %s | %.1f | %.1f | %.1f | %s | %s | "
                  "%s | %s | %s | %s |" % (
-                     cfg.op, cfg.n, m, cfg.threads, cfg.mre, t1, t2,
+                     cfg.op, cfg.n, m, options(cfg), t1, t2,
                      100 * B.min_bytes(cfg.op, m, cfg.n, "bf16") /
                      (t1 * 1e-6) / 1e9 / copy_gbs,
                      res.get("block"), res.get("lanes"), res.get("rows"),

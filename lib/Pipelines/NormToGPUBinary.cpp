@@ -20,6 +20,7 @@ void norm::buildNormToGPUBinaryPipeline(OpPassManager &pm,
   map.threads = options.threads;
   map.maxRegisterElements = options.maxRegisterElements;
   map.cluster = options.cluster;
+  map.batchRows = options.batchRows;
   map.chip = options.chip;
   pm.addNestedPass<func::FuncOp>(createNormMapToGPU(map));
   pm.addPass(createGpuKernelOutliningPass());

@@ -70,6 +70,10 @@ def NormMapToGPU : Pass<"norm-map-to-gpu", "::mlir::func::FuncOp"> {
            "Blocks per thread-block cluster that split a dx row (0: chosen "
            "from N where the chip has clusters and threads is 0; 1: never; "
            "2 to 8: that many, or as few as the row needs, on sm_90)">,
+    Option<"batchRows", "batch-rows", "int64_t", /*default=*/"0",
+           "Rows of the looped regime whose dweight/dbias terms one update "
+           "of the partial rows adds (0: chosen, Geometry.h's "
+           "kLoopedPartialBytes; 1 to 16: that many)">,
     Option<"chip", "chip", "std::string", /*default=*/"\"sm_90\"",
            "Target chip (TargetInfo); limits only, never the sum order">
   ];

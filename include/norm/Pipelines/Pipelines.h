@@ -65,6 +65,11 @@ struct MapToGPUOptions : public PassPipelineOptions<MapToGPUOptions> {
       llvm::cl::desc("Blocks per cluster that split a dx row (0: chosen "
                      "from N on sm_90; 1: never; 2 to 8: forced)"),
       llvm::cl::init(0)};
+  Option<int64_t> batchRows{
+      *this, "batch-rows",
+      llvm::cl::desc("Rows per partial-row update of the looped regime (0: "
+                     "chosen; 1 to 16)"),
+      llvm::cl::init(0)};
 };
 
 /// Options of the GPU code generation tail (gpu.module -> PTX/cubin).

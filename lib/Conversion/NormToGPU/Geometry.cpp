@@ -234,11 +234,20 @@ static void placePartials(Geometry &g, const RowShape &s) {
   else
     g.partials = PartialsHome::Registers;
 
+  if (g.partials == PartialsHome::Global)
+    g.batch = s.batchRows ? s.batchRows
+                          : std::min<int64_t>(kMaxBatchRows,
+                                              llvm::divideCeil(
+                                                  8 * s.partialRows,
+                                                  kLoopedPartialBytes));
+
   // Layouts (a function of N and the element size only, like the rest).
-  if (g.registers && g.n && g.vec > 1) {
+  // Rows that can never be 16-byte aligned take the interleaved layout in
+  // both regimes (coalesced element accesses).
+  if (g.n && g.vec > 1) {
     if ((*g.n * s.elementBytes) % g.vectorBytes != 0)
       g.layouts = RowLayouts::Interleaved;
-    else if (g.chunksPerLane * g.vec > kBatchedLoadsShare)
+    else if (g.registers && g.chunksPerLane * g.vec > kBatchedLoadsShare)
       g.layouts = RowLayouts::Both;
   }
 
@@ -246,8 +255,9 @@ static void placePartials(Geometry &g, const RowShape &s) {
   if (g.partials == PartialsHome::Shared ||
       (g.partials == PartialsHome::Registers && g.rows > 1))
     g.sharedBytes += partialsSharedBytes(g, s.partialRows);
-  if (g.lanes > g.warp) // two cross-warp scratch buffers, a slot per warp
-    g.sharedBytes += 2 * (g.threads / g.warp) * int64_t(sizeof(float));
+  if (g.lanes > g.warp) // cross-warp scratch: two sums a row, a slot a warp
+    g.sharedBytes +=
+        2 * g.batch * (g.threads / g.warp) * int64_t(sizeof(float));
   if (g.cluster > 1) // the in-row sums' slots, two rows' worth
     g.sharedBytes += 2 * kClusterSumSlots * int64_t(sizeof(float));
   assert(g.sharedBytes <= kGuaranteedStaticSharedBytes &&

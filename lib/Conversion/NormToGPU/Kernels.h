@@ -50,7 +50,8 @@ struct RowNest {
 /// a nest without a row loop.
 FailureOr<RowNest> analyzeRowNest(scf::ForOp nest, bool forward,
                                   int64_t threads, int64_t maxRegisterElements,
-                                  int64_t cluster, const TargetInfo &target);
+                                  int64_t cluster, int64_t batchRows,
+                                  const TargetInfo &target);
 
 /// Launches the row kernel of `rn`.
 void buildRowKernel(RowNest &rn, StringRef name);

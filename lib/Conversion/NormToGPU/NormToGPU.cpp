@@ -171,7 +171,8 @@ struct MapToGPUPass : public norm::impl::NormMapToGPUBase<MapToGPUPass> {
     case norm::Stage::Forward: {
       bool forward = stage == norm::Stage::Forward;
       FailureOr<norm::RowNest> rn = norm::analyzeRowNest(
-          nest, forward, threads, maxRegisterElements, cluster, *target);
+          nest, forward, threads, maxRegisterElements, cluster, batchRows,
+          *target);
       if (failed(rn))
         return failure();
       norm::buildRowKernel(*rn, name);
@@ -214,6 +215,12 @@ struct MapToGPUPass : public norm::impl::NormMapToGPUBase<MapToGPUPass> {
           << "norm-map-to-gpu: cluster must be 0 (chosen), 1 (never) or 2 to "
           << norm::kMaxClusterBlocks << ", got "
           << static_cast<int64_t>(cluster);
+      return signalPassFailure();
+    }
+    if (batchRows < 0 || batchRows > norm::kMaxBatchRows) {
+      emitError(func.getLoc())
+          << "norm-map-to-gpu: batch-rows must be 0 (chosen) or 1 to "
+          << norm::kMaxBatchRows << ", got " << static_cast<int64_t>(batchRows);
       return signalPassFailure();
     }
     if (cluster > 1 && target->maxClusterBlocks < cluster) {

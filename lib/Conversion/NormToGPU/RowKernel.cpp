@@ -27,6 +27,8 @@
 #include "llvm/ADT/SetVector.h"
 #include "llvm/Support/MathExtras.h"
 
+#include <cassert>
+
 using namespace mlir;
 using namespace mlir::norm;
 
@@ -68,6 +70,7 @@ FailureOr<RowNest> norm::analyzeRowNest(scf::ForOp nest, bool forward,
                                         int64_t threads,
                                         int64_t maxRegisterElements,
                                         int64_t cluster,
+                                        int64_t batchRows,
                                         const TargetInfo &target) {
   FailureOr<scf::ForOp> rows = checkRowNestShape(nest, forward);
   if (failed(rows))
@@ -113,6 +116,7 @@ FailureOr<RowNest> norm::analyzeRowNest(scf::ForOp nest, bool forward,
   shape.splittable = !forward && (shape.partials == PartialSums::Deterministic ||
                                   shape.partials == PartialSums::None);
   shape.cluster = cluster;
+  shape.batchRows = batchRows;
   rn.geometry = chooseRowGeometry(shape, target);
   if (!rn.geometry.registers)
     uncacheRows(rn.rows);
@@ -284,6 +288,11 @@ void RowKernel::emitElement(OpBuilder &rb, scf::ForOp loop, IRMapping m,
                                     rb, loc, (*vectors)[load.getMemRef()], e));
         continue;
       }
+      if (batchRowActive &&
+          llvm::is_contained(partialWorkspaces, load.getMemRef())) {
+        m.map(load.getResult(), batchAcc[load.getMemRef()][e]);
+        continue;
+      }
       if (emitLocalLoad(rb, load, k, e, m))
         continue;
     }
@@ -294,8 +303,27 @@ void RowKernel::emitElement(OpBuilder &rb, scf::ForOp loop, IRMapping m,
             materialize(rb, store.getValue(), m));
         continue;
       }
+      if (batchRowActive &&
+          llvm::is_contained(partialWorkspaces, store.getMemRef())) {
+        // A row past the program's last adds nothing.
+        Value &acc = batchAcc[store.getMemRef()][e];
+        acc = arith::SelectOp::create(rb, loc, batchRowActive,
+                                      materialize(rb, store.getValue(), m),
+                                      acc);
+        continue;
+      }
       if (emitLocalStore(rb, store, k, e, m))
         continue;
+      if (batchRowActive) {
+        // Any other store of a batched row: only for the program's rows.
+        for (Value operand : op.getOperands())
+          materialize(rb, operand, m);
+        scf::IfOp::create(rb, loc, batchRowActive, [&](OpBuilder &ib, Location) {
+          ib.clone(op, m);
+          scf::YieldOp::create(ib, loc);
+        });
+        continue;
+      }
     }
     for (Value operand : op.getOperands())
       materialize(rb, operand, m);
@@ -339,17 +367,54 @@ Value RowKernel::unitInnerStride(OpBuilder &rb, Value mem) {
       unitStrides);
 }
 
-void RowKernel::emitChunk(OpBuilder &rb, scf::ForOp loop, IRMapping &m,
-                          Value chunk, std::optional<int64_t> k,
-                          bool vectorized, SmallVector<Value> &carried) {
-  Value n = materialize(rb, loop.getUpperBound(), m);
+void RowKernel::emitRowsElement(
+    OpBuilder &rb, scf::ForOp loop, MutableArrayRef<IRMapping> ms, Value j,
+    std::optional<int64_t> k, int64_t e,
+    ArrayRef<DenseMap<Value, Value>> vectors,
+    SmallVector<DenseMap<Value, SmallVector<Value>>> *stores,
+    SmallVector<Value> &carried) {
+  size_t perRow = carried.size() / ms.size();
+  bool batched = !batchActive.empty();
+  // The batch's running partial sums of column j: read once, the rows'
+  // terms added in row order, written once.
+  Value p = batched ? base.lookup(nest.programIV) : Value();
+  if (batched)
+    for (Value ws : partialWorkspaces) {
+      SmallVector<Value> &accs = batchAcc[ws];
+      accs.resize(g.vec);
+      accs[e] = memref::LoadOp::create(
+          rb, loc, base.lookupOrDefault(ws), ValueRange{p, j});
+    }
+  for (size_t i = 0; i < ms.size(); ++i) {
+    batchRowActive = batched ? batchActive[i] : Value();
+    SmallVector<Value> rowVals(carried.begin() + i * perRow,
+                               carried.begin() + (i + 1) * perRow);
+    emitElement(rb, loop, ms[i], j, k, e,
+                vectors.empty() ? nullptr
+                                : const_cast<DenseMap<Value, Value> *>(
+                                      &vectors[i]),
+                stores ? &(*stores)[i] : nullptr, rowVals);
+    llvm::copy(rowVals, carried.begin() + i * perRow);
+  }
+  batchRowActive = Value();
+  if (batched)
+    for (Value ws : partialWorkspaces)
+      memref::StoreOp::create(rb, loc, batchAcc[ws][e],
+                              base.lookupOrDefault(ws), ValueRange{p, j});
+}
+
+void RowKernel::emitChunk(OpBuilder &rb, scf::ForOp loop,
+                          MutableArrayRef<IRMapping> ms, Value chunk,
+                          std::optional<int64_t> k, bool vectorized,
+                          SmallVector<Value> &carried) {
+  Value n = materialize(rb, loop.getUpperBound(), ms.front());
   // A dynamic N has V = 1 and a chunk loop bounded by N: always in range.
   bool tail = g.n ? !groupInRange(k) : false;
   if (!vectorized) {
     for (int64_t e = 0; e < g.vec; ++e) {
       Value j = columnOf(rb, chunk, e);
       if (!tail) {
-        emitElement(rb, loop, m, j, k, e, nullptr, nullptr, carried);
+        emitRowsElement(rb, loop, ms, j, k, e, {}, nullptr, carried);
         continue;
       }
       Value inRange =
@@ -358,7 +423,7 @@ void RowKernel::emitChunk(OpBuilder &rb, scf::ForOp loop, IRMapping &m,
                                     inRange, /*withElseRegion=*/true);
       OpBuilder tb = ifOp.getThenBodyBuilder();
       SmallVector<Value> next = carried;
-      emitElement(tb, loop, m, j, k, e, nullptr, nullptr, next);
+      emitRowsElement(tb, loop, ms, j, k, e, {}, nullptr, next);
       yieldFrom(tb, loc, next);
       OpBuilder eb = ifOp.getElseBodyBuilder();
       yieldFrom(eb, loc, carried);
@@ -367,61 +432,90 @@ void RowKernel::emitChunk(OpBuilder &rb, scf::ForOp loop, IRMapping &m,
     return;
   }
   // One 16-byte access per row memref the body reads, V elements, one
-  // access per row memref it writes.
+  // access per row memref it writes; with several rows, every row's loads
+  // first (a column vector's once), so they are in flight together.
   Value j0 = arith::MulIOp::create(rb, loc, rowChunk(rb, chunk),
                                    cIndex(rb, loc, g.vec));
-  DenseMap<Value, Value> vectors;
-  DenseMap<Value, SmallVector<Value>> stores;
-  SmallVector<Value> storeOrder;
-  Value r = materialize(rb, nest.rows.getInductionVar(), m);
-  for (Operation &op : loop.getBody()->without_terminator()) {
-    if (auto load = dyn_cast<memref::LoadOp>(op);
-        load && isRowAccess(&op, loop, load.getMemRef(), load.getIndices()) &&
-        !vectors.count(load.getMemRef())) {
-      Value mem = unitInnerStride(rb, base.lookupOrDefault(load.getMemRef()));
-      auto vt = VectorType::get({g.vec}, load.getType());
-      SmallVector<Value> at = load.getIndices().size() == 2
-                                  ? SmallVector<Value>{r, j0}
-                                  : SmallVector<Value>{j0};
-      vectors[load.getMemRef()] =
-          vector::LoadOp::create(rb, loc, vt, mem, at, /*nontemporal=*/false,
-                                 llvm::MaybeAlign(g.vectorBytes));
+  size_t rows = ms.size();
+  SmallVector<DenseMap<Value, Value>> vectors(rows);
+  SmallVector<DenseMap<Value, SmallVector<Value>>> stores(rows);
+  SmallVector<Value> storeOrder, rowIVs;
+  DenseMap<Value, Value> columnVectors;
+  for (size_t i = 0; i < rows; ++i) {
+    Value r = materialize(rb, nest.rows.getInductionVar(), ms[i]);
+    rowIVs.push_back(r);
+    for (Operation &op : loop.getBody()->without_terminator()) {
+      if (auto load = dyn_cast<memref::LoadOp>(op);
+          load &&
+          isRowAccess(&op, loop, load.getMemRef(), load.getIndices()) &&
+          !vectors[i].count(load.getMemRef())) {
+        bool column = load.getIndices().size() == 1;
+        if (column && columnVectors.count(load.getMemRef())) {
+          vectors[i][load.getMemRef()] = columnVectors[load.getMemRef()];
+          continue;
+        }
+        Value mem =
+            unitInnerStride(rb, base.lookupOrDefault(load.getMemRef()));
+        auto vt = VectorType::get({g.vec}, load.getType());
+        SmallVector<Value> at =
+            column ? SmallVector<Value>{j0} : SmallVector<Value>{r, j0};
+        Value v =
+            vector::LoadOp::create(rb, loc, vt, mem, at, /*nontemporal=*/false,
+                                   llvm::MaybeAlign(g.vectorBytes));
+        vectors[i][load.getMemRef()] = v;
+        if (column)
+          columnVectors[load.getMemRef()] = v;
+      }
+      if (auto store = dyn_cast<memref::StoreOp>(op);
+          i == 0 && store &&
+          isRowAccess(&op, loop, store.getMemRef(), store.getIndices()) &&
+          !llvm::is_contained(storeOrder, store.getMemRef()))
+        storeOrder.push_back(store.getMemRef());
     }
-    if (auto store = dyn_cast<memref::StoreOp>(op);
-        store &&
-        isRowAccess(&op, loop, store.getMemRef(), store.getIndices()) &&
-        !llvm::is_contained(storeOrder, store.getMemRef()))
-      storeOrder.push_back(store.getMemRef());
   }
   for (int64_t e = 0; e < g.vec; ++e) {
     Value j = arith::AddIOp::create(rb, loc, j0, cIndex(rb, loc, e));
-    emitElement(rb, loop, m, j, k, e, &vectors, &stores, carried);
+    emitRowsElement(rb, loop, ms, j, k, e, vectors, &stores, carried);
   }
-  for (Value mem : storeOrder) {
-    SmallVector<Value> &elems = stores[mem];
-    auto vt = VectorType::get({g.vec}, elems.front().getType());
-    Value v = vector::FromElementsOp::create(rb, loc, vt, elems);
-    SmallVector<Value> at = cast<MemRefType>(mem.getType()).getRank() == 2
-                                ? SmallVector<Value>{r, j0}
-                                : SmallVector<Value>{j0};
-    vector::StoreOp::create(rb, loc, v,
-                            unitInnerStride(rb, base.lookupOrDefault(mem)), at,
-                            /*nontemporal=*/false,
-                            llvm::MaybeAlign(g.vectorBytes));
-  }
+  for (size_t i = 0; i < rows; ++i)
+    for (Value mem : storeOrder) {
+      SmallVector<Value> &elems = stores[i][mem];
+      auto vt = VectorType::get({g.vec}, elems.front().getType());
+      auto store = [&](OpBuilder &sb) {
+        Value v = vector::FromElementsOp::create(sb, loc, vt, elems);
+        SmallVector<Value> at = cast<MemRefType>(mem.getType()).getRank() == 2
+                                    ? SmallVector<Value>{rowIVs[i], j0}
+                                    : SmallVector<Value>{j0};
+        vector::StoreOp::create(sb, loc, v,
+                                unitInnerStride(sb, base.lookupOrDefault(mem)),
+                                at, /*nontemporal=*/false,
+                                llvm::MaybeAlign(g.vectorBytes));
+      };
+      if (batchActive.empty()) {
+        store(rb);
+        continue;
+      }
+      scf::IfOp::create(rb, loc, batchActive[i], [&](OpBuilder &ib, Location) {
+        store(ib);
+        scf::YieldOp::create(ib, loc);
+      });
+    }
 }
 
-void RowKernel::emitColumnLoop(OpBuilder &rb, scf::ForOp loop, IRMapping &m,
+void RowKernel::emitColumnLoop(OpBuilder &rb, scf::ForOp loop,
+                               MutableArrayRef<IRMapping> ms,
                                SmallVector<Value> &carried) {
-  for (Value init : loop.getInitArgs())
-    carried.push_back(materialize(rb, init, m));
+  for (IRMapping &m : ms)
+    for (Value init : loop.getInitArgs())
+      carried.push_back(materialize(rb, init, m));
   // Row-level values the body uses, once per row rather than per element.
-  loop.walk([&](Operation *op) {
-    for (Value operand : op->getOperands())
-      if (!loop->isAncestor(operand.getParentRegion()->getParentOp()))
-        materialize(rb, operand, m);
-  });
-  Value n = materialize(rb, loop.getUpperBound(), m);
+  for (IRMapping &m : ms)
+    loop.walk([&](Operation *op) {
+      for (Value operand : op->getOperands())
+        if (!loop->isAncestor(operand.getParentRegion()->getParentOp()))
+          materialize(rb, operand, m);
+    });
+  Value n = materialize(rb, loop.getUpperBound(), ms.front());
   Value chunks = arith::CeilDivUIOp::create(rb, loc, n, cIndex(rb, loc, g.vec));
   // Vector accesses need, at run time, 16-byte aligned rows and a whole
   // chunk inside the row (a chunk of a group that reaches past N may be
@@ -431,7 +525,7 @@ void RowKernel::emitColumnLoop(OpBuilder &rb, scf::ForOp loop, IRMapping &m,
   auto chunkBody = [&](OpBuilder &cb, Value chunk, std::optional<int64_t> k,
                        SmallVector<Value> &vals) {
     if (!mayVectorize) {
-      emitChunk(cb, loop, m, chunk, k, /*vectorized=*/false, vals);
+      emitChunk(cb, loop, ms, chunk, k, /*vectorized=*/false, vals);
       return;
     }
     Value useVector = knownAligned ? Value() : aligned;
@@ -447,23 +541,25 @@ void RowKernel::emitColumnLoop(OpBuilder &rb, scf::ForOp loop, IRMapping &m,
           useVector ? arith::AndIOp::create(cb, loc, useVector, whole) : whole;
     }
     if (!useVector) {
-      emitChunk(cb, loop, m, chunk, k, /*vectorized=*/true, vals);
+      emitChunk(cb, loop, ms, chunk, k, /*vectorized=*/true, vals);
       return;
     }
     auto ifOp = scf::IfOp::create(cb, loc, TypeRange(ValueRange(vals)),
                                   useVector, /*withElseRegion=*/true);
     OpBuilder tb = ifOp.getThenBodyBuilder();
     SmallVector<Value> v1 = vals;
-    emitChunk(tb, loop, m, chunk, k, /*vectorized=*/true, v1);
+    emitChunk(tb, loop, ms, chunk, k, /*vectorized=*/true, v1);
     yieldFrom(tb, loc, v1);
     OpBuilder eb = ifOp.getElseBodyBuilder();
     SmallVector<Value> v2 = vals;
-    emitChunk(eb, loop, m, chunk, k, /*vectorized=*/false, v2);
+    emitChunk(eb, loop, ms, chunk, k, /*vectorized=*/false, v2);
     yieldFrom(eb, loc, v2);
     vals.assign(ifOp.getResults().begin(), ifOp.getResults().end());
   };
 
+  rowsPerChunk = ms.size();
   walkChunks(rb, chunks, carried, chunkBody);
+  rowsPerChunk = 1;
 }
 
 SmallVector<Value> RowKernel::crossLaneReduce(ValueRange partials) {
@@ -614,7 +710,7 @@ void RowKernel::emit(Value lo, Value hi, const IRMapping &programMap) {
   // Row caches and partial sums of the register regime.
   allocateThreadStorage();
   if (g.lanes > g.warp)
-    for (int i = 0; i < 2; ++i)
+    for (int64_t i = 0; i < 2 * g.batch; ++i)
       crossWarpScratch.push_back(
           addSharedBuffer(launch, {g.threads / g.warp}, b.getF32Type(), loc));
 
@@ -641,7 +737,86 @@ void RowKernel::emit(Value lo, Value hi, const IRMapping &programMap) {
   knownAligned = false;
 }
 
+void RowKernel::emitBatchedRows(Value lo, Value hi) {
+  Block *rowBody = nest.rows.getBody();
+  int64_t batch = g.batch;
+  for (memref::StoreOp store : partialRowStores(nest))
+    partialWorkspaces.push_back(store.getMemRef());
+  auto waves = scf::ForOp::create(b, loc, lo, hi, c(batch));
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(waves.getBody()->getTerminator());
+  // Row i of the batch; a row past the program's last re-reads the last
+  // one (a valid row: its loads need no guard, so all are in flight
+  // together) and neither stores nor adds anything.
+  Value last = arith::SubIOp::create(b, loc, hi, c(1));
+  SmallVector<IRMapping> ms;
+  batchActive.clear();
+  for (int64_t i = 0; i < batch; ++i) {
+    Value r = arith::AddIOp::create(b, loc, waves.getInductionVar(), c(i));
+    batchActive.push_back(
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, r, hi));
+    IRMapping m = base;
+    m.map(nest.rows.getInductionVar(),
+          arith::MinUIOp::create(b, loc, r, last).getResult());
+    ms.push_back(m);
+  }
+  // Mapped per row, never through the row-independent `reduced`.
+  reduced.clear();
+  Value laneZero =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane, c(0));
+  for (Operation &op : rowBody->without_terminator()) {
+    auto loop = dyn_cast<scf::ForOp>(op);
+    if (loop && loop.getNumResults()) {
+      // The batch's rows in one column walk, their sums in one cross-warp
+      // step.
+      SmallVector<Value> carried;
+      emitColumnLoop(b, loop, ms, carried);
+      SmallVector<Value> sums = crossLaneReduce(carried);
+      size_t perRow = loop.getNumResults();
+      for (int64_t i = 0; i < batch; ++i)
+        for (auto [r, res] : llvm::enumerate(loop.getResults()))
+          ms[i].map(res, sums[i * perRow + r]);
+      continue;
+    }
+    if (loop) {
+      // Row by row: whatever the loop writes is the row's own.
+      SmallVector<Value> active = batchActive;
+      batchActive.clear();
+      for (int64_t i = 0; i < batch; ++i)
+        scf::IfOp::create(b, loc, active[i], [&](OpBuilder &ib, Location) {
+          IRMapping m = ms[i];
+          SmallVector<Value> none;
+          emitColumnLoop(ib, loop, m, none);
+          scf::YieldOp::create(ib, loc);
+        });
+      batchActive = active;
+      continue;
+    }
+    assert((!isa<scf::WhileOp, memref::AtomicRMWOp>(op)) &&
+           "batched rows are the deterministic strategy's");
+    if (isMemoryEffectFree(&op) || isa<memref::LoadOp>(op))
+      continue; // materialised where used
+    // A per-row side effect: lane 0, for each of the program's rows.
+    for (int64_t i = 0; i < batch; ++i)
+      scf::IfOp::create(b, loc,
+                        arith::AndIOp::create(b, loc, batchActive[i], laneZero),
+                        [&](OpBuilder &ib, Location) {
+                          IRMapping m = ms[i];
+                          for (Value operand : op.getOperands())
+                            materialize(ib, operand, m);
+                          ib.clone(op, m);
+                          scf::YieldOp::create(ib, loc);
+                        });
+  }
+  batchActive.clear();
+}
+
 void RowKernel::emitRows(Value lo, Value hi) {
+  if (g.batch > 1) {
+    emitBatchedRows(lo, hi);
+    writePartialRows();
+    return;
+  }
   Block *rowBody = nest.rows.getBody();
   // Waves of S rows: every thread runs the same number of iterations, so
   // barriers and shuffles are uniform; sub-groups past `hi` idle.

@@ -60,7 +60,8 @@ protected:
   /// sums).
   virtual void allocateThreadStorage() {}
   /// Runs `body` on each of the lane's chunks of a column loop (`chunks`
-  /// of them in the row), threading `carried` through.
+  /// of them in the row), threading `carried` through. `rowsPerChunk`
+  /// rows of a batch share each chunk.
   virtual void walkChunks(OpBuilder &rb, Value chunks,
                           SmallVector<Value> &carried, ChunkBody body) = 0;
   /// Whether `memref` (of the row body) is served from the thread's storage.
@@ -131,15 +132,33 @@ protected:
   /// parity of the current row within the program (its cluster slots).
   Value colBase, rowParity;
   IRMapping base; // program-level values -> kernel values
+  /// Rows a column loop's chunk covers (the looped regime's batch in its
+  /// reduction loop, else 1).
+  int64_t rowsPerChunk = 1;
 
 private:
   /// The waves of rows, then the partial rows, in the current layout.
   void emitRows(Value lo, Value hi);
-  void emitColumnLoop(OpBuilder &rb, scf::ForOp loop, IRMapping &m,
+  /// The batches of B rows of the looped regime (Geometry::batch): the
+  /// reduction loops of the B rows share one column walk and one update
+  /// of the partial rows; the other column loops run row by row.
+  void emitBatchedRows(Value lo, Value hi);
+  /// A column loop for the rows of `ms` (one mapping per row; `carried`
+  /// holds the loop's values row after row).
+  void emitColumnLoop(OpBuilder &rb, scf::ForOp loop,
+                      MutableArrayRef<IRMapping> ms,
                       SmallVector<Value> &carried);
-  void emitChunk(OpBuilder &rb, scf::ForOp loop, IRMapping &m, Value chunk,
-                 std::optional<int64_t> k, bool vectorized,
+  void emitChunk(OpBuilder &rb, scf::ForOp loop, MutableArrayRef<IRMapping> ms,
+                 Value chunk, std::optional<int64_t> k, bool vectorized,
                  SmallVector<Value> &carried);
+  /// Element e (column j) of every row of `ms`, with the batch's partial
+  /// sums read before and written after.
+  void emitRowsElement(OpBuilder &rb, scf::ForOp loop,
+                       MutableArrayRef<IRMapping> ms, Value j,
+                       std::optional<int64_t> k, int64_t e,
+                       ArrayRef<DenseMap<Value, Value>> vectors,
+                       SmallVector<DenseMap<Value, SmallVector<Value>>> *stores,
+                       SmallVector<Value> &carried);
   void emitElement(OpBuilder &rb, scf::ForOp loop, IRMapping m, Value j,
                    std::optional<int64_t> k, int64_t e,
                    DenseMap<Value, Value> *vectors,
@@ -155,6 +174,15 @@ private:
   void onLeader(function_ref<void(OpBuilder &, IRMapping &)> body);
 
   DenseMap<Value, Value> reduced;      // loop results -> reduced sums
+  /// Batched rows: whether each row of the batch is one of the program's
+  /// (rows past the last re-read the last row and are dropped), the
+  /// workspaces of the partial rows, and the running partial sums of the
+  /// element being emitted (workspace -> value per element of a chunk).
+  SmallVector<Value> batchActive;
+  SmallVector<Value> partialWorkspaces;
+  llvm::MapVector<Value, SmallVector<Value>> batchAcc;
+  /// The row whose element emitElement emits is active (batched rows).
+  Value batchRowActive;
   SmallVector<Value> crossWarpScratch; // one slot per warp, per sum
   /// [2 x kClusterSumSlots] per in-row reduction of a row (cluster only),
   /// and how many of them the current row has used.

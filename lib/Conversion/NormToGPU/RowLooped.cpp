@@ -5,8 +5,10 @@
 // When N is not static, or a lane's share of the row is more than
 // `max-register-elements` (N = 65536), a block takes one row at a time and
 // its lanes walk the row's chunks in a loop. Nothing is cached: x and dy are
-// re-read in the dx loop (from L2), and the program's partial row is updated
-// in global memory by the one thread that owns each column.
+// re-read in the dx loop, and the program's partial rows are updated in
+// global memory by the one thread that owns each column, once per batch of
+// Geometry::batch rows whose reduction loops share the column walk
+// (RowKernel::emitBatchedRows).
 //
 //===----------------------------------------------------------------------===//
 
@@ -53,11 +55,17 @@ void LoopedRowKernel::walkChunks(OpBuilder &rb, Value chunks,
         chunkBody(fb, chunk, std::nullopt, vals);
         scf::YieldOp::create(fb, loc, vals);
       });
-  // Four chunks per iteration: their loads do not depend on each other's
+  // Four chunks per iteration (one row): their loads do not depend on each other's
   // sums, so they are in flight together (the sums keep their order). With
   // a trip count unknown here, unrolling adds an epilogue loop, whose
   // results are then the final ones.
-  FailureOr<UnrolledLoopInfo> unrolled = loopUnrollByFactor(forOp, 4);
+  // With a batch of rows sharing each chunk, their loads are in flight
+  // together already.
+  int64_t factor = std::max<int64_t>(1, 4 / rowsPerChunk);
+  if (factor == 1)
+    return carried.assign(forOp.getResults().begin(),
+                          forOp.getResults().end());
+  FailureOr<UnrolledLoopInfo> unrolled = loopUnrollByFactor(forOp, factor);
   scf::ForOp last = forOp;
   if (succeeded(unrolled) && unrolled->epilogueLoopOp)
     last = *unrolled->epilogueLoopOp;

@@ -74,13 +74,15 @@ static bool sameOrder(const Geometry &a, const Geometry &b) {
          a.chunksPerLane == b.chunksPerLane && a.n == b.n && a.warp == b.warp &&
          a.partials == b.partials && a.sharedBytes == b.sharedBytes &&
          a.layouts == b.layouts && a.cluster == b.cluster &&
-         a.sliceColumns == b.sliceColumns;
+         a.sliceColumns == b.sliceColumns && a.batch == b.batch;
 }
 
 static Geometry geometry(std::optional<int64_t> n, int64_t bytes,
                          const Strategy &s, const TargetInfo &t,
-                         int64_t threads = 256, int64_t cluster = 0) {
+                         int64_t threads = 256, int64_t cluster = 0,
+                         int64_t batchRows = 0) {
   RowShape shape;
+  shape.batchRows = batchRows;
   shape.splittable = s.partials == PartialSums::Deterministic ||
                      (s.partials == PartialSums::None && !s.forward);
   shape.cluster = cluster;
@@ -189,11 +191,32 @@ int main() {
   expect(std::nullopt, f32, rms, 256, 1, 1, 0, false, PartialsHome::Global);
   expect(std::nullopt, bf16, fwd, 256, 1, 1, 0, false, PartialsHome::None);
 
+  // Looped rows in batches of B = 4 P (P partial rows, kLoopedPartialBytes)
+  // for the partial rows' update; every other kernel one row at a time;
+  // the option B as given.
+  auto batch = [&](std::optional<int64_t> n, const DType &d, const Strategy &s,
+                   int64_t want, int64_t option = 0) {
+    Geometry g = geometry(n, d.bytes, s, first, 256, 0, option);
+    check(g.batch == want, describe(n, d, s) + " batch-rows=" +
+                               std::to_string(option) + ": batch " +
+                               std::to_string(g.batch) + ", want " +
+                               std::to_string(want));
+  };
+  batch(65536, bf16, layer, 8);
+  batch(262144, f32, rms, 4);
+  batch(std::nullopt, bf16, rms, 4);
+  batch(65536, bf16, layer, 2, /*option=*/2);
+  batch(65536, bf16, atomic, 1);
+  batch(65536, bf16, locked, 1);
+  batch(65536, bf16, fwd, 1);
+  batch(4096, bf16, layer, 1); // registers
+  batch(4096, bf16, layer, 1, /*option=*/8);
+
   // Layouts (a function of N and the element size): rows whose bytes are
   // not a multiple of 16 can never be aligned, so one interleaved body;
   // a lane share of at most 16 elements, one vector body (chunk by
   // chunk); more, both bodies under the run-time alignment check. The
-  // looped regime keeps the vector layout.
+  // looped regime has one body: vector, or interleaved for such rows.
   auto layouts = [&](std::optional<int64_t> n, const DType &d,
                      const Strategy &s, RowLayouts want) {
     Geometry g = geometry(n, d.bytes, s, first);
@@ -212,7 +235,8 @@ int main() {
   layouts(8192, bf16, rms, RowLayouts::Both);
   layouts(8192, f32, fwd, RowLayouts::Both);
   layouts(65536, bf16, layer, RowLayouts::Vector); // looped
-  layouts(65537, bf16, layer, RowLayouts::Vector);
+  layouts(65537, bf16, layer, RowLayouts::Interleaved); // looped
+  layouts(100004, f32, rms, RowLayouts::Vector); // 400016 bytes a row
   layouts(std::nullopt, bf16, rms, RowLayouts::Vector);
 
   // threads = 0: the candidate (256, 128, 512) that uses its chunk slots

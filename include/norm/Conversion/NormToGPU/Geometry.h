@@ -91,6 +91,26 @@ inline constexpr int64_t kThreadCandidates[] = {256, 128, 512};
 /// 65536 in the register regime at 32 registers and spill 3-7 KB.
 inline constexpr int64_t kLoopedThreads = 512;
 
+/// Rows of the looped regime whose contributions to the program's partial
+/// rows a block adds in one pass (B): the reduction loop of B rows walks
+/// the columns once, each thread reads its columns of the P partial rows,
+/// adds the B rows' terms in row order and writes them back, where one row
+/// at a time read and wrote them for every row. The order of every
+/// column's sum is the same (the program's rows, one after the other), so
+/// dweight/dbias keep their bits. B is the fewest rows that bring that
+/// traffic, 2 x 4 x P / B bytes per element of a row, down to this many
+/// bytes (half of what bf16 x and dy take): B = 4 P, 8 for LayerNorm's
+/// dweight and dbias, 4 for one partial row. Measured (bench/variants.py,
+/// bf16, N = 65537-262144, 512 threads; docs/NOTES.md): LayerNorm B = 1 /
+/// 2 / 4 / 8: 6-7% / 10-12% / 12-19% / 13-21% of copy (8 spills 1 KB and
+/// still wins); RMSNorm 9-25% / 11-32% / 12-39% / 13-21% (8 spills 0.5-1.4
+/// KB: a little ahead at the odd N, far behind at 131072 and 262144). 256
+/// threads (no spills at B = 8) lost to 512 everywhere. The B rows'
+/// in-row sums meet in one cross-warp step.
+inline constexpr int64_t kLoopedPartialBytes = 2;
+/// The most rows the `batch-rows` option may ask for.
+inline constexpr int64_t kMaxBatchRows = 16;
+
 /// Registers a thread of a register-regime kernel needs, estimated: the
 /// two row caches (x, dy; f32), the partial sums when they live in
 /// registers, the loads in flight when a share above kBatchedLoadsShare
@@ -158,6 +178,9 @@ struct RowShape {
   /// never, C in [2, 8] a cluster of C (or fewer, as the slices need)
   /// whenever the row is splittable.
   int64_t cluster = 0;
+  /// The pass's `batch-rows` option: rows per partial-row update of the
+  /// looped regime (0: chosen, kLoopedPartialBytes).
+  int64_t batchRows = 0;
 };
 
 /// How a row nest is spread over a block.
@@ -187,6 +210,10 @@ struct Geometry {
   int64_t cluster = 1;
   /// Columns per block of a cluster (K L V; N when cluster == 1).
   int64_t sliceColumns = 0;
+  /// Looped regime with its partial rows in global memory: rows whose
+  /// terms one read-modify-write of the partial rows adds
+  /// (kLoopedPartialBytes); 1 otherwise.
+  int64_t batch = 1;
 
   /// Warps of one row (> 1: in-row sums take a shared-memory step).
   int64_t warpsPerRow() const { return lanes > warp ? lanes / warp : 1; }

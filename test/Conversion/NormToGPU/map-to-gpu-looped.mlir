@@ -1,0 +1,102 @@
+// RUN: norm-opt %s --split-input-file --norm-lower-to-loops --norm-map-to-gpu="batch-rows=2" --canonicalize --cse | FileCheck %s
+// RUN: norm-opt %s --split-input-file --norm-lower-to-loops --norm-map-to-gpu | FileCheck %s --check-prefix=CHOSEN
+// RUN: norm-opt %s --split-input-file --norm-lower-to-loops --norm-map-to-gpu="batch-rows=1" | FileCheck %s --check-prefix=ONE --implicit-check-not=arith.select
+// RUN: not norm-opt %s --norm-map-to-gpu=batch-rows=17 2>&1 | FileCheck %s --check-prefix=RANGE
+
+// The looped regime (N = 131072: no register share, no cluster reaches it)
+// takes its rows in batches of B (here the option's 2): row i of a batch
+// is min(first + i, last) and counts only while first + i is below the
+// program's end. The reduction loop of the two rows walks the columns once:
+// both rows' 16-byte loads first, then, per column, one read of each
+// partial row, the rows' terms added in row order (a row past the end adds
+// nothing: select), one write. The four in-row sums meet in one cross-warp
+// step; then each row's dx loop, under its own row check.
+// CHECK-LABEL: func @layer_norm_grad_looped
+// CHECK-SAME: #norm.kernel<name = "layer_norm_grad_looped_dx_1", kind = dx, block = 512, grid = programs, lanes = 512, rows = 1, vector = 8, registers = false>
+// CHECK: gpu.launch {{.*}} function(@layer_norm_grad_looped_dx_1)
+// CHECK:   scf.for %[[FIRST:.*]] = %{{.*}} to %[[END:.*]] step %c2 {
+// CHECK:     %[[ACTIVE0:.*]] = arith.cmpi ult, %[[FIRST]], %[[END]]
+// CHECK:     %[[ROW0:.*]] = arith.minui %[[FIRST]], %[[LAST:.*]] : index
+// CHECK:     %[[NEXT:.*]] = arith.addi %[[FIRST]], %c1
+// CHECK:     %[[ACTIVE1:.*]] = arith.cmpi ult, %[[NEXT]], %[[END]]
+// CHECK:     %[[ROW1:.*]] = arith.minui %[[NEXT]], %[[LAST]] : index
+// CHECK:     scf.for {{.*}} iter_args({{.*}}) -> (f32, f32, f32, f32) {
+// CHECK:       vector.load %arg0[%[[ROW0]], %[[J:.*]]] {alignment = 16 : i64}
+// CHECK-NEXT:  vector.load %arg1[%[[ROW0]], %[[J]]]
+// CHECK-NEXT:  vector.load %arg0[%[[ROW1]], %[[J]]]
+// CHECK-NEXT:  vector.load %arg1[%[[ROW1]], %[[J]]]
+// CHECK-NEXT:  %[[DW:.*]] = memref.load %[[WSW:.*]][%[[P:.*]], %[[J]]] : memref<?x131072xf32>
+// CHECK-NEXT:  %[[DB:.*]] = memref.load %[[WSB:.*]][%[[P]], %[[J]]] : memref<?x131072xf32>
+// CHECK:       %[[DW0:.*]] = arith.select %[[ACTIVE0]], %{{.*}}, %[[DW]] : f32
+// CHECK:       %[[DB0:.*]] = arith.select %[[ACTIVE0]], %{{.*}}, %[[DB]] : f32
+// CHECK:       %[[DW1:.*]] = arith.select %[[ACTIVE1]], %{{.*}}, %[[DW0]] : f32
+// CHECK:       %[[DB1:.*]] = arith.select %[[ACTIVE1]], %{{.*}}, %[[DB0]] : f32
+// CHECK-NEXT:  memref.store %[[DW1]], %[[WSW]][%[[P]], %[[J]]]
+// CHECK-NEXT:  memref.store %[[DB1]], %[[WSB]][%[[P]], %[[J]]]
+// CHECK-NOT:   gpu.barrier
+// CHECK:     gpu.shuffle xor
+// CHECK:     gpu.barrier
+// CHECK-NOT: gpu.barrier
+// CHECK:     gpu.barrier
+// CHECK-NEXT: scf.if %[[ACTIVE0]] {
+// CHECK:       vector.store %{{.*}}, %arg5[%[[ROW0]], %{{.*}}]
+// CHECK:     scf.if %[[ACTIVE1]] {
+// CHECK:       vector.store %{{.*}}, %arg5[%[[ROW1]], %{{.*}}]
+
+// Chosen: B = 4 P for P partial rows (Geometry.h kLoopedPartialBytes), 8
+// for dweight and dbias. batch-rows=1 is the row-at-a-time kernel: the
+// partial rows read and written in every row.
+// CHOSEN-LABEL: func @layer_norm_grad_looped
+// CHOSEN: function(@layer_norm_grad_looped_dx_1)
+// CHOSEN: scf.for {{.*}} step %c8{{.*}} {
+// ONE-LABEL: func @layer_norm_grad_looped
+// ONE: function(@layer_norm_grad_looped_dx_1)
+// ONE: scf.for {{.*}} step %c1{{.*}} {
+// ONE:   %[[OLD:.*]] = memref.load %[[WS:.*]][%[[P:.*]], %[[J:.*]]] : memref<?x131072xf32>
+// ONE:   %[[NEW:.*]] = arith.addf %[[OLD]], %{{.*}} : f32
+// ONE:   memref.store %[[NEW]], %[[WS]][%[[P]], %[[J]]]
+
+// RANGE: norm-map-to-gpu: batch-rows must be 0 (chosen) or 1 to 16, got 17
+func.func @layer_norm_grad_looped(%dy: memref<?x131072xbf16>, %x: memref<?x131072xbf16>, %mean: memref<?xf32>,
+                                  %rstd: memref<?xf32>, %w: memref<131072xbf16>, %dx: memref<?x131072xbf16>,
+                                  %dw: memref<131072xbf16>, %db: memref<131072xbf16>) {
+  norm.layer_norm_grad dy(%dy : memref<?x131072xbf16>) x(%x : memref<?x131072xbf16>)
+      mean(%mean : memref<?xf32>) rstd(%rstd : memref<?xf32>) weight(%w : memref<131072xbf16>)
+      outs dx(%dx : memref<?x131072xbf16>) dweight(%dw : memref<131072xbf16>) dbias(%db : memref<131072xbf16>)
+  return
+}
+
+// -----
+
+// One partial row (RMSNorm dweight): B = 4. Without dweight (no partial
+// rows), and with another strategy, rows go one at a time.
+// CHOSEN-LABEL: func @rms_norm_grad_looped
+// CHOSEN: function(@rms_norm_grad_looped_dx_1)
+// CHOSEN: scf.for {{.*}} step %c4{{.*}} {
+// CHOSEN-LABEL: func @rms_norm_grad_looped_no_weight
+// CHOSEN: function(@rms_norm_grad_looped_no_weight_dx_0)
+// CHOSEN-NOT: arith.select
+// CHOSEN: scf.for {{.*}} step %c1{{.*}} {
+// CHOSEN-LABEL: func @rms_norm_grad_looped_atomic
+// CHOSEN: function(@rms_norm_grad_looped_atomic_dx_1)
+// CHOSEN-NOT: arith.select
+// CHOSEN: memref.atomic_rmw addf
+func.func @rms_norm_grad_looped(%dy: memref<?x131072xf32>, %x: memref<?x131072xf32>, %rstd: memref<?xf32>,
+                                %w: memref<131072xf32>, %dx: memref<?x131072xf32>, %dw: memref<131072xf32>) {
+  norm.rms_norm_grad dy(%dy : memref<?x131072xf32>) x(%x : memref<?x131072xf32>) rstd(%rstd : memref<?xf32>)
+      weight(%w : memref<131072xf32>) outs dx(%dx : memref<?x131072xf32>) dweight(%dw : memref<131072xf32>)
+  return
+}
+func.func @rms_norm_grad_looped_no_weight(%dy: memref<?x131072xf32>, %x: memref<?x131072xf32>, %rstd: memref<?xf32>,
+                                          %dx: memref<?x131072xf32>) {
+  norm.rms_norm_grad dy(%dy : memref<?x131072xf32>) x(%x : memref<?x131072xf32>) rstd(%rstd : memref<?xf32>)
+      outs dx(%dx : memref<?x131072xf32>)
+  return
+}
+func.func @rms_norm_grad_looped_atomic(%dy: memref<?x131072xf32>, %x: memref<?x131072xf32>, %rstd: memref<?xf32>,
+                                       %w: memref<131072xf32>, %dx: memref<?x131072xf32>, %dw: memref<131072xf32>) {
+  norm.rms_norm_grad dy(%dy : memref<?x131072xf32>) x(%x : memref<?x131072xf32>) rstd(%rstd : memref<?xf32>)
+      weight(%w : memref<131072xf32>) outs dx(%dx : memref<?x131072xf32>) dweight(%dw : memref<131072xf32>)
+      {strategy = #norm.strategy<atomic>}
+  return
+}
