@@ -7,6 +7,7 @@
 #include "norm/Pipelines/Manifest.h"
 #include "norm/Dialect/Norm/IR/NormDialect.h"
 #include "norm/Dialect/Norm/IR/NormOps.h"
+#include "norm/Dialect/Norm/IR/StageContract.h"
 #include "norm/Dialect/Norm/Utils/NormFunction.h"
 #include "norm/Support/ManifestSchema.h"
 
@@ -123,7 +124,8 @@ norm::buildManifest(func::FuncOp func, const NormToGPUBinaryOptions &options,
   m[key(field::kArguments)] = std::move(arguments);
 
   // Workspaces: the host allocations, in order. Which ones the runtime
-  // clears follows from the kernels (those no `zero` kernel takes).
+  // clears follows from the kernels (those no `zero` kernel takes) and from
+  // `written` (norm-map-to-gpu's `norm.written`: a kernel writes it whole).
   DenseMap<Value, int64_t> workspaceIndex;
   llvm::json::Array workspaces;
   func.walk([&](memref::AllocOp alloc) {
@@ -140,6 +142,8 @@ norm::buildManifest(func::FuncOp func, const NormToGPUBinaryOptions &options,
                           : llvm::json::Value(d));
     }
     w[key(field::kShape)] = std::move(shape);
+    if (norm::isWrittenWhole(alloc))
+      w[key(field::kWritten)] = true;
     workspaceIndex[alloc] = workspaces.size();
     workspaces.push_back(std::move(w));
   });

@@ -305,6 +305,10 @@ bool ManifestReader::readWorkspace(const JsonValue &v, size_t index) {
                  manifest::kMaxWorkspaceExtent,
                  "positive integers (at most 2^40) or \"groups\"", w.shape))
     return false;
+  const JsonValue *written = nullptr;
+  if (!get(v, field::kWritten, where, written))
+    return false;
+  w.written = written && written->getBool();
   m.workspaces.push_back(std::move(w));
   return true;
 }
@@ -595,8 +599,12 @@ bool ManifestReader::read(const JsonValue &root) {
 
   // A workspace no `zero` kernel clears (the atomic strategy's single
   // partial row is zeroed on the host side of the compiled function, which
-  // the manifest does not describe) is cleared by the runtime.
+  // the manifest does not describe) is cleared by the runtime, unless a
+  // kernel writes it whole first (`written`).
   m.clearWorkspace.assign(m.workspaces.size(), true);
+  for (size_t i = 0; i < m.workspaces.size(); ++i)
+    if (m.workspaces[i].written)
+      m.clearWorkspace[i] = false;
   for (const KernelSpec &k : m.kernels)
     if (k.kind == KernelKind::Zero)
       for (const KernelParam &p : k.params)

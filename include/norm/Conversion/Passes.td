@@ -17,7 +17,10 @@ def NormMapToGPU : Pass<"norm-map-to-gpu", "::mlir::func::FuncOp"> {
     `<func>_<stage>_<i>`, all in one `gpu.module @<func>_kernels`:
 
     * `zero` (ZeroKernel.cpp): a block per partial row, threads over columns
-      (the row's lock, if any, reset by thread 0);
+      (the row's lock, if any, reset by thread 0); none for `deterministic`,
+      whose dx kernel writes every program's partial rows whole: the nest
+      is dropped and its workspaces marked `norm.written` (the manifest's
+      `"written"`, so the runtime does not clear them either);
     * `reduce` (ReduceKernel.cpp): a block of 256 threads per 32 columns, its
       8 warps each summing the partial rows `w = warp, warp + 8, ...` in row
       order (loads unrolled by 4), then warp 0 adding the 8 slices in order;

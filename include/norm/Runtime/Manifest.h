@@ -73,6 +73,9 @@ struct ArgumentSpec {
 /// One host allocation of the compiled function: contiguous, row-major.
 struct WorkspaceSpec {
   Dtype dtype = Dtype::F32;
+  /// A kernel writes every element before any reads it (`written`): the
+  /// runtime does not clear it.
+  bool written = false;
   /// Rank 1 to kMaxWorkspaceRank; kGroupsExtent for G.
   std::vector<int64_t> shape;
 };
@@ -128,8 +131,8 @@ struct Manifest {
   /// first such argument (but the statistics), else the first argument
   /// with a leading "?"; -1 if none. M is the product of its row extents.
   int32_t rowsArgument = -1;
-  /// Per workspace: no kernel of kind `zero` takes it, so the runtime clears
-  /// it (cuMemsetD8Async) before the first kernel.
+  /// Per workspace: neither `written` nor taken by a kernel of kind `zero`,
+  /// so the runtime clears it (cuMemsetD8Async) before the first kernel.
   std::vector<bool> clearWorkspace;
 
   /// The index of the argument called `name`, or -1.

@@ -38,7 +38,7 @@ inline constexpr std::string_view kDtypeNames[] = {"f32", "f16", "bf16",
                                                    "i32"};
 
 /// What a kernel does. The runtime clears a workspace before the first
-/// kernel unless a `zero` kernel takes it.
+/// kernel unless a `zero` kernel takes it or it is `written`.
 enum class KernelKind : int32_t { Zero, Dx, Reduce, Forward };
 inline constexpr std::string_view kKernelKindNames[] = {"zero", "dx", "reduce",
                                                         "forward"};
@@ -159,6 +159,11 @@ inline constexpr Field kShape{"shape", FieldType::Array, true};
 // (read from the tensor at launch). Absent: the kernels assume contiguous
 // row-major strides (an identity-layout memref).
 inline constexpr Field kStrides{"strides", FieldType::Array, false};
+
+// `workspaces[i]`: true when a kernel writes every element before any
+// kernel reads it (the `deterministic` partial rows, which the dx kernel
+// writes whole), so nothing clears it (absent: false).
+inline constexpr Field kWritten{"written", FieldType::Bool, false};
 
 // `kernels[i]` (name as above). lanes, vector and registers describe the
 // row kernels' geometry; the runtime does not need them.

@@ -154,6 +154,18 @@ struct MapToGPUPass : public norm::impl::NormMapToGPUBase<MapToGPUPass> {
     case norm::Stage::Zero:
       if (failed(norm::checkZeroNestShape(nest)))
         return failure();
+      // The `deterministic` dx kernel writes its program's partial rows
+      // whole in every regime (RowKernel.h): nothing needs clearing, in
+      // this launch or the runtime's (`norm.written`, the manifest's
+      // `written`).
+      if (norm::getNestStrategy(nest) ==
+          norm::ReductionStrategy::Deterministic) {
+        nest.walk([&](memref::StoreOp store) {
+          if (auto alloc = store.getMemRef().getDefiningOp<memref::AllocOp>())
+            norm::setWrittenWhole(alloc);
+        });
+        break;
+      }
       norm::buildZeroKernel(nest, name, zeroThreads());
       record(b, name, KernelKind::Zero, zeroThreads(), GridRule::WorkspaceRows);
       break;

@@ -22,6 +22,7 @@
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SetVector.h"
@@ -305,11 +306,14 @@ void RowKernel::emitElement(OpBuilder &rb, scf::ForOp loop, IRMapping m,
       }
       if (batchRowActive &&
           llvm::is_contained(partialWorkspaces, store.getMemRef())) {
-        // A row past the program's last adds nothing.
+        // A row past the program's last adds nothing (the first row of a
+        // batch never is).
         Value &acc = batchAcc[store.getMemRef()][e];
-        acc = arith::SelectOp::create(rb, loc, batchRowActive,
-                                      materialize(rb, store.getValue(), m),
-                                      acc);
+        Value v = materialize(rb, store.getValue(), m);
+        acc = matchPattern(batchRowActive, m_One())
+                  ? v
+                  : arith::SelectOp::create(rb, loc, batchRowActive, v, acc)
+                        .getResult();
         continue;
       }
       if (emitLocalStore(rb, store, k, e, m))
@@ -378,12 +382,26 @@ void RowKernel::emitRowsElement(
   // The batch's running partial sums of column j: read once, the rows'
   // terms added in row order, written once.
   Value p = batched ? base.lookup(nest.programIV) : Value();
+  // The program's first batch starts from zero (no kernel clears the
+  // partial rows before this one: it writes them whole), the others from
+  // what the batches before left.
   if (batched)
     for (Value ws : partialWorkspaces) {
       SmallVector<Value> &accs = batchAcc[ws];
       accs.resize(g.vec);
-      accs[e] = memref::LoadOp::create(
-          rb, loc, base.lookupOrDefault(ws), ValueRange{p, j});
+      Type t = cast<MemRefType>(ws.getType()).getElementType();
+      auto ifOp = scf::IfOp::create(rb, loc, TypeRange{t}, firstBatch,
+                                    /*withElseRegion=*/true);
+      OpBuilder tb = ifOp.getThenBodyBuilder();
+      scf::YieldOp::create(tb, loc,
+                           ValueRange{arith::ConstantOp::create(
+                               tb, loc, tb.getZeroAttr(t))});
+      OpBuilder eb = ifOp.getElseBodyBuilder();
+      scf::YieldOp::create(
+          eb, loc,
+          ValueRange{memref::LoadOp::create(eb, loc, base.lookupOrDefault(ws),
+                                            ValueRange{p, j})});
+      accs[e] = ifOp.getResult(0);
     }
   for (size_t i = 0; i < ms.size(); ++i) {
     batchRowActive = batched ? batchActive[i] : Value();
@@ -749,12 +767,18 @@ void RowKernel::emitBatchedRows(Value lo, Value hi) {
   // one (a valid row: its loads need no guard, so all are in flight
   // together) and neither stores nor adds anything.
   Value last = arith::SubIOp::create(b, loc, hi, c(1));
+  firstBatch = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                     waves.getInductionVar(), lo);
   SmallVector<IRMapping> ms;
   batchActive.clear();
   for (int64_t i = 0; i < batch; ++i) {
     Value r = arith::AddIOp::create(b, loc, waves.getInductionVar(), c(i));
+    // Row 0 of a batch is the loop's own condition.
     batchActive.push_back(
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, r, hi));
+        i == 0 ? arith::ConstantIntOp::create(b, loc, 1, 1).getResult()
+               : arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, r,
+                                       hi)
+                     .getResult());
     IRMapping m = base;
     m.map(nest.rows.getInductionVar(),
           arith::MinUIOp::create(b, loc, r, last).getResult());
@@ -809,10 +833,32 @@ void RowKernel::emitBatchedRows(Value lo, Value hi) {
                         });
   }
   batchActive.clear();
+  b.setInsertionPointAfter(waves);
+  // A program without rows (p R >= M) still writes its partial rows whole:
+  // zeros, each column by its owner thread.
+  Value empty =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, lo, hi);
+  Value p = base.lookup(nest.programIV);
+  scf::IfOp::create(b, loc, empty, [&](OpBuilder &ib, Location) {
+    for (Value ws : partialWorkspaces) {
+      Value wsK = base.lookupOrDefault(ws);
+      Type t = cast<MemRefType>(ws.getType()).getElementType();
+      Value zero = arith::ConstantOp::create(ib, loc, ib.getZeroAttr(t));
+      Value n = memref::DimOp::create(ib, loc, wsK, 1);
+      scf::ForOp::create(ib, loc, tid, n, cIndex(ib, loc, g.threads),
+                         ValueRange{},
+                         [&](OpBuilder &fb, Location, Value j, ValueRange) {
+                           memref::StoreOp::create(fb, loc, zero, wsK,
+                                                   ValueRange{p, j});
+                           scf::YieldOp::create(fb, loc);
+                         });
+    }
+    scf::YieldOp::create(ib, loc);
+  });
 }
 
 void RowKernel::emitRows(Value lo, Value hi) {
-  if (g.batch > 1) {
+  if (g.partials == PartialsHome::Global) {
     emitBatchedRows(lo, hi);
     writePartialRows();
     return;

@@ -183,6 +183,9 @@ private:
   llvm::MapVector<Value, SmallVector<Value>> batchAcc;
   /// The row whose element emitElement emits is active (batched rows).
   Value batchRowActive;
+  /// Whether the current batch is the program's first (its partial sums
+  /// start from zero).
+  Value firstBatch;
   SmallVector<Value> crossWarpScratch; // one slot per warp, per sum
   /// [2 x kClusterSumSlots] per in-row reduction of a row (cluster only),
   /// and how many of them the current row has used.

@@ -6,16 +6,22 @@
 // The looped regime (N = 131072: no register share, no cluster reaches it)
 // takes its rows in batches of B (here the option's 2): row i of a batch
 // is min(first + i, last) and counts only while first + i is below the
-// program's end. The reduction loop of the two rows walks the columns once:
-// both rows' 16-byte loads first, then, per column, one read of each
-// partial row, the rows' terms added in row order (a row past the end adds
-// nothing: select), one write. The four in-row sums meet in one cross-warp
-// step; then each row's dx loop, under its own row check.
+// program's end (row 0 always does). The reduction loop of the two rows
+// walks the columns once: both rows' 16-byte loads first, then, per
+// column, the partial sums so far (zero in the program's first batch: no
+// kernel clears the partial rows, this one writes them whole), the rows'
+// terms added in row order (a row past the end adds nothing: select), one
+// write. The four in-row sums meet in one cross-warp step; then each
+// row's dx loop, under its own row check. A program without rows writes
+// zeros.
 // CHECK-LABEL: func @layer_norm_grad_looped
-// CHECK-SAME: #norm.kernel<name = "layer_norm_grad_looped_dx_1", kind = dx, block = 512, grid = programs, lanes = 512, rows = 1, vector = 8, registers = false>
+// CHECK-SAME: norm.kernels = [#norm.kernel<name = "layer_norm_grad_looped_dx_1", kind = dx, block = 512, grid = programs, lanes = 512, rows = 1, vector = 8, registers = false>, #norm.kernel<name = "layer_norm_grad_looped_reduce_2"
+// CHECK: %[[WSW:.*]] = memref.alloc({{.*}}) {norm.workspace, norm.written} : memref<?x131072xf32>
+// CHECK: %[[WSB:.*]] = memref.alloc({{.*}}) {norm.workspace, norm.written} : memref<?x131072xf32>
+// CHECK-NOT: gpu.launch
 // CHECK: gpu.launch {{.*}} function(@layer_norm_grad_looped_dx_1)
-// CHECK:   scf.for %[[FIRST:.*]] = %{{.*}} to %[[END:.*]] step %c2 {
-// CHECK:     %[[ACTIVE0:.*]] = arith.cmpi ult, %[[FIRST]], %[[END]]
+// CHECK:   scf.for %[[FIRST:.*]] = %[[LO:.*]] to %[[END:.*]] step %c2 {
+// CHECK:     %[[ISFIRST:.*]] = arith.cmpi eq, %[[FIRST]], %[[LO]]
 // CHECK:     %[[ROW0:.*]] = arith.minui %[[FIRST]], %[[LAST:.*]] : index
 // CHECK:     %[[NEXT:.*]] = arith.addi %[[FIRST]], %c1
 // CHECK:     %[[ACTIVE1:.*]] = arith.cmpi ult, %[[NEXT]], %[[END]]
@@ -25,10 +31,13 @@
 // CHECK-NEXT:  vector.load %arg1[%[[ROW0]], %[[J]]]
 // CHECK-NEXT:  vector.load %arg0[%[[ROW1]], %[[J]]]
 // CHECK-NEXT:  vector.load %arg1[%[[ROW1]], %[[J]]]
-// CHECK-NEXT:  %[[DW:.*]] = memref.load %[[WSW:.*]][%[[P:.*]], %[[J]]] : memref<?x131072xf32>
-// CHECK-NEXT:  %[[DB:.*]] = memref.load %[[WSB:.*]][%[[P]], %[[J]]] : memref<?x131072xf32>
-// CHECK:       %[[DW0:.*]] = arith.select %[[ACTIVE0]], %{{.*}}, %[[DW]] : f32
-// CHECK:       %[[DB0:.*]] = arith.select %[[ACTIVE0]], %{{.*}}, %[[DB]] : f32
+// CHECK-NEXT:  %[[OLD:.*]]:2 = scf.if %[[ISFIRST]] -> (f32, f32) {
+// CHECK-NEXT:    scf.yield %[[ZERO:.*]], %[[ZERO]] : f32, f32
+// CHECK-NEXT:  } else {
+// CHECK-NEXT:    memref.load %[[WSW]][%[[P:.*]], %[[J]]] : memref<?x131072xf32>
+// CHECK-NEXT:    memref.load %[[WSB]][%[[P]], %[[J]]] : memref<?x131072xf32>
+// CHECK:       %[[DW0:.*]] = arith.addf %[[OLD]]#0, %{{.*}} : f32
+// CHECK:       %[[DB0:.*]] = arith.addf %[[OLD]]#1, %{{.*}} : f32
 // CHECK:       %[[DW1:.*]] = arith.select %[[ACTIVE1]], %{{.*}}, %[[DW0]] : f32
 // CHECK:       %[[DB1:.*]] = arith.select %[[ACTIVE1]], %{{.*}}, %[[DB0]] : f32
 // CHECK-NEXT:  memref.store %[[DW1]], %[[WSW]][%[[P]], %[[J]]]
@@ -38,21 +47,29 @@
 // CHECK:     gpu.barrier
 // CHECK-NOT: gpu.barrier
 // CHECK:     gpu.barrier
-// CHECK-NEXT: scf.if %[[ACTIVE0]] {
-// CHECK:       vector.store %{{.*}}, %arg5[%[[ROW0]], %{{.*}}]
+// CHECK-NOT: scf.if %[[ACTIVE1]]
+// CHECK:     vector.store %{{.*}}, %arg5[%[[ROW0]], %{{.*}}]
 // CHECK:     scf.if %[[ACTIVE1]] {
 // CHECK:       vector.store %{{.*}}, %arg5[%[[ROW1]], %{{.*}}]
+// CHECK:   %[[EMPTY:.*]] = arith.cmpi uge, %[[LO]], %[[END]]
+// CHECK:   scf.if %[[EMPTY]] {
+// CHECK:     scf.for
+// CHECK:       memref.store %[[ZERO]], %[[WSW]][%[[P]], %{{.*}}]
+// CHECK:     scf.for
+// CHECK:       memref.store %[[ZERO]], %[[WSB]][%[[P]], %{{.*}}]
+// CHECK: gpu.launch {{.*}} function(@layer_norm_grad_looped_reduce_2)
 
 // Chosen: B = 4 P for P partial rows (Geometry.h kLoopedPartialBytes), 8
 // for dweight and dbias. batch-rows=1 is the row-at-a-time kernel: the
-// partial rows read and written in every row.
+// partial rows read (but in the first row) and written in every row.
 // CHOSEN-LABEL: func @layer_norm_grad_looped
 // CHOSEN: function(@layer_norm_grad_looped_dx_1)
 // CHOSEN: scf.for {{.*}} step %c8{{.*}} {
 // ONE-LABEL: func @layer_norm_grad_looped
 // ONE: function(@layer_norm_grad_looped_dx_1)
 // ONE: scf.for {{.*}} step %c1{{.*}} {
-// ONE:   %[[OLD:.*]] = memref.load %[[WS:.*]][%[[P:.*]], %[[J:.*]]] : memref<?x131072xf32>
+// ONE:   %[[OLD:[0-9]+]] = scf.if %{{.*}} -> (f32) {
+// ONE:     memref.load %[[WS:.*]][%[[P:.*]], %[[J:.*]]] : memref<?x131072xf32>
 // ONE:   %[[NEW:.*]] = arith.addf %[[OLD]], %{{.*}} : f32
 // ONE:   memref.store %[[NEW]], %[[WS]][%[[P]], %[[J]]]
 

@@ -53,7 +53,8 @@ LogicalResult NormDialect::verifyOperationAttribute(Operation *op,
     return expect(isa<ReductionStrategyAttr>(value), "a #norm.strategy");
   if (name == getRowCacheAttrHelper().getName() ||
       name == getRecomputableAttrHelper().getName() ||
-      name == getWorkspaceAttrHelper().getName()) {
+      name == getWorkspaceAttrHelper().getName() ||
+      name == getWrittenAttrHelper().getName()) {
     if (failed(expect(isa<UnitAttr>(value), "a unit attribute")))
       return failure();
     if (op->getNumResults() != 1 || !isa<MemRefType>(op->getResult(0).getType()))
@@ -67,7 +68,8 @@ LogicalResult NormDialect::verifyOperationAttribute(Operation *op,
   return op->emitError() << "unknown norm dialect attribute '" << name
                          << "' (known: norm.stage, norm.id, norm.accumulate, "
                             "norm.strategy, norm.row_cache, "
-                            "norm.recomputable, norm.workspace, norm.kernels)";
+                            "norm.recomputable, norm.workspace, norm.written, "
+                            "norm.kernels)";
 }
 
 void NormDialect::initialize() {

@@ -102,6 +102,16 @@ void norm::setWorkspace(Operation *alloc) {
       alloc, UnitAttr::get(alloc->getContext()));
 }
 
+bool norm::isWrittenWhole(Operation *alloc) {
+  NormDialect *d = dialectOf(alloc);
+  return d && d->getWrittenAttrHelper().isAttrPresent(alloc);
+}
+
+void norm::setWrittenWhole(Operation *alloc) {
+  loadedDialect(alloc).getWrittenAttrHelper().setAttr(
+      alloc, UnitAttr::get(alloc->getContext()));
+}
+
 bool norm::isLoweringBuffer(Value value) {
   Operation *def = value.getDefiningOp();
   return def && (isRowCache(def) || isRecomputable(def) || isWorkspace(def));

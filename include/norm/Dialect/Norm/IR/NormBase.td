@@ -51,6 +51,7 @@ def Norm_Dialect : Dialect {
     "::mlir::UnitAttr":$row_cache,
     "::mlir::UnitAttr":$recomputable,
     "::mlir::UnitAttr":$workspace,
+    "::mlir::UnitAttr":$written,
     "::mlir::ArrayAttr":$kernels
   );
   let hasOperationAttrVerify = 1;

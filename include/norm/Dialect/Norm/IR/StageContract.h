@@ -24,6 +24,9 @@
 //                                       program owns (norm-cache-rows)
 //   norm.workspace                      memref.alloc: partial rows (or locks)
 //                                       of a dweight/dbias reduction
+//   norm.written                        same allocs: a kernel writes every
+//                                       element before any reads it, so
+//                                       nothing clears it (the GPU mapping)
 //   norm.kernels = [...]                host func.func: the kernels the GPU
 //                                       mapping launched, in order
 //
@@ -71,6 +74,10 @@ void setRowCache(Operation *alloc);
 /// `norm.workspace` on a memref.alloc.
 bool isWorkspace(Operation *alloc);
 void setWorkspace(Operation *alloc);
+
+/// `norm.written` on a workspace's memref.alloc.
+bool isWrittenWhole(Operation *alloc);
+void setWrittenWhole(Operation *alloc);
 /// Whether `value` is a buffer the lowering allocated: a row cache, a
 /// recomputable buffer or a workspace. Code that uses one is ours even
 /// where a canonicalisation folded its nest's tag away.
