@@ -177,6 +177,21 @@ if [[ -f $OUTDIR/resources.txt ]]; then
                           "(grep spills $OUTDIR/resources.txt)"
 fi
 
+# A device call carries at most 64 MiB with the tracked tree (about 2 MB):
+# past 60 MiB, the sm_90 PTX of configurations that have a cubin (which the
+# GPU tools load first; the PTX is only their fallback) moves out of the
+# carried folder, to .dev/ptx-sm90.
+limit=$((60 * 1024 * 1024))
+if (($(du -sb "$OUTDIR" | cut -f1) > limit)); then
+  rm -rf "$ROOT/.dev/ptx-sm90"
+  mkdir -p "$ROOT/.dev/ptx-sm90"
+  for f in "$OUTDIR"/kernels/*.ptx; do
+    [[ -f ${f%.ptx}.cubin ]] && mv "$f" "$ROOT/.dev/ptx-sm90/"
+  done
+  warn ".dev/gpu was over 60 MiB: the sm_90 PTX of configurations with a" \
+       "cubin moved to .dev/ptx-sm90 (the cubins run; --image ptx would not)"
+fi
+
 size=$(du -sh "$OUTDIR" | cut -f1)
 t_end=$(date +%s)
 log "done in $((t_end - t_start)) s (norm-compile ${compile_s} s for" \
