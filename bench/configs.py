@@ -49,6 +49,7 @@ class Cfg:
     mre: int = 0  # --max-register-elements (0: the compiler's choice)
     cluster: int = 0  # --cluster (0: the compiler's choice, 1: none)
     batch: int = 0  # --batch-rows (0: the compiler's choice)
+    lanes: int = 0  # --max-lanes (0: no cap)
 
     @property
     def grad(self):
@@ -95,6 +96,8 @@ class Cfg:
             parts.append("c%d" % self.cluster)
         if self.batch:
             parts.append("b%d" % self.batch)
+        if self.lanes:
+            parts.append("l%d" % self.lanes)
         return "-".join(parts)
 
     def flags(self):
@@ -123,6 +126,8 @@ class Cfg:
             f.append("--cluster=%d" % self.cluster)
         if self.batch:
             f.append("--batch-rows=%d" % self.batch)
+        if self.lanes:
+            f.append("--max-lanes=%d" % self.lanes)
         return f
 
     def expected_args(self, m="?"):
@@ -468,19 +473,22 @@ def sweep_m(op, n, dt, target_bytes=1 << 30):
 # The cluster regime (sm_90) against the same op with no row split
 # (cluster=1, the geometry before it), at N it takes that no benchmark or
 # earlier variant run had (the choice was made on 5120-65536 of the sweep).
-# The looped regime's rows per partial-row update (batch-rows), at the
-# sweep's N past the cluster's reach: the default (B = 4 P) against one row
-# at a time. (B = 2 / 4 / 8 at 512 threads and 4 / 8 at 256 were measured
-# this way to choose the rule: bench/RESULTS.md.)
-VARIANT_N = (65537, 100003, 131072, 262144)
-# (threads, max-register-elements, cluster, batch-rows); 0: the default.
-VARIANT_OPTIONS = ((0, 0, 0, 1),)
+# Rows of small N on one warp's lanes (max-lanes=32: no cross-warp step
+# and no barrier in the row loop, 2-4 chunks a lane) against the default
+# (the next power of two of the chunks, up to the block), at the sweep's N
+# between 257 and 1024 (bf16).
+VARIANT_N = (384, 512, 640, 1000, 1024)
+# (threads, max-register-elements, cluster, batch-rows, max-lanes); 0: the
+# default. (The looped regime's batch-rows were measured this way, B = 1 to
+# 8 at N = 65537-262144: bench/RESULTS.md.)
+VARIANT_OPTIONS = ((0, 0, 0, 0, 32),)
 
 
 def variant_cfgs():
-    return [Cfg(op, n, "bf16", threads=t, mre=r, cluster=c, batch=bt)
+    return [Cfg(op, n, "bf16", threads=t, mre=r, cluster=c, batch=bt,
+                lanes=ln)
             for n in VARIANT_N for op in GRAD_OPS
-            for (t, r, c, bt) in VARIANT_OPTIONS]
+            for (t, r, c, bt, ln) in VARIANT_OPTIONS]
 
 
 def sweep_cfgs():

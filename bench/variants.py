@@ -3,7 +3,8 @@
 
 For LayerNorm and RMSNorm backward, bf16, N in configs.VARIANT_N (M so the
 case moves about 1 GiB), every variant of configs.variant_cfgs() (pass
-options: `threads`, `max-register-elements`, `cluster`, `batch-rows`),
+options: `threads`, `max-register-elements`, `cluster`, `batch-rows`,
+`max-lanes`),
 plus the default configuration:
 median time (bench.py's method: do_bench, L2 flushed), % of the copy
 bandwidth measured in the same run, and the dx kernel's registers / spills
@@ -34,7 +35,8 @@ def options(cfg):
     """The pass options of a variant that are not the default."""
     o = [(k, v) for k, v in (("threads", cfg.threads), ("mre", cfg.mre),
                              ("cluster", cfg.cluster),
-                             ("batch-rows", cfg.batch)) if v]
+                             ("batch-rows", cfg.batch),
+                             ("max-lanes", cfg.lanes)) if v]
     return " ".join("%s=%d" % kv for kv in o) or "default"
 
 

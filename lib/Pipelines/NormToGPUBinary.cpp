@@ -21,6 +21,7 @@ void norm::buildNormToGPUBinaryPipeline(OpPassManager &pm,
   map.maxRegisterElements = options.maxRegisterElements;
   map.cluster = options.cluster;
   map.batchRows = options.batchRows;
+  map.maxLanes = options.maxLanes;
   map.chip = options.chip;
   pm.addNestedPass<func::FuncOp>(createNormMapToGPU(map));
   pm.addPass(createGpuKernelOutliningPass());

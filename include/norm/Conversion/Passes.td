@@ -73,6 +73,9 @@ def NormMapToGPU : Pass<"norm-map-to-gpu", "::mlir::func::FuncOp"> {
            "Blocks per thread-block cluster that split a dx row (0: chosen "
            "from N where the chip has clusters and threads is 0; 1: never; "
            "2 to 8: that many, or as few as the row needs, on sm_90)">,
+    Option<"maxLanes", "max-lanes", "int64_t", /*default=*/"0",
+           "Most lanes a row of a row kernel spreads over (0: no cap beyond "
+           "the block; a power of two)">,
     Option<"batchRows", "batch-rows", "int64_t", /*default=*/"0",
            "Rows of the looped regime whose dweight/dbias terms one update "
            "of the partial rows adds (0: chosen, Geometry.h's "

@@ -65,6 +65,10 @@ struct MapToGPUOptions : public PassPipelineOptions<MapToGPUOptions> {
       llvm::cl::desc("Blocks per cluster that split a dx row (0: chosen "
                      "from N on sm_90; 1: never; 2 to 8: forced)"),
       llvm::cl::init(0)};
+  Option<int64_t> maxLanes{
+      *this, "max-lanes",
+      llvm::cl::desc("Most lanes per row of a row kernel (0: no cap)"),
+      llvm::cl::init(0)};
   Option<int64_t> batchRows{
       *this, "batch-rows",
       llvm::cl::desc("Rows per partial-row update of the looped regime (0: "

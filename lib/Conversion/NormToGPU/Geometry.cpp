@@ -38,6 +38,8 @@ static Geometry layOut(const RowShape &s, const TargetInfo &target,
   }
   int64_t chunks = llvm::divideCeil(*s.n, g.vec);
   int64_t lanes = std::min<int64_t>(s.threads, llvm::PowerOf2Ceil(chunks));
+  if (s.maxLanes)
+    lanes = std::min(lanes, s.maxLanes);
   if (wholeBlockRows)
     lanes = s.threads;
   int64_t k = llvm::divideCeil(chunks, lanes);

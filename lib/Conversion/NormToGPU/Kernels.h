@@ -51,6 +51,7 @@ struct RowNest {
 FailureOr<RowNest> analyzeRowNest(scf::ForOp nest, bool forward,
                                   int64_t threads, int64_t maxRegisterElements,
                                   int64_t cluster, int64_t batchRows,
+                                  int64_t maxLanes,
                                   const TargetInfo &target);
 
 /// Launches the row kernel of `rn`.

@@ -184,6 +184,7 @@ struct MapToGPUPass : public norm::impl::NormMapToGPUBase<MapToGPUPass> {
       bool forward = stage == norm::Stage::Forward;
       FailureOr<norm::RowNest> rn = norm::analyzeRowNest(
           nest, forward, threads, maxRegisterElements, cluster, batchRows,
+          maxLanes,
           *target);
       if (failed(rn))
         return failure();
@@ -227,6 +228,13 @@ struct MapToGPUPass : public norm::impl::NormMapToGPUBase<MapToGPUPass> {
           << "norm-map-to-gpu: cluster must be 0 (chosen), 1 (never) or 2 to "
           << norm::kMaxClusterBlocks << ", got "
           << static_cast<int64_t>(cluster);
+      return signalPassFailure();
+    }
+    if (maxLanes != 0 && (maxLanes < 0 || !llvm::isPowerOf2_64(maxLanes))) {
+      emitError(func.getLoc())
+          << "norm-map-to-gpu: max-lanes must be 0 (no cap) or a power of "
+             "two, got "
+          << static_cast<int64_t>(maxLanes);
       return signalPassFailure();
     }
     if (batchRows < 0 || batchRows > norm::kMaxBatchRows) {

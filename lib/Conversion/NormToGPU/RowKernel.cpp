@@ -72,6 +72,7 @@ FailureOr<RowNest> norm::analyzeRowNest(scf::ForOp nest, bool forward,
                                         int64_t maxRegisterElements,
                                         int64_t cluster,
                                         int64_t batchRows,
+                                        int64_t maxLanes,
                                         const TargetInfo &target) {
   FailureOr<scf::ForOp> rows = checkRowNestShape(nest, forward);
   if (failed(rows))
@@ -118,6 +119,7 @@ FailureOr<RowNest> norm::analyzeRowNest(scf::ForOp nest, bool forward,
                                   shape.partials == PartialSums::None);
   shape.cluster = cluster;
   shape.batchRows = batchRows;
+  shape.maxLanes = maxLanes;
   rn.geometry = chooseRowGeometry(shape, target);
   if (!rn.geometry.registers)
     uncacheRows(rn.rows);

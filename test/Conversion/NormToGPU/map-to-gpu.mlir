@@ -1,4 +1,5 @@
 // RUN: norm-opt %s --split-input-file --norm-lower-to-loops --norm-map-to-gpu | FileCheck %s
+// RUN: norm-opt %s --split-input-file --norm-lower-to-loops --norm-map-to-gpu=max-lanes=2 | FileCheck %s --check-prefix=LANES
 
 // N = 24 (the tall-skinny case): 3 chunks of 8 bf16 per row, so 4 lanes per
 // row and 64 rows in flight per 256-thread block; row caches and the
@@ -7,6 +8,10 @@
 // writes its partial row whole, so no kernel clears it first (the zero nest
 // of the `deterministic` strategy is dropped; the workspace is
 // `norm.written`, which the manifest passes on to the runtime).
+// With max-lanes=2 a row of 3 chunks takes 2 lanes of 2 chunks each: 128
+// rows in flight.
+// LANES-LABEL: func @rms_norm_grad_n24
+// LANES-SAME: kind = dx, block = 256, grid = programs, lanes = 2, rows = 128, vector = 8, registers = true>
 // CHECK-LABEL: func @rms_norm_grad_n24
 // CHECK-SAME: norm.kernels = [#norm.kernel<name = "rms_norm_grad_n24_dx_1", kind = dx, block = 256, grid = programs, lanes = 4, rows = 64, vector = 8, registers = true>, #norm.kernel<name = "rms_norm_grad_n24_reduce_2", kind = reduce, block = {{[0-9]+}}, grid = columns, columns = 32>]
 // CHECK: memref.alloc({{.*}}) {norm.workspace, norm.written} : memref<?x24xf32>

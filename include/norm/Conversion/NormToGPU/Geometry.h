@@ -181,6 +181,9 @@ struct RowShape {
   /// The pass's `batch-rows` option: rows per partial-row update of the
   /// looped regime (0: chosen, kLoopedPartialBytes).
   int64_t batchRows = 0;
+  /// The pass's `max-lanes` option: the most lanes a row spreads over (0:
+  /// the block).
+  int64_t maxLanes = 0;
 };
 
 /// How a row nest is spread over a block.
