@@ -33,10 +33,16 @@ struct TargetInfo;
 inline constexpr int64_t kGuaranteedStaticSharedBytes = 48 * 1024;
 
 /// The share of it the `deterministic` partial rows may take in shared
-/// memory; the rest is left to the reductions' scratch and, above all, to
-/// occupancy (more blocks per SM).
+/// memory; the rest is left to the reductions' scratch (at most 8 KB:
+/// 2 x 32 warps x 4 bytes a sum, the cluster's slots). 40 KB, not the 32
+/// it was: the S = 1 kernels whose partial rows take 32-40 KB (LayerNorm
+/// bf16 N = 4097-5120, RMSNorm 8193-10240) then free the registers those
+/// rows took. Measured (bench/RESULTS.md): RMSNorm 17895 x 10000 170 ->
+/// 127 registers, 49% -> 70% of copy; LayerNorm 34943 x 5120 225 -> 128
+/// registers, 54% -> 51% (its shared-memory traffic for two partial rows
+/// eats what the occupancy gives).
 inline constexpr int64_t kPartialsSharedBytes =
-    kGuaranteedStaticSharedBytes - 16 * 1024;
+    kGuaranteedStaticSharedBytes - 8 * 1024;
 
 /// How a nest combines its rows' contributions to dweight/dbias, as far as
 /// the geometry cares (the nest's norm.strategy; None for the forward and
