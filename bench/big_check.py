@@ -1,19 +1,23 @@
 #!/usr/bin/env python3
 """One LayerNorm backward with more than 2^31 elements per tensor, on the GPU.
 
-M = 2^31 / 4096 + 3 rows of N = 4096 bf16 (2.15e9 elements, 4.3 GB per
-tensor): the kernels' index arithmetic must be 64-bit. Checks, against a
+M = 2^31 / N + 3 rows of N bf16 (2.15e9 elements, 4.3 GB per tensor; N =
+4096 by default, the register regime; CONFIG names another compiled
+LayerNorm bf16 configuration, e.g. N = 131072 for the looped regime's
+batches): the kernels' index arithmetic must be 64-bit. Checks, against a
 float64 reference computed in row chunks on the GPU:
   * dx of the first and the last 256 rows (the last ones lie past 2^31
     elements from the start),
   * dweight and dbias over all rows.
 Fresh random inputs; outputs poisoned with NaN before the launch.
 
-Usage (on the GPU machine, .dev/gpu carried): python3 bench/big_check.py
+Usage (on the GPU machine, .dev/gpu carried):
+  python3 bench/big_check.py [CONFIG]
 """
 
 import json
 import os
+import re
 import sys
 import time
 
@@ -23,8 +27,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import normrt  # noqa: E402
 
 GPU_DIR = os.environ.get("NORM_GPU_DIR", ".dev/gpu")
-CONFIG = "layer_norm_grad-n4096-bf16-deterministic"
-N = 4096
+CONFIG = (sys.argv[1] if len(sys.argv) > 1
+          else "layer_norm_grad-n4096-bf16-deterministic")
+N = int(re.search(r"-n(\d+)-", CONFIG).group(1))
 M = (1 << 31) // N + 3
 
 
@@ -49,7 +54,8 @@ def main():
     w = (1 + 0.1 * torch.randn(N, device=dev)).to(torch.bfloat16)
     mean = torch.empty(M, device=dev)
     rstd = torch.empty(M, device=dev)
-    chunk = 1 << 16
+    # Rows per float64 chunk: 2^28 elements (2 GB) at most.
+    chunk = max(256, (1 << 28) // N)
     for r in range(0, M, chunk):
         xs = x[r:r + chunk].double()
         mu = xs.mean(-1)

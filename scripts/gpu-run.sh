@@ -9,7 +9,8 @@
 # whole run stays under 540 s of wall time):
 #
 #   1. python3 bench/gpu_check.py      correctness, every case (~10 s)
-#  1b. python3 bench/big_check.py      > 2^31 elements per tensor (~5 s)
+#  1b. python3 bench/big_check.py      > 2^31 elements per tensor, N = 4096
+#                                      and 131072 (~20 s)
 #  1c. python3 bench/nan_check.py      NaN/+Inf/-Inf in one row of x, dy,
 #                                      rstd, mean vs float64 and torch's
 #                                      kernels (336 scenarios, ~10 s)
@@ -186,7 +187,10 @@ step check 60 420 "$OUT/check.log" -- \
   python3 bench/gpu_check.py --budget-s "${CHECK_BUDGET_S:-45}"
 
 #--- 1b. more than 2^31 elements per tensor -----------------------------------#
-step big 40 400 "$OUT/check.log" -- python3 bench/big_check.py
+# N = 4096 (register regime) and N = 131072 (the looped regime's batches).
+step big 80 400 "$OUT/check.log" -- bash -c \
+  'python3 bench/big_check.py &&
+   python3 bench/big_check.py layer_norm_grad-n131072-bf16-deterministic'
 
 #--- 1c. NaN / Inf propagation against torch ---------------------------------#
 step nan 60 360 "$OUT/check.log" -- \
