@@ -473,15 +473,21 @@ def sweep_m(op, n, dt, target_bytes=1 << 30):
 # The cluster regime (sm_90) against the same op with no row split
 # (cluster=1, the geometry before it), at N it takes that no benchmark or
 # earlier variant run had (the choice was made on 5120-65536 of the sweep).
-# Rows of small N on one warp's lanes (max-lanes=32: no cross-warp step
-# and no barrier in the row loop, 2-4 chunks a lane) against the default
-# (the next power of two of the chunks, up to the block), at the sweep's N
-# between 257 and 1024 (bf16).
-VARIANT_N = (384, 512, 640, 1000, 1024)
+# N that no choice of the cost model was made on, for checking a choice
+# there (bench/sweep.py --only-n; gpu-run SWEEP_ONLY_N): the 40 KB
+# partial-row budget at LayerNorm 4600 and RMSNorm 9000 (bf16 partial rows
+# of 36.8 and 36 KB), the looped regime's batches at 90001 (odd), 150000,
+# 300000.
+UNTUNED_N = (4600, 9000, 90001, 150000, 300000)
+
+# The looped regime's batches against one row at a time (batch-rows=1) at
+# those untuned N. (Earlier runs with other options: the batch size B = 1
+# to 8 at N = 65537-262144, and max-lanes=32 at N = 384-1024;
+# bench/RESULTS.md.)
+VARIANT_N = (90001, 150000, 300000)
 # (threads, max-register-elements, cluster, batch-rows, max-lanes); 0: the
-# default. (The looped regime's batch-rows were measured this way, B = 1 to
-# 8 at N = 65537-262144: bench/RESULTS.md.)
-VARIANT_OPTIONS = ((0, 0, 0, 0, 32),)
+# default.
+VARIANT_OPTIONS = ((0, 0, 0, 1, 0),)
 
 
 def variant_cfgs():
@@ -492,8 +498,8 @@ def variant_cfgs():
 
 
 def sweep_cfgs():
-    return [Cfg(op, n, dt) for dt in SWEEP_DTYPES for n in SWEEP_N
-            for op in GRAD_OPS]
+    return [Cfg(op, n, dt) for dt in SWEEP_DTYPES
+            for n in SWEEP_N + UNTUNED_N for op in GRAD_OPS]
 
 
 # ------------------------------------------------------------ compile list

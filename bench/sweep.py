@@ -51,7 +51,9 @@ def plan(ops, dtypes, only_n=None):
     ascending, so a budget cut leaves a contiguous range), then the small-M
     cases."""
     shapes = []
-    ns = [n for n in C.SWEEP_N if not only_n or n in only_n]
+    # --only-n may also name N outside the sweep's list (compiled ones:
+    # configs.UNTUNED_N).
+    ns = sorted(only_n) if only_n else list(C.SWEEP_N)
     for dt in dtypes:
         for n in ns:
             for op in ops:
