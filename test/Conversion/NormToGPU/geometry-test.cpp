@@ -184,6 +184,8 @@ int main() {
   // N = 8192 bf16: 64 KB of partial rows do not fit; registers.
   expect(8192, bf16, layer, 256, 1, 8, 4, true, PartialsHome::Registers);
   expect(8192, bf16, rms, 256, 1, 8, 4, true, PartialsHome::Shared);
+  // 40 KB of partial row (kPartialsSharedBytes) still fits shared memory.
+  expect(10000, bf16, rms, 256, 1, 8, 5, true, PartialsHome::Shared);
   expect(16384, f32, rms, 256, 1, 4, 16, true, PartialsHome::Registers);
   expect(16384, bf16, atomic, 256, 1, 8, 8, true, PartialsHome::None);
   // Looped: more than 64 elements per lane, or N not static (no chunks).
