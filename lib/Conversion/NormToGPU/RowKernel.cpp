@@ -277,7 +277,7 @@ bool RowKernel::isRowAccess(Operation *op, scf::ForOp loop, Value memref,
 
 void RowKernel::emitElement(OpBuilder &rb, scf::ForOp loop, IRMapping m,
                             Value j, std::optional<int64_t> k, int64_t e,
-                            DenseMap<Value, Value> *vectors,
+                            const DenseMap<Value, Value> *vectors,
                             DenseMap<Value, SmallVector<Value>> *stores,
                             SmallVector<Value> &carried) {
   m.map(loop.getInductionVar(), j);
@@ -288,7 +288,7 @@ void RowKernel::emitElement(OpBuilder &rb, scf::ForOp loop, IRMapping m,
       if (vectors && vectors->count(load.getMemRef()) &&
           isRowAccess(&op, loop, load.getMemRef(), load.getIndices())) {
         m.map(load.getResult(), vector::ExtractOp::create(
-                                    rb, loc, (*vectors)[load.getMemRef()], e));
+                                    rb, loc, vectors->lookup(load.getMemRef()), e));
         continue;
       }
       if (batchRowActive &&
@@ -410,9 +410,7 @@ void RowKernel::emitRowsElement(
     SmallVector<Value> rowVals(carried.begin() + i * perRow,
                                carried.begin() + (i + 1) * perRow);
     emitElement(rb, loop, ms[i], j, k, e,
-                vectors.empty() ? nullptr
-                                : const_cast<DenseMap<Value, Value> *>(
-                                      &vectors[i]),
+                vectors.empty() ? nullptr : &vectors[i],
                 stores ? &(*stores)[i] : nullptr, rowVals);
     llvm::copy(rowVals, carried.begin() + i * perRow);
   }

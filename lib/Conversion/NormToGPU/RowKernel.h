@@ -161,7 +161,7 @@ private:
                        SmallVector<Value> &carried);
   void emitElement(OpBuilder &rb, scf::ForOp loop, IRMapping m, Value j,
                    std::optional<int64_t> k, int64_t e,
-                   DenseMap<Value, Value> *vectors,
+                   const DenseMap<Value, Value> *vectors,
                    DenseMap<Value, SmallVector<Value>> *stores,
                    SmallVector<Value> &carried);
   SmallVector<Value> crossLaneReduce(ValueRange partials);
