@@ -57,6 +57,8 @@ import normrt  # noqa: E402
 
 IMPLS = ("ours deterministic", "ours grouped_atomic", "torch eager",
          "torch.compile", "liger", "triton lesson", "torch add x+dy")
+# The forward's bytes floor (the sweep's forward rows).
+FWD_FLOOR = "torch copy x->y"
 # The peers "best peer" is taken over (issue 9).
 PEERS = ("torch eager", "torch.compile", "liger")
 SIZE = {"f32": 4, "f16": 2, "bf16": 2}
@@ -194,15 +196,25 @@ class Ours:
             raise normrt.NormrtError("normrt_workspace_bytes", rc, msg)
         self.ws = torch.empty(max(nb, 1), device="cuda", dtype=torch.uint8)
         self.ws_bytes = nb
-        self.outs = {"dx": torch.empty_like(t["x"]),
-                     "dweight": torch.empty_like(t["weight"]),
-                     "dbias": torch.empty_like(t["weight"])}
+        names = [a["name"] for a in manifest["arguments"]]
+        self.forward = "y" in names
+        if self.forward:
+            # The forward: y (x's layout), f32 mean (LayerNorm) and rstd.
+            self.outs = {"y": torch.empty_like(t["x"]),
+                         "mean": torch.empty(m, device="cuda",
+                                             dtype=torch.float32),
+                         "rstd": torch.empty(m, device="cuda",
+                                             dtype=torch.float32)}
+        else:
+            self.outs = {"dx": torch.empty_like(t["x"]),
+                         "dweight": torch.empty_like(t["weight"]),
+                         "dbias": torch.empty_like(t["weight"])}
         src = dict(t)
         src.update(self.outs)
         self.tensors = [normrt.torch_tensor(a["name"], src[a["name"]])
                         for a in manifest["arguments"]]
-        self.has_bias = any(a["name"] == "dbias"
-                            for a in manifest["arguments"])
+        self.has_bias = "dbias" in names
+        self.has_mean = "mean" in names
         self.stream = torch.cuda.current_stream().cuda_stream
 
     def run(self):
@@ -210,11 +222,42 @@ class Ours:
                                   self.ws_bytes, self.stream)
         if rc:
             raise normrt.NormrtError("normrt_launch", rc, msg)
+        if self.forward:
+            return (self.outs["y"],
+                    self.outs["mean"] if self.has_mean else None,
+                    self.outs["rstd"])
         return (self.outs["dx"], self.outs["dweight"],
                 self.outs["dbias"] if self.has_bias else None)
 
     def close(self):
         self.mod.close()
+
+
+def min_bytes_fwd(op, m, n, dt):
+    """The forward's minimum bytes: x read and y written once, weight
+    (and bias) read, the f32 statistics written."""
+    s = SIZE[dt]
+    layer = op.startswith("layer")
+    b = 2 * m * n * s
+    b += n * s * (2 if layer else 1)
+    b += m * 4 * (2 if layer else 1)
+    return b
+
+
+def ln_fwd_formula(x, w, b, eps):
+    xf = x.float()
+    mean = xf.mean(1)
+    xc = xf - mean[:, None]
+    rstd = (xc * xc).mean(1).add(eps).rsqrt()
+    y = xc * rstd[:, None] * w.float() + b.float()
+    return y.to(x.dtype), mean, rstd
+
+
+def rms_fwd_formula(x, w, eps):
+    xf = x.float()
+    rstd = (xf * xf).mean(1).add(eps).rsqrt()
+    y = xf * rstd[:, None] * w.float()
+    return y.to(x.dtype), rstd
 
 
 def ln_bwd_formula(dy, x, mean, rstd, w):
@@ -505,6 +548,151 @@ class Bench:
                 dt], "bytes floor: 3*M*N elements, no reduction"
         if "torch add x+dy" in impls:
             attempt("torch add x+dy", make_add)
+
+        for o in self._close:
+            o.close()
+        self._close = []
+
+    def run_fwd_shape(self, op, dt, m, n, impls=IMPLS):
+        """The forward (y plus the f32 statistics) against the peers'
+        forwards: ours, torch eager (aten.native_layer_norm /
+        aten._fused_rms_norm), torch.compile (the explicit formulas),
+        Liger-Kernel's layer_norm_forward / rms_norm_forward ('llama'
+        casting, as its module runs it) and the copy x -> y as the bytes
+        floor. The seed lesson has no forward kernel."""
+        T, F = self.torch, self.torch.nn.functional
+        layer = op.startswith("layer")
+        tdt = self.tdt[dt]
+        eps = C.EPS
+        x = (T.randn(m, n, device="cuda") +
+             (T.rand(m, 1, device="cuda") * 2 - 1)).to(tdt)
+        w = (1 + 0.25 * T.randn(n, device="cuda")).to(tdt)
+        b = (0.5 * T.randn(n, device="cuda")).to(tdt) if layer else None
+        x64 = x.double()
+        mean64 = x64.mean(1) if layer else None
+        xc = x64 - mean64[:, None] if layer else x64
+        rstd64 = T.rsqrt((xc * xc).mean(1) + eps)
+        y64 = xc * rstd64[:, None] * w.double()
+        if layer:
+            y64 = y64 + b.double()
+        refs = [y64, mean64, rstd64]
+        del x64, xc
+        bytes_ = min_bytes_fwd(op, m, n, dt)
+        flat = lambda t: None if t is None else t.reshape(m)  # noqa
+
+        def row_for(impl):
+            r = {"op": op, "dtype": dt, "M": m, "N": n, "impl": impl,
+                 "bytes": bytes_, "note": ""}
+            self.rows.append(r)
+            return r
+
+        out("%s %s M=%d N=%d: min bytes %.1f MB, floor %.1f us at the copy "
+            "bandwidth" % (op, dt, m, n, bytes_ / 1e6,
+                           bytes_ / (self.copy_gbs * 1e3)))
+
+        def attempt(impl, make):
+            row = row_for(impl)
+            try:
+                fn, refs_, b_, note = make()
+                row["note"] = note or ""
+                self.measure(row, fn, refs_, b_)
+                out("  %-22s %9.1f us (rerun %9.1f) %7.0f GB/s %5.1f%% "
+                    "bitwise=%s err=%s %s" % (
+                        impl, row["us"], row["us_rerun"], row["gbs"],
+                        row["pct_copy"], row.get("bitwise", "-"),
+                        "%.1e" % row["rel_err"] if "rel_err" in row else "-",
+                        row["note"]))
+            except Exception as ex:  # noqa: BLE001
+                row["error"] = "%s: %s" % (type(ex).__name__,
+                                           " ".join(str(ex).split())[:300])
+                out("  %-22s ERROR %s" % (impl, row["error"]))
+                if self.args.verbose:
+                    traceback.print_exc()
+                try:
+                    T.cuda.synchronize()
+                except Exception:  # noqa: BLE001
+                    out("  CUDA context lost; stopping")
+                    raise SystemExit(1)
+
+        def make_ours():
+            if self.rt is None:
+                raise RuntimeError("libnormrt.so not found")
+            cfg = C.Cfg(op, n, dt)
+            e = self.index["configs"].get(cfg.name)
+            if e is None:
+                raise RuntimeError("configuration %s not compiled" % cfg.name)
+            ins = {"x": x, "weight": w}
+            if layer:
+                ins["bias"] = b
+            o = Ours(self.rt, self.args.gpu_dir, e, ins, self.args.image)
+            self._close.append(o)
+            return o.run, refs, bytes_, os.path.splitext(o.image)[1][1:]
+        if "ours deterministic" in impls:
+            attempt("ours deterministic", make_ours)
+
+        def make_eager():
+            if layer:
+                fn = lambda: tuple(flat(t) if i else t for i, t in enumerate(  # noqa
+                    T.ops.aten.native_layer_norm(x, [n], w, b, eps)))
+                return fn, refs, bytes_, "aten.native_layer_norm"
+            if hasattr(T.ops.aten, "_fused_rms_norm"):
+                try:
+                    T.ops.aten._fused_rms_norm(x, [n], w, eps)
+
+                    def fn():
+                        y, r = T.ops.aten._fused_rms_norm(x, [n], w, eps)
+                        return y, None, flat(r)
+                    return fn, refs, bytes_, "aten._fused_rms_norm"
+                except Exception:  # noqa: BLE001
+                    pass
+            fn = lambda: (F.rms_norm(x, [n], w, eps), None, None)  # noqa
+            return fn, refs, bytes_, "F.rms_norm (no rstd)"
+        if "torch eager" in impls:
+            attempt("torch eager", make_eager)
+
+        if "torch.compile" not in impls:
+            pass
+        elif self.args.budget_s and time.time() - self.t0 > self.args.budget_s:
+            row_for("torch.compile")["note"] = "skipped: time budget"
+        else:
+            def make_compile():
+                T._dynamo.reset()
+                if layer:
+                    f = T.compile(ln_fwd_formula, dynamic=False)
+                    fn = lambda: f(x, w, b, eps)  # noqa
+                else:
+                    f = T.compile(rms_fwd_formula, dynamic=False)
+
+                    def fn():
+                        y, r = f(x, w, eps)
+                        return y, None, r
+                return fn, refs, bytes_, "inductor, explicit formulas"
+            attempt("torch.compile", make_compile)
+
+        def make_liger():
+            ver = _dist_version("liger-kernel")
+            if layer:
+                from liger_kernel.ops.layer_norm import layer_norm_forward
+
+                def fn():
+                    r = layer_norm_forward(x, w, b, eps)
+                    return r[0], r[2], r[3]
+                return fn, refs, bytes_, "liger-kernel %s" % ver
+            from liger_kernel.ops.rms_norm import rms_norm_forward
+
+            def fn():
+                r = rms_norm_forward(x, w, eps, 0.0, "llama", False)
+                return r[0], None, r[2]
+            return fn, refs, bytes_, "liger-kernel %s, llama" % ver
+        if "liger" in impls:
+            attempt("liger", make_liger)
+
+        def make_copy():
+            o = T.empty_like(x)
+            return (lambda: (o.copy_(x),)), None, 2 * m * n * SIZE[dt], (
+                "bytes floor: x read, y written")
+        if FWD_FLOOR in impls or "torch add x+dy" in impls:
+            attempt(FWD_FLOOR, make_copy)
 
         for o in self._close:
             o.close()

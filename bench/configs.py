@@ -461,9 +461,11 @@ SWEEP_DTYPES = ("bf16",)
 
 def sweep_m(op, n, dt, target_bytes=1 << 30):
     """Rows so that the case moves about target_bytes: dy, x read and dx
-    written (3 N elements per row) plus the row's f32 statistics."""
+    written (3 N elements per row; the forward: x read, y written, 2 N)
+    plus the row's f32 statistics."""
     size = {"f32": 4, "f16": 2, "bf16": 2}[dt]
-    per_row = 3 * n * size + 4 * (2 if op.startswith("layer") else 1)
+    per_row = (3 if op.endswith("_grad") else 2) * n * size + 4 * (
+        2 if op.startswith("layer") else 1)
     return max(1, int(round(target_bytes / per_row)))
 
 
@@ -498,8 +500,9 @@ def variant_cfgs():
 
 
 def sweep_cfgs():
+    """The backward and the forward (y, mean, rstd; no xhat) at every N."""
     return [Cfg(op, n, dt) for dt in SWEEP_DTYPES
-            for n in SWEEP_N + UNTUNED_N for op in GRAD_OPS]
+            for n in SWEEP_N + UNTUNED_N for op in GRAD_OPS + FWD_OPS]
 
 
 # ------------------------------------------------------------ compile list

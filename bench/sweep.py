@@ -37,9 +37,9 @@ import bench as B  # noqa: E402
 import configs as C  # noqa: E402
 
 IMPLS = ("ours deterministic", "torch eager", "torch.compile", "liger",
-         "triton lesson", "torch add x+dy")
+         "triton lesson", "torch add x+dy", B.FWD_FLOOR)
 OURS = "ours deterministic"
-FLOOR = "torch add x+dy"
+FLOOR = "torch add x+dy"  # the backward's; the forward's: B.FWD_FLOOR
 
 
 def out(*a):
@@ -111,7 +111,7 @@ def report(d, command=""):
              "bitwise |")
     L.append("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
              "| ---: | ---: | --- | ---: | --- |")
-    ratios, slower, missing = [], [], []
+    ratios, slower, missing, fam_ratios = [], [], [], []
 
     def pct(r):
         if not r:
@@ -126,6 +126,7 @@ def report(d, command=""):
         if o and "us" in o and pus:
             ratio = pus / o["us"]
             ratios.append(ratio)
+            fam_ratios.append((k, ratio))
             if ratio < 1.0:
                 slower.append((k, ratio, peer))
         else:
@@ -134,7 +135,8 @@ def report(d, command=""):
                  "%s | %s | %s |" % (
                      k[0], k[1], k[2], k[3],
                      "%.1f" % o["us"] if o and "us" in o else "-",
-                     pct(o), pct(c.get(FLOOR)), pct(c.get("torch eager")),
+                     pct(o), pct(c.get(FLOOR) or c.get(B.FWD_FLOOR)),
+                     pct(c.get("torch eager")),
                      pct(c.get("torch.compile")), pct(c.get("liger")),
                      pct(c.get("triton lesson")), peer or "-",
                      "%.2fx" % ratio if ratio else "-",
@@ -146,6 +148,15 @@ def report(d, command=""):
         L.append("**Geometric mean over %d shapes: %.2fx the best peer** "
                  "(best peer time / ours); slower than the best peer on %d."
                  % (len(ratios), gm, len(slower)))
+        for fam, pick in (("backward", lambda k: k[0].endswith("_grad")),
+                          ("forward", lambda k: not k[0].endswith("_grad"))):
+            rs = [r for k, r in fam_ratios if pick(k)]
+            if rs and len(rs) < len(ratios):
+                L.append("")
+                L.append("%s: %.2fx over %d shapes, slower on %d." % (
+                    fam.capitalize(),
+                    math.exp(sum(math.log(r) for r in rs) / len(rs)),
+                    len(rs), sum(r < 1.0 for r in rs)))
     if slower:
         L.append("")
         L.append("Shapes where we are slower than the best peer (ratio, "
@@ -169,10 +180,14 @@ def plot(d, path):
     except ImportError as ex:
         return "no plot (%s)" % ex
     cells = shape_table(d)
-    ops = sorted({k[0] for k in cells})
-    fig, axes = plt.subplots(1, len(ops), figsize=(7 * len(ops), 4.8),
+    # Backward first, then the forward; two plots to a line.
+    ops = sorted({k[0] for k in cells},
+                 key=lambda o: (not o.endswith("_grad"), o))
+    cols = min(2, len(ops))
+    rows = -(-len(ops) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(7 * cols, 4.8 * rows),
                              squeeze=False)
-    for ax, op in zip(axes[0], ops):
+    for ax, op in zip(axes.flat, ops):
         big = {k: c for k, c in cells.items()
                if k[0] == op and k[2] == C.sweep_m(op, k[3], k[1])}
         for impl in IMPLS:
@@ -181,7 +196,8 @@ def plot(d, path):
             if not pts:
                 continue
             style = {"linewidth": 2.5} if impl == OURS else (
-                {"linestyle": ":", "color": "gray"} if impl == FLOOR else {})
+                {"linestyle": ":", "color": "gray"}
+                if impl in (FLOOR, B.FWD_FLOOR) else {})
             ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=".",
                     label=impl, **style)
         ax.set_xscale("log", base=2)
@@ -189,7 +205,7 @@ def plot(d, path):
         ax.set_ylabel("% of copy bandwidth")
         ax.set_ylim(0, 110)
         ax.axhline(90, color="green", linewidth=0.6, linestyle="--")
-        ax.set_title("%s, bf16, M x N moving ~1 GiB" % op)
+        ax.set_title("%s, bf16, M x N moving ~1 GiB" % op, fontsize=10)
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=8)
     fig.tight_layout()
@@ -276,7 +292,10 @@ def main():
                 args.deadline and time.time() > args.deadline):
             d["skipped"].append([op, dt, m, n])
             continue
-        bench.run_shape(op, dt, m, n, impls=impls)
+        if op.endswith("_grad"):
+            bench.run_shape(op, dt, m, n, impls=impls)
+        else:
+            bench.run_fwd_shape(op, dt, m, n, impls=impls)
         T.cuda.empty_cache()
         write(args.out, d, command, final=False)
     if d["skipped"]:

@@ -210,10 +210,12 @@ step bench 120 300 "$OUT/bench.log" -- \
 
 #--- 2b. the N sweep (issue 9; not in the default steps: ~9 minutes) -------#
 selected sweep && : >"$OUT/sweep.log"
-# SWEEP_ONLY_N (comma-separated N) limits the sweep to those N.
+# SWEEP_ONLY_N (comma-separated N) limits the sweep to those N; SWEEP_OPS
+# picks the ops (default the two backward ops; the forward's,
+# layer_norm,rms_norm, take a call of their own).
 step sweep "${SWEEP_CAP_S:-560}" 0 "$OUT/sweep.log" -- \
   python3 bench/sweep.py --out "$OUT" --deadline @DEADLINE@ \
-    ${SWEEP_ONLY_N:+--only-n "$SWEEP_ONLY_N"}
+    ${SWEEP_ONLY_N:+--only-n "$SWEEP_ONLY_N"} ${SWEEP_OPS:+--ops "$SWEEP_OPS"}
 
 #--- 2c. row-kernel variants (pass options; opt-in) -------------------------#
 selected variants && : >"$OUT/variants.log"
