@@ -482,21 +482,31 @@ def sweep_m(op, n, dt, target_bytes=1 << 30):
 # 300000.
 UNTUNED_N = (4600, 9000, 90001, 150000, 300000)
 
-# The looped regime's batches against one row at a time (batch-rows=1) at
-# those untuned N. (Earlier runs with other options: the batch size B = 1
-# to 8 at N = 65537-262144, and max-lanes=32 at N = 384-1024;
-# bench/RESULTS.md.)
-VARIANT_N = (90001, 150000, 300000)
+# The backward's variants: none at the moment. (Earlier runs, in
+# bench/RESULTS.md: the looped regime's batches against one row at a time,
+# batch-rows=1, at the untuned 90001/150000/300000; the batch size B = 1
+# to 8 at N = 65537-262144; max-lanes=32 at N = 384-1024.)
+VARIANT_N = ()
 # (threads, max-register-elements, cluster, batch-rows, max-lanes); 0: the
 # default.
-VARIANT_OPTIONS = ((0, 0, 0, 1, 0),)
+VARIANT_OPTIONS = ()
+
+
+# The forward's lanes per row (max-lanes): a forward row keeps only x in
+# registers (no partial rows), so a lane can take several chunks; measured
+# against the default (one chunk a lane up to 256 lanes) at these N.
+VARIANT_FWD_N = (128, 384, 640, 1000, 1536)
+VARIANT_FWD_LANES = (8, 16, 32, 64)
 
 
 def variant_cfgs():
-    return [Cfg(op, n, "bf16", threads=t, mre=r, cluster=c, batch=bt,
+    cfgs = [Cfg(op, n, "bf16", threads=t, mre=r, cluster=c, batch=bt,
                 lanes=ln)
             for n in VARIANT_N for op in GRAD_OPS
             for (t, r, c, bt, ln) in VARIANT_OPTIONS]
+    cfgs += [Cfg(op, n, "bf16", lanes=ln) for n in VARIANT_FWD_N
+             for op in FWD_OPS for ln in VARIANT_FWD_LANES]
+    return cfgs
 
 
 def sweep_cfgs():

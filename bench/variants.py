@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
-"""Our backward kernels under other pass options, ours only.
+"""Our row kernels under other pass options, ours only.
 
-For LayerNorm and RMSNorm backward, bf16, N in configs.VARIANT_N (M so the
-case moves about 1 GiB), every variant of configs.variant_cfgs() (pass
+For LayerNorm and RMSNorm (backward at configs.VARIANT_N, forward at
+configs.VARIANT_FWD_N), bf16, M so the case moves about 1 GiB, every
+variant of configs.variant_cfgs() (pass
 options: `threads`, `max-register-elements`, `cluster`, `batch-rows`,
 `max-lanes`),
 plus the default configuration:
 median time (bench.py's method: do_bench, L2 flushed), % of the copy
 bandwidth measured in the same run, and the dx kernel's registers / spills
-from .dev/gpu/configs.json (ptxas -v). It is how the cost model's constants
+from .dev/gpu/configs.json (ptxas -v) of the dx or forward kernel. It is how the cost model's constants
 are chosen from measurements (docs/NOTES.md).
 
   python3 bench/variants.py [--out DIR] [--deadline EPOCH]
@@ -65,20 +66,29 @@ def main():
         cfgs = [C.Cfg(op, n, "bf16")] + cfgs
         m = C.sweep_m(op, n, "bf16")
         layer = op.startswith("layer")
+        grad = op.endswith("_grad")
         x = (T.randn(m, n, device="cuda") +
              (T.rand(m, 1, device="cuda") * 2 - 1)).to(T.bfloat16)
-        dy = T.randn(m, n, device="cuda").to(T.bfloat16)
         w = (1 + 0.25 * T.randn(n, device="cuda")).to(T.bfloat16)
-        xf = x.float()
-        mean = xf.mean(1)
-        var = ((xf - mean[:, None]) ** 2).mean(1) if layer else \
-            (xf ** 2).mean(1)
-        rstd = T.rsqrt(var + C.EPS).contiguous()
-        del xf
-        ins = {"dy": dy, "x": x, "rstd": rstd, "weight": w}
-        if layer:
-            ins["mean"] = mean.contiguous()
-        bytes_ = B.min_bytes(op, m, n, "bf16")
+        if grad:
+            dy = T.randn(m, n, device="cuda").to(T.bfloat16)
+            xf = x.float()
+            mean = xf.mean(1)
+            var = ((xf - mean[:, None]) ** 2).mean(1) if layer else \
+                (xf ** 2).mean(1)
+            rstd = T.rsqrt(var + C.EPS).contiguous()
+            del xf
+            ins = {"dy": dy, "x": x, "rstd": rstd, "weight": w}
+            if layer:
+                ins["mean"] = mean.contiguous()
+            bytes_ = B.min_bytes(op, m, n, "bf16")
+        else:
+            dy = None
+            ins = {"x": x, "weight": w}
+            if layer:
+                ins["bias"] = (0.5 * T.randn(n, device="cuda")).to(
+                    T.bfloat16)
+            bytes_ = B.min_bytes_fwd(op, m, n, "bf16")
         for cfg in cfgs:
             if args.deadline and time.time() > args.deadline:
                 rows.append((cfg, m, None, "skipped: deadline"))
@@ -95,7 +105,7 @@ def main():
                 o.close()
                 res = {}
                 for k in e.get("kernels", []):
-                    if k.get("kind") == "dx":
+                    if k.get("kind") in ("dx", "forward"):
                         r = e.get("resources", {}).get(k["name"], {})
                         res = {"block": k.get("block"),
                                "lanes": k.get("lanes"),
@@ -132,7 +142,8 @@ def main():
         L.append("| %s | %d | %d | %s | %.1f | %.1f | %.1f | %s | %s | "
                  "%s | %s | %s | %s |" % (
                      cfg.op, cfg.n, m, options(cfg), t1, t2,
-                     100 * B.min_bytes(cfg.op, m, cfg.n, "bf16") /
+                     100 * (B.min_bytes if cfg.grad else B.min_bytes_fwd)(
+                         cfg.op, m, cfg.n, "bf16") /
                      (t1 * 1e-6) / 1e9 / copy_gbs,
                      res.get("block"), res.get("lanes"), res.get("rows"),
                      res.get("registers_regime"), res.get("regs"),

@@ -28,6 +28,30 @@ static Geometry blockPerRow(const RowShape &s, const TargetInfo &target) {
   return g;
 }
 
+/// The lanes of a forward row of `chunks` chunks in a block of `threads`
+/// (kForwardShareChunks): the power of two with at most that many chunks a
+/// lane, and whose one access covers at least kForwardRunBytes of a row,
+/// whose slots are best used, ties to fewer lanes; 0 when none. Never more
+/// lanes than `maxLanes` (one chunk a lane). `accessBytes`: the bytes of a
+/// lane's access (a 16-byte chunk, or one element in the interleaved
+/// layout).
+static int64_t forwardLanes(int64_t chunks, int64_t maxLanes,
+                            int64_t accessBytes) {
+  int64_t best = 0;
+  double bestUse = 0;
+  for (int64_t l = 1; l <= maxLanes; l *= 2) {
+    int64_t k = llvm::divideCeil(chunks, l);
+    if (k > kForwardShareChunks || l * accessBytes < kForwardRunBytes)
+      continue;
+    double use = double(chunks) / double(k * l);
+    if (use > bestUse) {
+      best = l;
+      bestUse = use;
+    }
+  }
+  return best;
+}
+
 /// Lanes, rows and chunking; `wholeBlockRows` gives every row the block.
 static Geometry layOut(const RowShape &s, const TargetInfo &target,
                        bool wholeBlockRows) {
@@ -40,6 +64,12 @@ static Geometry layOut(const RowShape &s, const TargetInfo &target,
   int64_t lanes = std::min<int64_t>(s.threads, llvm::PowerOf2Ceil(chunks));
   if (s.maxLanes)
     lanes = std::min(lanes, s.maxLanes);
+  else if (s.forward)
+    if (int64_t l = forwardLanes(
+            chunks, lanes,
+            (*s.n * s.elementBytes) % g.vectorBytes ? s.elementBytes
+                                                    : g.vectorBytes))
+      lanes = l;
   if (wholeBlockRows)
     lanes = s.threads;
   int64_t k = llvm::divideCeil(chunks, lanes);

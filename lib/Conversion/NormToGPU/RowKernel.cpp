@@ -120,6 +120,7 @@ FailureOr<RowNest> norm::analyzeRowNest(scf::ForOp nest, bool forward,
   shape.cluster = cluster;
   shape.batchRows = batchRows;
   shape.maxLanes = maxLanes;
+  shape.forward = forward;
   rn.geometry = chooseRowGeometry(shape, target);
   if (!rn.geometry.registers)
     uncacheRows(rn.rows);

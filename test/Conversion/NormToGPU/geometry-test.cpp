@@ -92,6 +92,7 @@ static Geometry geometry(std::optional<int64_t> n, int64_t bytes,
   shape.maxRegisterElements = 64;
   shape.partials = s.partials;
   shape.partialRows = s.partialRows;
+  shape.forward = s.forward;
   return chooseRowGeometry(shape, t);
 }
 
@@ -172,6 +173,21 @@ int main() {
   // N = 24 bf16: 3 chunks of 8, 4 lanes per row, 64 rows in flight.
   expect(24, bf16, rms, 4, 64, 8, 1, true, PartialsHome::Registers);
   expect(24, bf16, fwd, 4, 64, 8, 1, true, PartialsHome::None);
+  // The forward's lanes (kForwardShareChunks, kForwardRunBytes): up to 6
+  // chunks a lane, the best-used slots, ties to fewer lanes, an access of
+  // the row's lanes at least 64 contiguous bytes.
+  expect(128, bf16, fwd, 4, 64, 8, 4, true, PartialsHome::None);
+  expect(1000, bf16, fwd, 32, 8, 8, 4, true, PartialsHome::None);
+  expect(1536, bf16, fwd, 32, 8, 8, 6, true, PartialsHome::None);
+  expect(6144, bf16, fwd, 128, 2, 8, 6, true, PartialsHome::None);
+  // 2 chunks: 1 lane would cover 16 bytes, 2 lanes 32: one chunk a lane.
+  expect(16, bf16, fwd, 2, 128, 8, 1, true, PartialsHome::None);
+  // Unaligned rows (interleaved, 2-byte accesses): 32 lanes would be the
+  // floor, more than the row's 13 chunks need: one chunk a lane.
+  expect(100, bf16, fwd, 16, 16, 8, 1, true, PartialsHome::None);
+  expect(2047, bf16, fwd, 64, 4, 8, 4, true, PartialsHome::None);
+  // The backward keeps one chunk a lane at these N.
+  expect(128, bf16, rms, 16, 16, 8, 1, true, PartialsHome::Registers);
   // locked: the block takes a row.
   expect(24, bf16, locked, 256, 1, 8, 1, true, PartialsHome::None);
   expect(1, f32, rms, 1, 256, 4, 1, true, PartialsHome::Registers);

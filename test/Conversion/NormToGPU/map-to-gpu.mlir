@@ -109,8 +109,10 @@ func.func @layer_norm_grad_locked(%dy: memref<?x64xf32>, %x: memref<?x64xf32>, %
 // -----
 
 // Forward: blocks of S rows; mean / rstd written once per row by lane 0.
+// N = 1000 bf16 is 125 chunks: 32 lanes x 4 chunks (the forward's lane
+// rule, kForwardShareChunks), 8 rows a block.
 // CHECK-LABEL: func @layer_norm_forward_n1000
-// CHECK-SAME: kind = forward, block = 256, grid = row_blocks, lanes = 128,
+// CHECK-SAME: kind = forward, block = 256, grid = row_blocks, lanes = 32,
 // CHECK: function(@layer_norm_forward_n1000_forward_0)
 // CHECK:   math.rsqrt
 func.func @layer_norm_forward_n1000(%x: memref<?x1000xbf16>, %w: memref<1000xbf16>, %b: memref<1000xbf16>,

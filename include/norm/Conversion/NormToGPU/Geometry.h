@@ -81,6 +81,34 @@ enum class RowLayouts {
 /// flight together (docs/NOTES.md, the N sweep of issue 9).
 inline constexpr int64_t kBatchedLoadsShare = 16;
 
+/// The most chunks a lane of a forward row takes (K), and so the fewest
+/// lanes a row spreads over. A forward thread keeps one row cache (x) and
+/// no partial sums, so a share of several chunks costs few registers, and
+/// above kBatchedLoadsShare its loads are issued together: the bytes in
+/// flight per thread grow with K, the in-row sums take fewer shuffle
+/// steps, and a row smaller than a block wastes no idle lanes (chunks
+/// rounded up to a power of two of lanes). Among the power-of-two lane
+/// counts with K <= this and one access of the row's lanes covering at
+/// least kForwardRunBytes, the forward takes the one whose chunk slots are
+/// best used, ties to fewer lanes (more chunks a lane). Measured
+/// (bench/variants.py, bf16, ~1 GiB, max-lanes 8-64 against one chunk a
+/// lane; bench/RESULTS.md): N = 384: 57 -> 96% of copy (LayerNorm, 16
+/// lanes x 3 chunks), N = 640: 54 -> 96% (16 x 5), N = 1536: 53 -> 97%
+/// (32 x 6), RMSNorm 67-84 -> 87-97%; LayerNorm N = 1000 at 16 lanes x 8
+/// chunks (118 registers) fell back to 93%. The whole forward sweep: N =
+/// 128-2048 at 95-97%; LayerNorm N = 6144 (128 lanes x 6, 122 registers)
+/// lost 92 -> 85%.
+inline constexpr int64_t kForwardShareChunks = 6;
+/// The fewest contiguous bytes of a row one access of its lanes covers
+/// under the forward's lane rule (kForwardShareChunks): 4 lanes of 16-byte
+/// chunks, or 32 lanes of bf16 elements in the interleaved layout. The
+/// first forward sweep with the rule had no such floor: rows of N = 16-32
+/// on 1 lane (16 bytes a row per access, half a sector) fell from 84-96%
+/// to 63-76%, and N = 100 / 127 (unaligned, interleaved) on 4 lanes (8
+/// bytes) from 59-64% to 21-24%; N = 128 on 4 lanes x 4 chunks ran at
+/// 95-96%.
+inline constexpr int64_t kForwardRunBytes = 64;
+
 /// Threads per block the geometry chooses from when the pass option
 /// `threads` is 0, in order of preference on a tie. The one that wastes
 /// the fewest chunk slots of a row wins (a slot past the last chunk is an
@@ -190,6 +218,9 @@ struct RowShape {
   /// The pass's `max-lanes` option: the most lanes a row spreads over (0:
   /// the block).
   int64_t maxLanes = 0;
+  /// A forward kernel (one row cache, no partial sums): its lanes per row
+  /// follow kForwardShareChunks.
+  bool forward = false;
 };
 
 /// How a row nest is spread over a block.
