@@ -262,6 +262,11 @@ def _fwd_cases(op, dt):
         Case(c(24, xhat=True), 401408),
         Case(c(4095, xhat=True), 777, "offset"),
         Case(c(65536, xhat=True), 130),
+        # The forward's lane rule (several chunks a lane, rows per block
+        # past M's last block): 4 x 4, 16 x 5 and 32 x 4 chunks.
+        Case(c(128), 1001),
+        Case(c(640, xhat=True), 777),
+        Case(c(1000), 2061, "strided"),
         Case(c(4096, zc=True), 2061),
         Case(c(4096, nw=True), 2061),
     ]
