@@ -125,9 +125,45 @@ lit_counts() {
   echo "$passed $failed $skipped"
 }
 
+# python/tests with pytest (installed from PyPI if missing) against this
+# build's libnormcompile.so / libnormrt.so; the GPU file skips itself
+# without torch and a GPU. Echoes "passed failed skipped".
+pytest_counts() {
+  if ! python3 -m pytest --version >/dev/null 2>&1; then
+    log "installing pytest (pip)"
+    python3 -m pip install -q pytest >&2
+  fi
+  local out rc
+  set +e
+  out=$(NORM_MLIR_LIB_DIR="$BUILD_DIR/lib" PYTHONPATH="$ROOT/python" \
+    NORM_MLIR_CACHE="$BUILD_DIR/pytest-cache" \
+    python3 -m pytest -q -p no:cacheprovider -rs "$ROOT/python/tests" 2>&1)
+  rc=$?
+  set -e
+  echo "$out" | tee "$BUILD_DIR/pytest.log" >&2
+  local last passed failed skipped
+  last=$(echo "$out" | tail -1)
+  passed=$(echo "$last" | grep -oE '[0-9]+ passed' | grep -oE '[0-9]+' || echo 0)
+  failed=0
+  for k in $(echo "$last" | grep -oE '[0-9]+ (failed|errors?)' |
+             grep -oE '[0-9]+' || true); do
+    failed=$((failed + k))
+  done
+  skipped=$(echo "$last" | grep -oE '[0-9]+ skipped' | grep -oE '[0-9]+' || echo 0)
+  if ((rc != 0 && failed == 0)); then
+    failed=1 # pytest itself failed (collection, import)
+  fi
+  echo "$passed $failed $skipped"
+}
+
 run_tests() {
-  local p f s sp=0 sf=0 ss=0
+  local p f s sp=0 sf=0 ss=0 pp pf ps
   read -r p f s < <(lit_counts "$BUILD_DIR/lit.log" "$BUILD_DIR/test")
+  log "python/tests (pytest)"
+  read -r pp pf ps < <(pytest_counts)
+  echo "python: $pp passed, $pf failed, $ps skipped"
+  ((pp > 0)) || pf=$((pf + 1))
+  p=$((p + pp)); f=$((f + pf)); s=$((s + ps))
   if [[ ${SANITIZE_RUNTIME:-1} != 0 ]]; then
     build_sanitized_runtime
     log "the runtime's tests under ASan + UBSan"

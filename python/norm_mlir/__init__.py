@@ -1,0 +1,199 @@
+"""norm_mlir: LayerNorm / RMSNorm kernels from the mlir-norm compiler.
+
+    import norm_mlir
+    k = norm_mlir.compile_spec(op="layer_norm_grad", n=4096, dtype="bf16")
+    k.image        # PTX text as bytes (format="ptx") or a cubin
+    k.manifest     # the launch manifest (dict): arguments, kernels, grids
+
+    norm_mlir.compile(ir_text, chip="sm_90", format="cubin")
+
+Diagnostics raise ``norm_mlir.CompileError`` with the compiler's message.
+``norm_mlir.torch`` has the PyTorch functions and modules (imported on
+demand: this module needs no torch).
+"""
+
+import ctypes
+import json
+import os
+
+from . import _libs
+
+__version__ = "0.1.0"
+
+# What format= accepts, and the pipeline's name for it.
+FORMATS = {"ptx": "isa", "cubin": "bin", "fatbin": "fatbin"}
+OPS = ("layer_norm", "rms_norm", "layer_norm_grad", "rms_norm_grad")
+DTYPES = ("f32", "f16", "bf16")
+STRATEGIES = ("deterministic", "grouped_atomic", "atomic", "locked")
+
+
+class CompileError(RuntimeError):
+    """The compiler rejected its input. ``diagnostics`` is its message."""
+
+    def __init__(self, diagnostics):
+        self.diagnostics = diagnostics
+        super().__init__(diagnostics.strip() or "compilation failed")
+
+
+class Compiled:
+    """A compiled op: the kernels' image and the launch manifest."""
+
+    def __init__(self, image, manifest_text, fmt, chip, function_name,
+                 diagnostics=""):
+        self.image = image
+        self.manifest_text = manifest_text
+        self.manifest = json.loads(manifest_text)
+        self.format = fmt
+        self.chip = chip
+        self.function_name = function_name
+        self.diagnostics = diagnostics
+
+    def __repr__(self):
+        return "<norm_mlir.Compiled %s %s %s, %d bytes, %d kernels>" % (
+            self.function_name, self.chip, self.format, len(self.image),
+            len(self.manifest.get("kernels", [])))
+
+
+_LIBDEVICE = os.path.join("nvvm", "libdevice", "libdevice.10.bc")
+
+
+def find_toolkit():
+    """A directory holding nvvm/libdevice/libdevice.10.bc for the compiler
+    (the kernels call libdevice's math), or None: $CUDA_HOME, $CUDA_PATH,
+    $CUDA_ROOT, /usr/local/cuda, then the copy of libdevice that pip-installed
+    Triton or nvidia-cuda-nvcc carries, linked into a toolkit-shaped
+    directory under the kernel cache (so a GPU host with torch needs no CUDA
+    toolkit: kernels are compiled to PTX and the driver builds them)."""
+    for env in ("CUDA_HOME", "CUDA_PATH", "CUDA_ROOT"):
+        root = os.environ.get(env)
+        if root and os.path.isfile(os.path.join(root, _LIBDEVICE)):
+            return root
+    if os.path.isfile(os.path.join("/usr/local/cuda", _LIBDEVICE)):
+        return "/usr/local/cuda"
+    import importlib.util
+    cands = []
+    for mod, rel in (("triton", ("backends", "nvidia", "lib",
+                                 "libdevice.10.bc")),
+                     ("nvidia.cuda_nvcc", ("nvvm", "libdevice",
+                                           "libdevice.10.bc"))):
+        try:
+            spec = importlib.util.find_spec(mod)
+        except (ImportError, ValueError):
+            spec = None
+        if spec and spec.submodule_search_locations:
+            for loc in spec.submodule_search_locations:
+                cands.append(os.path.join(loc, *rel))
+    for bc in cands:
+        if os.path.isfile(bc):
+            from . import cache
+            root = os.path.join(cache.directory(), "toolkit")
+            link = os.path.join(root, _LIBDEVICE)
+            os.makedirs(os.path.dirname(link), exist_ok=True)
+            if os.path.realpath(link) != os.path.realpath(bc):
+                tmp = link + ".%d" % os.getpid()
+                os.symlink(bc, tmp)
+                os.replace(tmp, link)
+            return root
+    return None
+
+
+def _options(chip, fmt, strategy=None, groups=None, extra=None):
+    if fmt not in FORMATS:
+        raise ValueError("format must be one of %s, not %r"
+                         % (", ".join(FORMATS), fmt))
+    if not isinstance(chip, str) or not chip.startswith("sm_"):
+        raise ValueError("chip must be like 'sm_90', not %r" % (chip,))
+    words = ["chip=%s" % chip, "format=%s" % FORMATS[fmt]]
+    if strategy is not None:
+        if strategy not in STRATEGIES:
+            raise ValueError("strategy must be one of %s, not %r"
+                             % (", ".join(STRATEGIES), strategy))
+        words.append("strategy=%s" % strategy)
+    if groups is not None:
+        words.append("groups=%d" % int(groups))
+    extra = dict(extra or {})
+    if "toolkit" not in extra:
+        root = find_toolkit()
+        if root:
+            extra["toolkit"] = root
+    for k, v in sorted(extra.items()):
+        if not k.replace("-", "").isalnum():
+            raise ValueError("bad pipeline option name %r" % (k,))
+        if any(c.isspace() for c in str(v)):
+            raise ValueError("pipeline option %s: no spaces in %r" % (k, v))
+        words.append("%s=%s" % (k, v))
+    return " ".join(words)
+
+
+def _result(call, fmt, chip):
+    lib = _libs.compiler()
+    res = _libs.NormCompileResult()
+    rc = call(lib, ctypes.byref(res))
+    try:
+        diags = (res.diagnostics or b"").decode("utf-8", "replace")
+        if rc != 0:
+            raise CompileError(diags)
+        image = ctypes.string_at(res.image, res.imageSize)
+        manifest = res.manifest.decode("utf-8")
+        name = (res.functionName or b"").decode("utf-8", "replace")
+    finally:
+        lib.normCompileResultDestroy(ctypes.byref(res))
+    return Compiled(image, manifest, fmt, chip, name, diags)
+
+
+def compile(ir_text, chip="sm_90", format="ptx", strategy=None, groups=None,
+            options=None):
+    """Compiles the one function with norm ops of `ir_text` (MLIR, buffer
+    form) to kernels. format: "ptx", "cubin" or "fatbin". `options`: other
+    pipeline options by name (e.g. {"threads": 256}). Returns Compiled;
+    raises CompileError."""
+    if isinstance(ir_text, str):
+        ir_text = ir_text.encode("utf-8")
+    opts = _options(chip, format, strategy, groups, options).encode()
+    return _result(lambda lib, r: lib.normCompile(ir_text, len(ir_text),
+                                                  opts, r), format, chip)
+
+
+def spec_words(op, n, dtype, weight_dtype=None, eps=None, weight=True,
+               bias=True, dresidual=False, zero_centered=False, xhat=False,
+               name=None):
+    """The spec text normCompileSpec takes (norm-compile's spec flags)."""
+    if op not in OPS:
+        raise ValueError("op must be one of %s, not %r" % (", ".join(OPS),
+                                                           op))
+    if dtype not in DTYPES or (weight_dtype and weight_dtype not in DTYPES):
+        raise ValueError("dtypes must be among %s" % ", ".join(DTYPES))
+    n = int(n)
+    words = ["op=%s" % op, "n=%d" % n, "dtype=%s" % dtype]
+    if weight_dtype and weight_dtype != dtype:
+        words.append("weight-dtype=%s" % weight_dtype)
+    if eps is not None:
+        words.append("eps=%r" % float(eps))
+    if name:
+        words.append("name=%s" % name)
+    if not weight:
+        words.append("no-weight")
+    if not bias and op.startswith("layer_norm"):
+        words.append("no-bias")
+    if dresidual:
+        words.append("dresidual")
+    if zero_centered:
+        words.append("zero-centered")
+    if xhat:
+        words.append("xhat")
+    return " ".join(words)
+
+
+def compile_spec(op, n, dtype, weight_dtype=None, eps=None, weight=True,
+                 bias=True, dresidual=False, zero_centered=False, xhat=False,
+                 chip="sm_90", format="ptx", strategy=None, groups=None,
+                 options=None):
+    """Compiles one op described by its parameters (as norm-compile's spec
+    flags): op in OPS, hidden size n, x dtype, weight dtype (default x's).
+    Returns Compiled (its manifest names the arguments by role and carries
+    the spec); raises CompileError."""
+    spec = spec_words(op, n, dtype, weight_dtype, eps, weight, bias,
+                      dresidual, zero_centered, xhat).encode()
+    opts = _options(chip, format, strategy, groups, options).encode()
+    return _result(lambda lib, r: lib.normCompileSpec(spec, opts, r), format,
+                   chip)

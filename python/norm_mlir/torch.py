@@ -1,0 +1,366 @@
+"""PyTorch LayerNorm / RMSNorm whose forward and backward run mlir-norm's
+kernels.
+
+    import norm_mlir.torch as nt
+    ln = nt.LayerNorm(4096, device="cuda", dtype=torch.bfloat16)
+    y = ln(x)                       # forward: y, and f32 mean/rstd saved
+    y.sum().backward()              # backward: the deterministic strategy
+
+``layer_norm`` / ``rms_norm`` follow ``torch.nn.functional``; the modules
+take torch's constructor arguments and have its parameters (``weight``,
+``bias``), so a torch model's state dict loads unchanged. The ops are
+``torch.library`` custom ops (``norm_mlir::layer_norm_fwd`` ...) with fake
+implementations and an autograd formula, so ``torch.compile`` keeps them in
+its graph, and they allocate their workspace from torch's allocator on the
+current stream, so a CUDA graph captures them. Kernels are compiled on
+first use per (op, N, dtypes, flags, chip) through norm_mlir.cache.
+Tensors off the GPU (or of other dtypes) take torch's own functions.
+"""
+
+import math
+import threading
+
+import torch
+
+from . import CompileError
+from . import cache as _cache
+from . import _libs, _runtime
+
+_DT = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}
+_modules = {}
+_modules_lock = threading.Lock()
+
+
+def _chip(device):
+    major, minor = torch.cuda.get_device_capability(device)
+    return "sm_%d%d" % (major, minor)
+
+
+def _module(spec, device):
+    """The loaded runtime module of `spec` (a dict of compile_spec's
+    arguments) on `device`, compiled through the cache on first use."""
+    idx = device.index if device.index is not None else \
+        torch.cuda.current_device()
+    key = (tuple(sorted(spec.items())), idx)
+    with _modules_lock:
+        m = _modules.get(key)
+        if m is not None:
+            return m
+    # PTX for the device's chip, built by the driver at load (no ptxas on
+    # the GPU host); a chip the compiler does not know takes sm_80's PTX,
+    # which every later chip's driver builds.
+    strategy = "deterministic" if spec["op"].endswith("_grad") else None
+    try:
+        k = _cache.get(chip=_chip(idx), format="ptx", strategy=strategy,
+                       **spec)
+    except CompileError as ex:
+        if "chip" not in str(ex):
+            raise
+        k = _cache.get(chip="sm_80", format="ptx", strategy=strategy, **spec)
+    with torch.cuda.device(idx):
+        torch.cuda.current_stream(idx)  # the primary context is current
+        mod = _libs.runtime().load(k.image, k.manifest_text)
+    mod.compiled = k
+    with _modules_lock:
+        _modules.setdefault(key, mod)
+        return _modules[key]
+
+
+def _tensor(name, t):
+    return _runtime.make_tensor(name, t.data_ptr(),
+                                _runtime.DTYPE_CODES[_DT[t.dtype]],
+                                list(t.shape), list(t.stride()))
+
+
+def _rows(x, n):
+    """x as [M, N] rows, without a copy when its rows are evenly strided,
+    apart, with unit inner stride (2-D strided rows, a column slice of a
+    wider tensor, or leading dims that flatten)."""
+
+    def fits(r):
+        return (r.shape[0] <= 1 or r.stride(0) >= n) and (
+            r.stride(1) == 1 or n == 1)
+    if x.dim() == 2 and x.shape[1] == n and fits(x):
+        return x
+    try:
+        r = x.view(-1, n)
+        if fits(r):
+            return r
+    except RuntimeError:
+        pass
+    return x.reshape(-1, n).contiguous()
+
+
+def _launch(mod, tensors, rows, device):
+    ws_bytes = mod.workspace_bytes(rows)
+    ws = torch.empty(max(ws_bytes, 1), dtype=torch.uint8, device=device)
+    stream = torch.cuda.current_stream(device).cuda_stream
+    mod.launch(tensors, ws.data_ptr() if ws_bytes else 0, ws_bytes, stream)
+    return ws  # keep it alive until the stream is past it (allocator)
+
+
+def _spec(op, n, x, weight, bias, eps, zero_centered):
+    s = {"op": op, "n": int(n), "dtype": _DT[x.dtype],
+         "weight": weight is not None, "zero_centered": bool(zero_centered)}
+    if weight is not None and weight.dtype != x.dtype:
+        s["weight_dtype"] = _DT[weight.dtype]
+    if op.startswith("layer_norm"):
+        s["bias"] = bias is not None
+    if eps is not None and not op.endswith("_grad"):
+        s["eps"] = float(eps)
+    return s
+
+
+# ----------------------------------------------------------- custom ops
+
+@torch.library.custom_op("norm_mlir::layer_norm_fwd", mutates_args=())
+def _ln_fwd(x: torch.Tensor, weight: torch.Tensor | None,
+            bias: torch.Tensor | None, n: int, eps: float,
+            zero_centered: bool) -> tuple[torch.Tensor, torch.Tensor,
+                                          torch.Tensor]:
+    xr = _rows(x, n)
+    m = xr.shape[0]
+    y = torch.empty((m, n), dtype=x.dtype, device=x.device)
+    mean = torch.empty(m, dtype=torch.float32, device=x.device)
+    rstd = torch.empty(m, dtype=torch.float32, device=x.device)
+    if m:
+        mod = _module(_spec("layer_norm", n, x, weight, bias, eps,
+                            zero_centered), x.device)
+        ts = [_tensor("x", xr), _tensor("y", y), _tensor("mean", mean),
+              _tensor("rstd", rstd)]
+        if weight is not None:
+            ts.append(_tensor("weight", weight.reshape(n)))
+        if bias is not None:
+            ts.append(_tensor("bias", bias.reshape(n)))
+        _launch(mod, ts, m, x.device)
+    return y.view(x.shape), mean, rstd
+
+
+@_ln_fwd.register_fake
+def _(x, weight, bias, n, eps, zero_centered):
+    m = x.numel() // n if n else 0
+    return (torch.empty_like(x, memory_format=torch.contiguous_format),
+            x.new_empty((m,), dtype=torch.float32),
+            x.new_empty((m,), dtype=torch.float32))
+
+
+@torch.library.custom_op("norm_mlir::rms_norm_fwd", mutates_args=())
+def _rms_fwd(x: torch.Tensor, weight: torch.Tensor | None, n: int,
+             eps: float, zero_centered: bool) -> tuple[torch.Tensor,
+                                                       torch.Tensor]:
+    xr = _rows(x, n)
+    m = xr.shape[0]
+    y = torch.empty((m, n), dtype=x.dtype, device=x.device)
+    rstd = torch.empty(m, dtype=torch.float32, device=x.device)
+    if m:
+        mod = _module(_spec("rms_norm", n, x, weight, None, eps,
+                            zero_centered), x.device)
+        ts = [_tensor("x", xr), _tensor("y", y), _tensor("rstd", rstd)]
+        if weight is not None:
+            ts.append(_tensor("weight", weight.reshape(n)))
+        _launch(mod, ts, m, x.device)
+    return y.view(x.shape), rstd
+
+
+@_rms_fwd.register_fake
+def _(x, weight, n, eps, zero_centered):
+    m = x.numel() // n if n else 0
+    return (torch.empty_like(x, memory_format=torch.contiguous_format),
+            x.new_empty((m,), dtype=torch.float32))
+
+
+@torch.library.custom_op("norm_mlir::layer_norm_bwd", mutates_args=())
+def _ln_bwd(dy: torch.Tensor, x: torch.Tensor, mean: torch.Tensor,
+            rstd: torch.Tensor, weight: torch.Tensor | None, has_bias: bool,
+            n: int, zero_centered: bool) -> tuple[torch.Tensor, torch.Tensor,
+                                                  torch.Tensor]:
+    xr, dyr = _rows(x, n), _rows(dy, n)
+    m = xr.shape[0]
+    dx = torch.empty((m, n), dtype=x.dtype, device=x.device)
+    wdt = weight.dtype if weight is not None else x.dtype
+    dw = torch.empty(n if weight is not None else 0, dtype=wdt,
+                     device=x.device)
+    db = torch.empty(n if has_bias else 0, dtype=wdt, device=x.device)
+    bias_like = db if has_bias else None
+    mod = _module(_spec("layer_norm_grad", n, x, weight, bias_like, None,
+                        zero_centered), x.device)
+    ts = [_tensor("dy", dyr), _tensor("x", xr), _tensor("mean", mean),
+          _tensor("rstd", rstd), _tensor("dx", dx)]
+    if weight is not None:
+        ts += [_tensor("weight", weight.reshape(n)), _tensor("dweight", dw)]
+    if has_bias:
+        ts.append(_tensor("dbias", db))
+    _launch(mod, ts, m, x.device)
+    return dx.view(x.shape), dw, db
+
+
+@_ln_bwd.register_fake
+def _(dy, x, mean, rstd, weight, has_bias, n, zero_centered):
+    wdt = weight.dtype if weight is not None else x.dtype
+    return (torch.empty_like(x, memory_format=torch.contiguous_format),
+            x.new_empty((n if weight is not None else 0,), dtype=wdt),
+            x.new_empty((n if has_bias else 0,), dtype=wdt))
+
+
+@torch.library.custom_op("norm_mlir::rms_norm_bwd", mutates_args=())
+def _rms_bwd(dy: torch.Tensor, x: torch.Tensor, rstd: torch.Tensor,
+             weight: torch.Tensor | None, n: int,
+             zero_centered: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    xr, dyr = _rows(x, n), _rows(dy, n)
+    m = xr.shape[0]
+    dx = torch.empty((m, n), dtype=x.dtype, device=x.device)
+    wdt = weight.dtype if weight is not None else x.dtype
+    dw = torch.empty(n if weight is not None else 0, dtype=wdt,
+                     device=x.device)
+    mod = _module(_spec("rms_norm_grad", n, x, weight, None, None,
+                        zero_centered), x.device)
+    ts = [_tensor("dy", dyr), _tensor("x", xr), _tensor("rstd", rstd),
+          _tensor("dx", dx)]
+    if weight is not None:
+        ts += [_tensor("weight", weight.reshape(n)), _tensor("dweight", dw)]
+    _launch(mod, ts, m, x.device)
+    return dx.view(x.shape), dw
+
+
+@_rms_bwd.register_fake
+def _(dy, x, rstd, weight, n, zero_centered):
+    wdt = weight.dtype if weight is not None else x.dtype
+    return (torch.empty_like(x, memory_format=torch.contiguous_format),
+            x.new_empty((n if weight is not None else 0,), dtype=wdt))
+
+
+# ------------------------------------------------------------- autograd
+
+def _ln_setup(ctx, inputs, output):
+    x, weight, bias, n, eps, zc = inputs
+    _, mean, rstd = output
+    ctx.save_for_backward(x, weight, mean, rstd)
+    ctx.has_bias, ctx.n, ctx.zc = bias is not None, n, zc
+    ctx.wshape = None if weight is None else weight.shape
+
+
+def _ln_backward(ctx, dy, dmean, drstd):
+    x, weight, mean, rstd = ctx.saved_tensors
+    dx, dw, db = _ln_bwd(dy.contiguous(), x, mean, rstd, weight,
+                         ctx.has_bias, ctx.n, ctx.zc)
+    dwo = dw.view(ctx.wshape) if weight is not None else None
+    dbo = db.view(ctx.wshape) if ctx.has_bias else None
+    return dx, dwo, dbo, None, None, None
+
+
+torch.library.register_autograd("norm_mlir::layer_norm_fwd", _ln_backward,
+                                setup_context=_ln_setup)
+
+
+def _rms_setup(ctx, inputs, output):
+    x, weight, n, eps, zc = inputs
+    _, rstd = output
+    ctx.save_for_backward(x, weight, rstd)
+    ctx.n, ctx.zc = n, zc
+    ctx.wshape = None if weight is None else weight.shape
+
+
+def _rms_backward(ctx, dy, drstd):
+    x, weight, rstd = ctx.saved_tensors
+    dx, dw = _rms_bwd(dy.contiguous(), x, rstd, weight, ctx.n, ctx.zc)
+    return dx, (dw.view(ctx.wshape) if weight is not None else None), \
+        None, None, None
+
+
+torch.library.register_autograd("norm_mlir::rms_norm_fwd", _rms_backward,
+                                setup_context=_rms_setup)
+
+
+# ------------------------------------------------------------ functions
+
+def _ours(x, *params):
+    return (x.is_cuda and x.dtype in _DT and x.numel() > 0 and
+            all(p is None or (p.is_cuda and p.dtype in _DT and
+                              p.is_contiguous()) for p in params))
+
+
+def _normalized(normalized_shape):
+    if isinstance(normalized_shape, int):
+        return (normalized_shape,)
+    return tuple(int(d) for d in normalized_shape)
+
+
+def _check(x, shape, weight, bias):
+    if tuple(x.shape[x.dim() - len(shape):]) != shape:
+        raise ValueError("normalized_shape %s does not match the trailing "
+                         "dimensions of x %s" % (list(shape), list(x.shape)))
+    for name, p in (("weight", weight), ("bias", bias)):
+        if p is not None and tuple(p.shape) != shape:
+            raise ValueError("%s has shape %s, expected %s"
+                             % (name, list(p.shape), list(shape)))
+
+
+def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5,
+               zero_centered=False):
+    """torch.nn.functional.layer_norm, on our kernels for CUDA tensors of
+    f32/f16/bf16. zero_centered: the weight is applied as 1 + weight."""
+    shape = _normalized(normalized_shape)
+    _check(x, shape, weight, bias)
+    if not _ours(x, weight, bias):
+        w = weight + 1 if (zero_centered and weight is not None) else weight
+        return torch.nn.functional.layer_norm(x, shape, w, bias, eps)
+    y, _, _ = _ln_fwd(x, weight, bias, math.prod(shape), float(eps),
+                      bool(zero_centered))
+    return y
+
+
+def rms_norm(x, normalized_shape, weight=None, eps=None,
+             zero_centered=False):
+    """torch.nn.functional.rms_norm (eps None: torch.finfo(x.dtype).eps),
+    on our kernels for CUDA tensors of f32/f16/bf16. zero_centered: the
+    weight is applied as 1 + weight (Gemma)."""
+    shape = _normalized(normalized_shape)
+    _check(x, shape, weight, None)
+    if eps is None:
+        eps = torch.finfo(x.dtype).eps
+    if not _ours(x, weight):
+        w = weight + 1 if (zero_centered and weight is not None) else weight
+        return torch.nn.functional.rms_norm(x, shape, w, eps)
+    y, _ = _rms_fwd(x, weight, math.prod(shape), float(eps),
+                    bool(zero_centered))
+    return y
+
+
+# -------------------------------------------------------------- modules
+
+class LayerNorm(torch.nn.LayerNorm):
+    """torch.nn.LayerNorm (same constructor, parameters and state-dict
+    keys) whose forward and backward run our kernels. zero_centered: the
+    weight is applied as 1 + weight and initialised to 0."""
+
+    def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True,
+                 bias=True, device=None, dtype=None, zero_centered=False):
+        super().__init__(normalized_shape, eps, elementwise_affine, bias,
+                         device, dtype)
+        self.zero_centered = zero_centered
+        if zero_centered and self.weight is not None:
+            with torch.no_grad():
+                self.weight.zero_()
+
+    def forward(self, x):
+        return layer_norm(x, self.normalized_shape, self.weight, self.bias,
+                          self.eps, self.zero_centered)
+
+
+class RMSNorm(torch.nn.RMSNorm):
+    """torch.nn.RMSNorm (same constructor, parameters and state-dict keys)
+    whose forward and backward run our kernels. zero_centered (Gemma): the
+    weight is applied as 1 + weight and initialised to 0."""
+
+    def __init__(self, normalized_shape, eps=None, elementwise_affine=True,
+                 device=None, dtype=None, zero_centered=False):
+        super().__init__(normalized_shape, eps, elementwise_affine, device,
+                         dtype)
+        self.zero_centered = zero_centered
+        if zero_centered and self.weight is not None:
+            with torch.no_grad():
+                self.weight.zero_()
+
+    def forward(self, x):
+        return rms_norm(x, self.normalized_shape, self.weight, self.eps,
+                        self.zero_centered)

@@ -1,0 +1,308 @@
+"""norm_mlir.torch on a GPU: gradients against float64, determinism, CUDA
+graphs, torch.compile, state dicts, a short training run, the README
+example. Skipped without torch or a CUDA device.
+
+    python3 -m pytest python/tests/test_torch_gpu.py -q
+"""
+
+import os
+
+import pytest
+
+torch = pytest.importorskip("torch")
+if not torch.cuda.is_available():
+    pytest.skip("no CUDA device", allow_module_level=True)
+
+import norm_mlir.torch as nt  # noqa: E402
+
+DEV = "cuda"
+DTYPES = [torch.float32, torch.float16, torch.bfloat16]
+# Tolerances of the output against float64, as a multiple of the dtype's
+# epsilon over the reference's norm (peers land in the same range).
+TOL = {torch.float32: 1e-5, torch.float16: 3e-3, torch.bfloat16: 2e-2}
+
+
+def rel(a, b):
+    a, b = a.double(), b.double()
+    return float((a - b).norm() / b.norm().clamp_min(1e-30))
+
+
+def ref_ln(x, shape, w, b, eps, zc=False):
+    dims = tuple(range(x.dim() - len(shape), x.dim()))
+    x64 = x.double()
+    mean = x64.mean(dims, keepdim=True)
+    var = ((x64 - mean) ** 2).mean(dims, keepdim=True)
+    y = (x64 - mean) * torch.rsqrt(var + eps)
+    if w is not None:
+        y = y * ((1 + w.double()) if zc else w.double())
+    if b is not None:
+        y = y + b.double()
+    return y
+
+
+def ref_rms(x, shape, w, eps, zc=False):
+    dims = tuple(range(x.dim() - len(shape), x.dim()))
+    x64 = x.double()
+    y = x64 * torch.rsqrt((x64 * x64).mean(dims, keepdim=True) + eps)
+    if w is not None:
+        y = y * ((1 + w.double()) if zc else w.double())
+    return y
+
+
+def leaves(*ts):
+    return [t.detach().clone().requires_grad_(True) if t is not None
+            else None for t in ts]
+
+
+def check_grads(ours_fn, ref_fn, inputs, dtype, what):
+    """Forward and backward of ours against float64 autograd of the same
+    formula on the same inputs and the same upstream gradient."""
+    ours_in = leaves(*inputs)
+    ref_in = [t.detach().double().requires_grad_(True) if t is not None
+              else None for t in inputs]
+    y = ours_fn(*ours_in)
+    y64 = ref_fn(*ref_in)
+    g = torch.randn_like(y64).to(y.dtype)
+    y.backward(g)
+    y64.backward(g.double())
+    tol = TOL[dtype]
+    assert rel(y, y64) < tol, (what, "y", rel(y, y64))
+    for i, (a, b) in enumerate(zip(ours_in, ref_in)):
+        if a is None:
+            continue
+        assert a.grad is not None, (what, i)
+        assert a.grad.dtype == a.dtype and a.grad.shape == a.shape
+        assert rel(a.grad, b.grad) < tol * 4, (what, i, rel(a.grad, b.grad))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n", [64, 1000, 4096])
+def test_layer_norm_grads(dtype, n):
+    torch.manual_seed(n)
+    x = (torch.randn(3, 37, n, device=DEV) + 0.5).to(dtype)
+    w = (1 + 0.2 * torch.randn(n, device=DEV)).to(dtype)
+    b = (0.1 * torch.randn(n, device=DEV)).to(dtype)
+    check_grads(lambda x, w, b: nt.layer_norm(x, (n,), w, b, 1e-5),
+                lambda x, w, b: ref_ln(x, (n,), w, b, 1e-5), [x, w, b],
+                dtype, "ln %s %d" % (dtype, n))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n", [24, 1536, 8192])
+def test_rms_norm_grads(dtype, n):
+    torch.manual_seed(n)
+    x = torch.randn(301, n, device=DEV).to(dtype)
+    w = (1 + 0.2 * torch.randn(n, device=DEV)).to(dtype)
+    check_grads(lambda x, w: nt.rms_norm(x, (n,), w, 1e-6),
+                lambda x, w: ref_rms(x, (n,), w, 1e-6), [x, w], dtype,
+                "rms %s %d" % (dtype, n))
+
+
+def test_options():
+    torch.manual_seed(1)
+    n = 768
+    bf = torch.bfloat16
+    x = torch.randn(2, 50, n, device=DEV).to(bf)
+    w32 = 1 + 0.2 * torch.randn(n, device=DEV)
+    b32 = 0.1 * torch.randn(n, device=DEV)
+    # bf16 x with f32 weight and bias.
+    check_grads(lambda x, w, b: nt.layer_norm(x, (n,), w, b),
+                lambda x, w, b: ref_ln(x, (n,), w, b, 1e-5),
+                [x, w32, b32], bf, "ln bf16/f32")
+    check_grads(lambda x, w: nt.rms_norm(x, (n,), w, 1e-5),
+                lambda x, w: ref_rms(x, (n,), w, 1e-5), [x, w32], bf,
+                "rms bf16/f32")
+    # No bias; no weight.
+    check_grads(lambda x, w: nt.layer_norm(x, (n,), w, None),
+                lambda x, w: ref_ln(x, (n,), w, None, 1e-5), [x, w32], bf,
+                "ln no bias")
+    check_grads(lambda x: nt.layer_norm(x, (n,)),
+                lambda x: ref_ln(x, (n,), None, None, 1e-5), [x], bf,
+                "ln no affine")
+    check_grads(lambda x: nt.rms_norm(x, (n,), None, 1e-5),
+                lambda x: ref_rms(x, (n,), None, 1e-5), [x], bf,
+                "rms no weight")
+    # Gemma's zero-centred weight.
+    wz = 0.1 * torch.randn(n, device=DEV)
+    check_grads(lambda x, w: nt.rms_norm(x, (n,), w, 1e-6,
+                                         zero_centered=True),
+                lambda x, w: ref_rms(x, (n,), w, 1e-6, zc=True), [x, wz], bf,
+                "rms zero-centred")
+    # Multi-dim normalized_shape.
+    x4 = torch.randn(5, 7, 16, 48, device=DEV).to(bf)
+    w2 = (1 + 0.2 * torch.randn(16, 48, device=DEV)).to(bf)
+    b2 = (0.1 * torch.randn(16, 48, device=DEV)).to(bf)
+    check_grads(lambda x, w, b: nt.layer_norm(x, (16, 48), w, b),
+                lambda x, w, b: ref_ln(x, (16, 48), w, b, 1e-5),
+                [x4, w2, b2], bf, "ln 2-d shape")
+    # Strided rows (a column slice of a wider tensor), no copy needed.
+    wide = torch.randn(200, n + 64, device=DEV).to(bf)
+    xs = wide[:, 32:32 + n]
+    assert not xs.is_contiguous()
+    y = nt.rms_norm(xs, (n,), w32.to(bf), 1e-5)
+    assert rel(y, ref_rms(xs, (n,), w32.to(bf), 1e-5)) < TOL[bf]
+
+
+def test_backward_is_bitwise_repeatable():
+    torch.manual_seed(2)
+    n = 2048
+    x = torch.randn(4099, n, device=DEV, dtype=torch.bfloat16)
+    g = torch.randn_like(x)
+    for make in (lambda: nt.LayerNorm(n, device=DEV, dtype=torch.bfloat16),
+                 lambda: nt.RMSNorm(n, device=DEV, dtype=torch.bfloat16)):
+        m = make()
+        grads = []
+        for _ in range(3):
+            m.zero_grad()
+            xi = x.clone().requires_grad_(True)
+            m(xi).backward(g)
+            grads.append([xi.grad.clone()] +
+                         [p.grad.clone() for p in m.parameters()])
+        for other in grads[1:]:
+            for a, b in zip(grads[0], other):
+                assert torch.equal(a.view(torch.int16), b.view(torch.int16))
+
+
+def test_state_dict_matches_torch():
+    for ours, theirs in (
+            (nt.LayerNorm((8, 32)), torch.nn.LayerNorm((8, 32))),
+            (nt.LayerNorm(64, bias=False), torch.nn.LayerNorm(64, bias=False)),
+            (nt.LayerNorm(64, elementwise_affine=False),
+             torch.nn.LayerNorm(64, elementwise_affine=False)),
+            (nt.RMSNorm(64, eps=1e-6), torch.nn.RMSNorm(64, eps=1e-6))):
+        assert list(ours.state_dict()) == list(theirs.state_dict())
+        with torch.no_grad():
+            for p in theirs.parameters():
+                p.uniform_()
+        ours.load_state_dict(theirs.state_dict())
+        for a, b in zip(ours.parameters(), theirs.parameters()):
+            assert torch.equal(a, b)
+        assert repr(ours).startswith(("LayerNorm(", "RMSNorm("))
+
+
+def test_cuda_graph_capture_replays():
+    torch.manual_seed(3)
+    n = 1024
+    m = nt.LayerNorm(n, device=DEV)
+    x = torch.randn(513, n, device=DEV, requires_grad=True)
+    g = torch.randn(513, n, device=DEV)
+    # Warm up (compile, load, allocate) on a side stream, as torch asks.
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(2):
+            m.zero_grad(set_to_none=False)
+            x.grad = None
+            m(x).backward(g)
+    torch.cuda.current_stream().wait_stream(s)
+    graph = torch.cuda.CUDAGraph()
+    m.zero_grad(set_to_none=False)
+    x.grad = None
+    with torch.cuda.graph(graph):
+        y = m(x)
+        y.backward(g)
+    for _ in range(3):
+        with torch.no_grad():
+            x.copy_(torch.randn_like(x))
+            g.copy_(torch.randn_like(g))
+        m.zero_grad(set_to_none=False)
+        x.grad.zero_()
+        graph.replay()
+        torch.cuda.synchronize()
+        xr = x.detach().clone().requires_grad_(True)
+        ref = torch.nn.functional.layer_norm(xr, (n,), m.weight.detach(),
+                                             m.bias.detach())
+        ref.backward(g)
+        assert rel(y, ref) < 1e-5
+        assert rel(x.grad, xr.grad) < 1e-4
+
+
+def test_torch_compile_has_no_graph_breaks():
+    n = 512
+
+    class Block(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln = nt.LayerNorm(n)
+            self.fc = torch.nn.Linear(n, n)
+            self.rms = nt.RMSNorm(n)
+
+        def forward(self, x):
+            return self.rms(self.fc(self.ln(x)) + x)
+
+    model = Block().to(DEV)
+    x = torch.randn(64, n, device=DEV, requires_grad=True)
+    torch._dynamo.reset()
+    explain = torch._dynamo.explain(model)(x)
+    assert explain.graph_break_count == 0, explain.break_reasons
+    compiled = torch.compile(model)
+    y = compiled(x)
+    y.sum().backward()
+    ref = model(x.detach())
+    assert rel(y, ref) < 1e-5
+
+
+def test_training_follows_torch_modules():
+    """200 steps of a 2-layer block, ours against torch's modules from the
+    same initial weights and data: the loss curves agree within bf16 noise."""
+
+    def make(norm_ln, norm_rms, seed):
+        torch.manual_seed(seed)
+        d = 256
+
+        class Layer(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.n1 = norm_ln(d)
+                self.attn = torch.nn.MultiheadAttention(d, 4,
+                                                        batch_first=True)
+                self.n2 = norm_rms(d)
+                self.mlp = torch.nn.Sequential(torch.nn.Linear(d, 4 * d),
+                                               torch.nn.GELU(),
+                                               torch.nn.Linear(4 * d, d))
+
+            def forward(self, x):
+                h = self.n1(x)
+                x = x + self.attn(h, h, h, need_weights=False)[0]
+                return x + self.mlp(self.n2(x))
+
+        return torch.nn.Sequential(Layer(), Layer(), norm_ln(d),
+                                   torch.nn.Linear(d, 16)).to(DEV)
+
+    ours = make(nt.LayerNorm, nt.RMSNorm, 0)
+    theirs = make(torch.nn.LayerNorm, torch.nn.RMSNorm, 0)
+    theirs.load_state_dict(ours.state_dict())
+    losses = {}
+    for name, model in (("ours", ours), ("torch", theirs)):
+        gen = torch.Generator(device=DEV).manual_seed(7)
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+        curve = []
+        for _ in range(200):
+            x = torch.randn(16, 32, 256, device=DEV, generator=gen)
+            target = torch.randint(0, 16, (16, 32), device=DEV,
+                                   generator=gen)
+            with torch.autocast("cuda", dtype=torch.bfloat16):
+                out = model(x)
+            loss = torch.nn.functional.cross_entropy(
+                out.float().reshape(-1, 16), target.reshape(-1))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            curve.append(float(loss))
+        losses[name] = curve
+    a, b = losses["ours"], losses["torch"]
+    # Mean of the last 20 steps within 2% (bf16 autocast noise), and the
+    # model learned something (loss fell).
+    tail_a, tail_b = sum(a[-20:]) / 20, sum(b[-20:]) / 20
+    assert abs(tail_a - tail_b) / tail_b < 0.02, (tail_a, tail_b)
+    assert tail_a < a[0]
+
+
+def test_readme_example():
+    # The README's example, as written there.
+    import torch
+    import norm_mlir.torch as nt
+    model = torch.nn.Sequential(torch.nn.Linear(1024, 1024), torch.nn.LayerNorm(1024)).cuda()
+    model[1] = nt.LayerNorm(1024).cuda()  # same parameters and state-dict keys
+    model(torch.randn(8, 1024, device="cuda")).sum().backward()
+    assert model[1].weight.grad is not None
