@@ -6,6 +6,8 @@
 #                                 bundled examples and show the result
 #   bash scripts/dev.sh test      install what is missing, build, run every
 #                                 test; last line "N passed, N failed"
+#   bash scripts/dev.sh wheel     install what is missing, build the Python
+#                                 wheel (norm_mlir) into .whl/
 #
 # Works as root on a fresh Debian 12 machine with the CUDA toolkit at
 # /usr/local/cuda (CUDA_HOME overrides). BUILD_DIR (default build) and JOBS
@@ -179,9 +181,23 @@ run_tests() {
   ((f + sf == 0 && p > 0))
 }
 
+# The Python wheel (docs/Python.md): MLIR/LLVM linked statically into
+# libnormcompile.so (build-py/, NORM_LINK_MLIR_DYLIB=OFF), into $WHEEL_DIR.
+build_wheel() {
+  local out=${WHEEL_DIR:-$ROOT/.whl}
+  python3 -m pip --version >/dev/null 2>&1 || {
+    log "installing python3-pip"
+    apt-get install -y -qq --no-install-recommends python3-pip >/dev/null
+  }
+  log "pip wheel ./python -> $out"
+  python3 -m pip wheel --no-deps -w "$out" "$ROOT/python"
+  ls -l "$out"/norm_mlir-*.whl
+}
+
 case "${1:-}" in
   example) install_deps; build; run_example ;;
   test) install_deps; build; run_tests ;;
   build) install_deps; build ;;
-  *) echo "usage: $0 example|test|build" >&2; exit 2 ;;
+  wheel) install_deps; build_wheel ;;
+  *) echo "usage: $0 example|test|build|wheel" >&2; exit 2 ;;
 esac

@@ -203,3 +203,16 @@ def test_manifest_plans_without_a_gpu():
         assert mod.workspace_bytes(16384) >= 128 * 4096 * 4 * 2
     finally:
         mod.close()
+
+
+def test_readme_example_is_the_tested_one():
+    """README.md's PyTorch example is test_torch_gpu.py's, line for line
+    (the GPU run executes it; this keeps the two from drifting)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    readme = open(os.path.join(here, "..", "..", "README.md")).read()
+    block = readme.split("runs it:\n\n```python\n", 1)[1].split("```")[0]
+    test = open(os.path.join(here, "test_torch_gpu.py")).read()
+    body = test.split("def test_readme_example():\n", 1)[1]
+    lines = [l[4:] for l in body.splitlines()[1:] if l.startswith("    ")
+             and not l.strip().startswith("assert")]
+    assert block.strip().splitlines() == [l for l in lines if l.strip()]
