@@ -128,6 +128,14 @@ def test_options():
                                          zero_centered=True),
                 lambda x, w: ref_rms(x, (n,), w, 1e-6, zc=True), [x, wz], bf,
                 "rms zero-centred")
+    check_grads(lambda x, w, b: nt.layer_norm(x, (n,), w, b,
+                                              zero_centered=True),
+                lambda x, w, b: ref_ln(x, (n,), w, b, 1e-5, zc=True),
+                [x, wz, b32], bf, "ln zero-centred")
+    # f16 x with f32 weight.
+    check_grads(lambda x, w: nt.rms_norm(x, (n,), w, 1e-5),
+                lambda x, w: ref_rms(x, (n,), w, 1e-5),
+                [x.to(torch.float16), w32], torch.float16, "rms f16/f32")
     # Multi-dim normalized_shape.
     x4 = torch.randn(5, 7, 16, 48, device=DEV).to(bf)
     w2 = (1 + 0.2 * torch.randn(16, 48, device=DEV)).to(bf)
