@@ -250,9 +250,11 @@ def test_torch_compile_has_no_graph_breaks():
     assert rel(y, ref) < 1e-5
 
 
-def test_training_follows_torch_modules():
-    """200 steps of a 2-layer block, ours against torch's modules from the
-    same initial weights and data: the loss curves agree within bf16 noise."""
+@pytest.mark.parametrize("variant", ["layer_norm", "rms_norm"])
+def test_training_follows_torch_modules(variant):
+    """200 steps of a 2-layer block whose norms are all LayerNorm or all
+    RMSNorm, ours against torch's modules from the same initial weights and
+    data: the loss curves agree within bf16 noise."""
 
     def make(norm_ln, norm_rms, seed):
         torch.manual_seed(seed)
@@ -277,8 +279,12 @@ def test_training_follows_torch_modules():
         return torch.nn.Sequential(Layer(), Layer(), norm_ln(d),
                                    torch.nn.Linear(d, 16)).to(DEV)
 
-    ours = make(nt.LayerNorm, nt.RMSNorm, 0)
-    theirs = make(torch.nn.LayerNorm, torch.nn.RMSNorm, 0)
+    if variant == "layer_norm":
+        ours = make(nt.LayerNorm, nt.LayerNorm, 0)
+        theirs = make(torch.nn.LayerNorm, torch.nn.LayerNorm, 0)
+    else:
+        ours = make(nt.RMSNorm, nt.RMSNorm, 0)
+        theirs = make(torch.nn.RMSNorm, torch.nn.RMSNorm, 0)
     theirs.load_state_dict(ours.state_dict())
     losses = {}
     for name, model in (("ours", ours), ("torch", theirs)):
