@@ -5,7 +5,6 @@ example. Skipped without torch or a CUDA device.
     python3 -m pytest python/tests/test_torch_gpu.py -q
 """
 
-import os
 
 import pytest
 
