@@ -358,6 +358,44 @@ class Bench:
         row["gbs"] = bytes_ / (t1 * 1e-6) / 1e9
         row["pct_copy"] = 100.0 * row["gbs"] / self.copy_gbs
 
+    def new_row(self, op, dt, m, n, impl, bytes_):
+        r = {"op": op, "dtype": dt, "M": m, "N": n, "impl": impl,
+             "bytes": bytes_, "note": ""}
+        self.rows.append(r)
+        return r
+
+    def attempt(self, row, make):
+        """make() -> (fn, refs, bytes, note); measures fn into row, or
+        records its error (and stops the run if the CUDA context is
+        lost)."""
+        T = self.torch
+        impl = row["impl"]
+        try:
+            fn, refs_, b_, note = make()
+            if note:
+                row["note"] = note
+            self.measure(row, fn, refs_, b_)
+            if impl in ("torch.compile", "triton lesson"):
+                row["note"] += " (first call, compiling: %.1f s)" % (
+                    row["first_call_s"])
+            out("  %-22s %9.1f us (rerun %9.1f) %7.0f GB/s %5.1f%% "
+                "bitwise=%s err=%s %s" % (
+                    impl, row["us"], row["us_rerun"], row["gbs"],
+                    row["pct_copy"], row.get("bitwise", "-"),
+                    "%.1e" % row["rel_err"] if "rel_err" in row else "-",
+                    row["note"]))
+        except Exception as ex:  # noqa: BLE001
+            row["error"] = "%s: %s" % (type(ex).__name__,
+                                       " ".join(str(ex).split())[:300])
+            out("  %-22s ERROR %s" % (impl, row["error"]))
+            if self.args.verbose:
+                traceback.print_exc()
+            try:
+                T.cuda.synchronize()
+            except Exception:  # noqa: BLE001
+                out("  CUDA context lost; stopping")
+                raise SystemExit(1)
+
     def run_shape(self, op, dt, m, n, impls=IMPLS):
         T, F = self.torch, self.torch.nn.functional
         layer = op.startswith("layer")
@@ -403,38 +441,10 @@ class Bench:
             ins["mean"] = mean
 
         def row_for(impl):
-            r = {"op": op, "dtype": dt, "M": m, "N": n, "impl": impl,
-                 "bytes": bytes_, "note": ""}
-            self.rows.append(r)
-            return r
+            return self.new_row(op, dt, m, n, impl, bytes_)
 
         def attempt(impl, make):
-            row = row_for(impl)
-            try:
-                fn, refs_, b_, note = make()
-                if note:
-                    row["note"] = note
-                self.measure(row, fn, refs_, b_)
-                if impl in ("torch.compile", "triton lesson"):
-                    row["note"] += " (first call, compiling: %.1f s)" % (
-                        row["first_call_s"])
-                out("  %-22s %9.1f us (rerun %9.1f) %7.0f GB/s %5.1f%% "
-                    "bitwise=%s err=%s %s" % (
-                        impl, row["us"], row["us_rerun"], row["gbs"],
-                        row["pct_copy"], row.get("bitwise", "-"),
-                        "%.1e" % row["rel_err"] if "rel_err" in row else "-",
-                        row["note"]))
-            except Exception as ex:  # noqa: BLE001
-                row["error"] = "%s: %s" % (type(ex).__name__,
-                                           " ".join(str(ex).split())[:300])
-                out("  %-22s ERROR %s" % (impl, row["error"]))
-                if self.args.verbose:
-                    traceback.print_exc()
-                try:
-                    T.cuda.synchronize()
-                except Exception:  # noqa: BLE001
-                    out("  CUDA context lost; stopping")
-                    raise SystemExit(1)
+            self.attempt(row_for(impl), make)
 
         out("%s %s M=%d N=%d: min bytes %.1f MB, floor %.1f us at the copy "
             "bandwidth" % (op, dt, m, n, bytes_ / 1e6,
@@ -581,38 +591,14 @@ class Bench:
         flat = lambda t: None if t is None else t.reshape(m)  # noqa
 
         def row_for(impl):
-            r = {"op": op, "dtype": dt, "M": m, "N": n, "impl": impl,
-                 "bytes": bytes_, "note": ""}
-            self.rows.append(r)
-            return r
+            return self.new_row(op, dt, m, n, impl, bytes_)
+
+        def attempt(impl, make):
+            self.attempt(row_for(impl), make)
 
         out("%s %s M=%d N=%d: min bytes %.1f MB, floor %.1f us at the copy "
             "bandwidth" % (op, dt, m, n, bytes_ / 1e6,
                            bytes_ / (self.copy_gbs * 1e3)))
-
-        def attempt(impl, make):
-            row = row_for(impl)
-            try:
-                fn, refs_, b_, note = make()
-                row["note"] = note or ""
-                self.measure(row, fn, refs_, b_)
-                out("  %-22s %9.1f us (rerun %9.1f) %7.0f GB/s %5.1f%% "
-                    "bitwise=%s err=%s %s" % (
-                        impl, row["us"], row["us_rerun"], row["gbs"],
-                        row["pct_copy"], row.get("bitwise", "-"),
-                        "%.1e" % row["rel_err"] if "rel_err" in row else "-",
-                        row["note"]))
-            except Exception as ex:  # noqa: BLE001
-                row["error"] = "%s: %s" % (type(ex).__name__,
-                                           " ".join(str(ex).split())[:300])
-                out("  %-22s ERROR %s" % (impl, row["error"]))
-                if self.args.verbose:
-                    traceback.print_exc()
-                try:
-                    T.cuda.synchronize()
-                except Exception:  # noqa: BLE001
-                    out("  CUDA context lost; stopping")
-                    raise SystemExit(1)
 
         def make_ours():
             if self.rt is None:
