@@ -92,11 +92,14 @@ def _rows(x, n):
 
 
 def _launch(mod, tensors, rows, device):
+    # The workspace (the backward's partial rows; the forward has none)
+    # from torch's stream-ordered allocator: freed when this returns, reused
+    # only by work queued after the launch.
     ws_bytes = mod.workspace_bytes(rows)
-    ws = torch.empty(max(ws_bytes, 1), dtype=torch.uint8, device=device)
+    ws = torch.empty(ws_bytes, dtype=torch.uint8, device=device) \
+        if ws_bytes else None
     stream = torch.cuda.current_stream(device).cuda_stream
     mod.launch(tensors, ws.data_ptr() if ws_bytes else 0, ws_bytes, stream)
-    return ws  # keep it alive until the stream is past it (allocator)
 
 
 def _spec(op, n, x, weight, bias, eps, zero_centered):
@@ -328,6 +331,14 @@ def rms_norm(x, normalized_shape, weight=None, eps=None,
 
 # -------------------------------------------------------------- modules
 
+def _zero_weight(module):
+    """zero_centered modules start at the identity: weight 0 (applied as
+    1 + weight)."""
+    if module.zero_centered and module.weight is not None:
+        with torch.no_grad():
+            module.weight.zero_()
+
+
 class LayerNorm(torch.nn.LayerNorm):
     """torch.nn.LayerNorm (same constructor, parameters and state-dict
     keys) whose forward and backward run our kernels. zero_centered: the
@@ -338,9 +349,7 @@ class LayerNorm(torch.nn.LayerNorm):
         super().__init__(normalized_shape, eps, elementwise_affine, bias,
                          device, dtype)
         self.zero_centered = zero_centered
-        if zero_centered and self.weight is not None:
-            with torch.no_grad():
-                self.weight.zero_()
+        _zero_weight(self)
 
     def forward(self, x):
         return layer_norm(x, self.normalized_shape, self.weight, self.bias,
@@ -357,9 +366,7 @@ class RMSNorm(torch.nn.RMSNorm):
         super().__init__(normalized_shape, eps, elementwise_affine, device,
                          dtype)
         self.zero_centered = zero_centered
-        if zero_centered and self.weight is not None:
-            with torch.no_grad():
-                self.weight.zero_()
+        _zero_weight(self)
 
     def forward(self, x):
         return rms_norm(x, self.normalized_shape, self.weight, self.eps,
