@@ -216,3 +216,11 @@ def test_readme_example_is_the_tested_one():
     lines = [l[4:] for l in body.splitlines()[1:] if l.startswith("    ")
              and not l.strip().startswith("assert")]
     assert block.strip().splitlines() == [l for l in lines if l.strip()]
+
+
+def test_cache_misses_for_another_compiler(monkeypatch):
+    cache.get(**_spec())
+    cache.clear_memory()
+    monkeypatch.setattr(cache, "compiler_version", lambda: "9.9.9:1:1")
+    cache.get(**_spec())
+    assert cache.stats["compiled"] == 2 and cache.stats["disk"] == 0
