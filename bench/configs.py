@@ -497,11 +497,15 @@ VARIANT_N = ()
 VARIANT_OPTIONS = ()
 
 
-# The forward's lanes per row (max-lanes): a forward row keeps only x in
-# registers (no partial rows), so a lane can take several chunks; measured
-# against the default (one chunk a lane up to 256 lanes) at these N.
-VARIANT_FWD_N = (128, 384, 640, 1000, 1536)
-VARIANT_FWD_LANES = (8, 16, 32, 64)
+# The forward's lane rule (kForwardShareChunks) at (N, dtype) it was not
+# chosen on (bf16 N = 128-1536 and the bf16 sweep were): each against
+# max-lanes=1024, which skips the rule (one chunk a lane, the geometry
+# before it). f32 was never measured. (The run the rule came from, bf16
+# max-lanes 8-64 at N = 128-1536: bench/RESULTS.md.)
+VARIANT_FWD = ((200, "bf16"), (768, "bf16"), (3000, "bf16"),
+               (4600, "bf16"), (200, "f32"), (768, "f32"), (1024, "f32"),
+               (3000, "f32"), (4096, "f32"))
+VARIANT_FWD_LANES = (1024,)
 
 
 def variant_cfgs():
@@ -509,7 +513,7 @@ def variant_cfgs():
                 lanes=ln)
             for n in VARIANT_N for op in GRAD_OPS
             for (t, r, c, bt, ln) in VARIANT_OPTIONS]
-    cfgs += [Cfg(op, n, "bf16", lanes=ln) for n in VARIANT_FWD_N
+    cfgs += [Cfg(op, n, dt, lanes=ln) for (n, dt) in VARIANT_FWD
              for op in FWD_OPS for ln in VARIANT_FWD_LANES]
     return cfgs
 

@@ -2,7 +2,7 @@
 """Our row kernels under other pass options, ours only.
 
 For LayerNorm and RMSNorm (backward at configs.VARIANT_N, forward at
-configs.VARIANT_FWD_N), bf16, M so the case moves about 1 GiB, every
+configs.VARIANT_FWD), M so the case moves about 1 GiB, every
 variant of configs.variant_cfgs() (pass
 options: `threads`, `max-register-elements`, `cluster`, `batch-rows`,
 `max-lanes`),
@@ -61,17 +61,18 @@ def main():
     rows = []
     groups = {}
     for cfg in C.variant_cfgs():
-        groups.setdefault((cfg.op, cfg.n), []).append(cfg)
-    for (op, n), cfgs in groups.items():
-        cfgs = [C.Cfg(op, n, "bf16")] + cfgs
-        m = C.sweep_m(op, n, "bf16")
+        groups.setdefault((cfg.op, cfg.n, cfg.dtype), []).append(cfg)
+    for (op, n, dt), cfgs in groups.items():
+        cfgs = [C.Cfg(op, n, dt)] + cfgs
+        m = C.sweep_m(op, n, dt)
+        tdt = bench.tdt[dt]
         layer = op.startswith("layer")
         grad = op.endswith("_grad")
         x = (T.randn(m, n, device="cuda") +
-             (T.rand(m, 1, device="cuda") * 2 - 1)).to(T.bfloat16)
-        w = (1 + 0.25 * T.randn(n, device="cuda")).to(T.bfloat16)
+             (T.rand(m, 1, device="cuda") * 2 - 1)).to(tdt)
+        w = (1 + 0.25 * T.randn(n, device="cuda")).to(tdt)
         if grad:
-            dy = T.randn(m, n, device="cuda").to(T.bfloat16)
+            dy = T.randn(m, n, device="cuda").to(tdt)
             xf = x.float()
             mean = xf.mean(1)
             var = ((xf - mean[:, None]) ** 2).mean(1) if layer else \
@@ -81,14 +82,14 @@ def main():
             ins = {"dy": dy, "x": x, "rstd": rstd, "weight": w}
             if layer:
                 ins["mean"] = mean.contiguous()
-            bytes_ = B.min_bytes(op, m, n, "bf16")
+            bytes_ = B.min_bytes(op, m, n, dt)
         else:
             dy = None
             ins = {"x": x, "weight": w}
             if layer:
                 ins["bias"] = (0.5 * T.randn(n, device="cuda")).to(
-                    T.bfloat16)
-            bytes_ = B.min_bytes_fwd(op, m, n, "bf16")
+                    tdt)
+            bytes_ = B.min_bytes_fwd(op, m, n, dt)
         for cfg in cfgs:
             if args.deadline and time.time() > args.deadline:
                 rows.append((cfg, m, None, "skipped: deadline"))
@@ -129,21 +130,21 @@ def main():
          "Copy %.0f GB/s; kernels from commit %s. Ours only; options = "
          "the pass options that differ from the default." % (
              copy_gbs, index.get("git_head", "?")), "",
-         "| op | N | M | options | µs | rerun | % copy | block | "
+         "| op | dtype | N | M | options | µs | rerun | % copy | block | "
          "lanes | rows | registers regime | regs | spill bytes |",
-         "| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | "
+         "| --- | --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | "
          "---: | ---: | --- | ---: | ---: |"]
     for cfg, m, r, note in rows:
         if r is None:
-            L.append("| %s | %d | %d | %s | %s | | | | | | | | |" % (
-                cfg.op, cfg.n, m, options(cfg), note))
+            L.append("| %s | %s | %d | %d | %s | %s | | | | | | | | |" % (
+                cfg.op, cfg.dtype, cfg.n, m, options(cfg), note))
             continue
         t1, t2, res = r
-        L.append("| %s | %d | %d | %s | %.1f | %.1f | %.1f | %s | %s | "
-                 "%s | %s | %s | %s |" % (
-                     cfg.op, cfg.n, m, options(cfg), t1, t2,
+        L.append("| %s | %s | %d | %d | %s | %.1f | %.1f | %.1f | %s | "
+                 "%s | %s | %s | %s | %s |" % (
+                     cfg.op, cfg.dtype, cfg.n, m, options(cfg), t1, t2,
                      100 * (B.min_bytes if cfg.grad else B.min_bytes_fwd)(
-                         cfg.op, m, cfg.n, "bf16") /
+                         cfg.op, m, cfg.n, cfg.dtype) /
                      (t1 * 1e-6) / 1e9 / copy_gbs,
                      res.get("block"), res.get("lanes"), res.get("rows"),
                      res.get("registers_regime"), res.get("regs"),
