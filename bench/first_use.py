@@ -5,6 +5,9 @@ from the disk cache in a fresh process. Prints one table (docs/Python.md).
 
     NORM_MLIR_CACHE=/tmp/c python3 bench/first_use.py          (cold cache)
     NORM_MLIR_CACHE=/tmp/c python3 bench/first_use.py --warm   (disk hits)
+
+--profile runs the first call of the first op under cProfile and prints
+where its time went (the functions with the most cumulative time).
 """
 
 import argparse
@@ -16,6 +19,7 @@ import torch
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--warm", action="store_true")
+    ap.add_argument("--profile", action="store_true")
     args = ap.parse_args()
     torch.empty(1, device="cuda")  # CUDA initialised outside the timings
     import norm_mlir.torch as nt
@@ -26,9 +30,17 @@ def main():
     xb = torch.randn(64, 4096, device="cuda", dtype=torch.bfloat16)
     spec = nt._spec("layer_norm", 4096, xb, None, None, 1e-5, False)
     nt._module(spec, xb.device)
+    prof = None
+    if args.profile:
+        import cProfile
+        prof = cProfile.Profile()
     t1 = time.perf_counter()
+    if prof:
+        prof.enable()
     nt.layer_norm(xb, (4096,))
     torch.cuda.synchronize()
+    if prof:
+        prof.disable()
     t2 = time.perf_counter()
     nt.layer_norm(xb, (4096,))
     torch.cuda.synchronize()
@@ -36,6 +48,13 @@ def main():
     print("first op, no weight: kernels %.1f ms, first call %.1f ms, second "
           "call %.2f ms" % ((t1 - t0) * 1e3, (t2 - t1) * 1e3,
                            (t3 - t2) * 1e3))
+    if prof:
+        import io
+        import pstats
+        buf = io.StringIO()
+        pstats.Stats(prof, stream=buf).sort_stats("cumulative").print_stats(30)
+        print("first call, cProfile (cumulative):")
+        print("\n".join(l for l in buf.getvalue().splitlines() if l.strip()))
     rows = []
     for name, n, dt in (("layer_norm", 4096, torch.bfloat16),
                         ("rms_norm", 4096, torch.bfloat16),

@@ -21,6 +21,7 @@ ROOT=$(pwd)
 BUILD_DIR=${BUILD_DIR:-$ROOT/build}
 JOBS=${JOBS:-$(nproc)}
 LLVM_PREFIX=/usr/lib/llvm-22
+TORCH_VERSION=${TORCH_VERSION:-2.11.0}
 # Clang, as Debian's LLVM/MLIR is built: MLIR names the TypeIDs of traits
 # and interfaces by the compiler's spelling of the type, so GCC-built code
 # beside MLIR's own (static) C API resolves traits wrongly (docs/NOTES.md,
@@ -30,9 +31,21 @@ export CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 
 log() { printf '\033[1m== %s\033[0m\n' "$*" >&2; }
 
+# pip install for the python3 on PATH (pip itself from Debian if missing;
+# Debian's own python3 wants --break-system-packages).
+pip_install() {
+  python3 -m pip --version >/dev/null 2>&1 || {
+    log "installing python3-pip"
+    apt-get install -y -qq --no-install-recommends python3-pip >/dev/null
+  }
+  log "installing $* (pip)"
+  python3 -m pip install -q "$@" >&2 ||
+    python3 -m pip install -q --break-system-packages "$@" >&2
+}
+
 install_deps() {
   local pkgs=(llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools
-              cmake ninja-build g++ clang lld python3 python3-pyflakes)
+              cmake ninja-build g++ clang lld python3)
   local missing=()
   for p in "${pkgs[@]}"; do
     dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -48,6 +61,10 @@ install_deps() {
     apt-get update -qq
     apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
   fi
+  # pyflakes for the python3 on PATH (test/Tools/python-lint.test runs
+  # `python3 -m pyflakes`): Debian's python3-pyflakes serves only
+  # /usr/bin/python3, which need not be the one on PATH.
+  python3 -m pyflakes --version >/dev/null 2>&1 || pip_install pyflakes
   if [[ ! -f $CUDA_HOME/nvvm/libdevice/libdevice.10.bc ]]; then
     log "warning: no CUDA toolkit at $CUDA_HOME: PTX tests are skipped"
   fi
@@ -131,10 +148,13 @@ lit_counts() {
 # build's libnormcompile.so / libnormrt.so; the GPU file skips itself
 # without torch and a GPU. Echoes "passed failed skipped".
 pytest_counts() {
-  if ! python3 -m pytest --version >/dev/null 2>&1; then
-    log "installing pytest (pip)"
-    python3 -m pip install -q pytest >&2
-  fi
+  python3 -m pytest --version >/dev/null 2>&1 || pip_install pytest
+  # torch for python/tests/test_torch_cpu.py (state dicts, the ops' real
+  # bodies validated against their manifests, fake tensors): the GPU
+  # machine's version. PyPI's wheel is the CUDA build (about 3 GB with its
+  # nvidia-* dependencies, 1.5 minutes to install here); it runs on the CPU.
+  python3 -c "import torch" >/dev/null 2>&1 ||
+    pip_install "torch==$TORCH_VERSION"
   local out rc
   set +e
   out=$(NORM_MLIR_LIB_DIR="$BUILD_DIR/lib" PYTHONPATH="$ROOT/python" \

@@ -18,6 +18,10 @@
 #        kernels-sm80                  compiled for sm_80 (PTX, JIT here):
 #                                      dweight/dbias bitwise equal to the
 #                                      sm_90 cubins' (issue 9, item 4)
+#  1e. bash scripts/gpu-python.sh      the carried wheel (.whl/, from
+#                                      dev.sh wheel): python/tests and
+#                                      first-use times; in the default
+#                                      steps only when .whl holds a wheel
 #   2. python3 bench/bench.py          bandwidth table (~60 s)
 #  2b. python3 bench/sweep.py          the N sweep (issue 9), only when
 #                                      GPU_RUN_STEPS names "sweep" (about
@@ -136,7 +140,11 @@ declare -A RC SECS LIMS
 # GPU_RUN_STEPS (default: all) runs only the steps it names, e.g.
 # GPU_RUN_STEPS="memcheck initcheck" for a sanitizer run over the full
 # matrix in a call of its own; the others are reported as "not run".
-RUN_STEPS=" ${GPU_RUN_STEPS:-check big nan chips bench memcheck initcheck racecheck} "
+# "python" is in the default only when a wheel was carried (.whl/).
+DEFAULT_STEPS="check big nan chips bench memcheck initcheck racecheck"
+compgen -G ".whl/norm_mlir-*.whl" >/dev/null &&
+  DEFAULT_STEPS="check big nan chips python bench memcheck initcheck racecheck"
+RUN_STEPS=" ${GPU_RUN_STEPS:-$DEFAULT_STEPS} "
 selected() {  # any of the named steps runs in this call
   local s
   for s in "$@"; do [[ $RUN_STEPS == *" $s "* ]] && return 0; done
@@ -202,6 +210,12 @@ step nan 60 360 "$OUT/check.log" -- \
 step chips 90 300 "$OUT/check.log" -- \
   python3 bench/gpu_check.py --compare-dir kernels-sm80 --no-error-path \
     --filter 'grad-.*-deterministic' --deadline @DEADLINE@
+
+#--- 1e. the Python wheel (norm_mlir), carried in .whl/ ---------------------#
+# scripts/gpu-python.sh: the wheel installed alone, python/tests (CPU and
+# GPU files), first-use times.
+selected python && ! selected check big nan chips && : >"$OUT/check.log"
+step python 240 200 "$OUT/check.log" -- bash scripts/gpu-python.sh
 
 #--- 2. benchmark ----------------------------------------------------------#
 selected bench && : >"$OUT/bench.log"
@@ -310,6 +324,8 @@ result_line() {
   local name=$1 log=$2
   case $name in
     check|nan) grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -1 ;;
+    python) grep -E '^(=+ )?[0-9]+ (passed|failed).* in [0-9.]+s' "$log" |
+              tail -1 | tr -d '=' ;;
     chips) { grep -E '^other chip' "$log" | tail -1
              grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -1; } |
              paste -sd ';' ;;
@@ -326,7 +342,7 @@ result_line() {
         san_kernels "$log"; } | paste -sd ';' ;;
   esac
 }
-STEPS=(check big nan chips bench sweep variants memcheck initcheck racecheck)
+STEPS=(check big nan chips python bench sweep variants memcheck initcheck racecheck)
 ok=1
 for s in "${STEPS[@]}"; do
   [[ ${RC[$s]:-skip} == 0 || ${RC[$s]} == "not run" ]] || ok=0

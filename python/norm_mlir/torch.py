@@ -36,9 +36,25 @@ def _chip(device):
     return "sm_%d%d" % (major, minor)
 
 
+def _compiled(spec, chip):
+    """The kernels of `spec` (a dict of compile_spec's arguments) for
+    `chip`, through the cache: PTX, which the driver builds at load (no
+    ptxas on the GPU host); the backward takes the deterministic strategy.
+    A chip the compiler does not know takes sm_80's PTX, which every later
+    chip's driver builds."""
+    strategy = "deterministic" if spec["op"].endswith("_grad") else None
+    try:
+        return _cache.get(chip=chip, format="ptx", strategy=strategy, **spec)
+    except CompileError as ex:
+        if "chip" not in str(ex):
+            raise
+        return _cache.get(chip="sm_80", format="ptx", strategy=strategy,
+                          **spec)
+
+
 def _module(spec, device):
-    """The loaded runtime module of `spec` (a dict of compile_spec's
-    arguments) on `device`, compiled through the cache on first use."""
+    """The loaded runtime module of `spec` on `device`, compiled on first
+    use."""
     idx = device.index if device.index is not None else \
         torch.cuda.current_device()
     key = (tuple(sorted(spec.items())), idx)
@@ -46,17 +62,7 @@ def _module(spec, device):
         m = _modules.get(key)
         if m is not None:
             return m
-    # PTX for the device's chip, built by the driver at load (no ptxas on
-    # the GPU host); a chip the compiler does not know takes sm_80's PTX,
-    # which every later chip's driver builds.
-    strategy = "deterministic" if spec["op"].endswith("_grad") else None
-    try:
-        k = _cache.get(chip=_chip(idx), format="ptx", strategy=strategy,
-                       **spec)
-    except CompileError as ex:
-        if "chip" not in str(ex):
-            raise
-        k = _cache.get(chip="sm_80", format="ptx", strategy=strategy, **spec)
+    k = _compiled(spec, _chip(idx))
     with torch.cuda.device(idx):
         torch.cuda.current_stream(idx)  # the primary context is current
         mod = _libs.runtime().load(k.image, k.manifest_text)
@@ -244,7 +250,7 @@ def _ln_setup(ctx, inputs, output):
 
 def _ln_backward(ctx, dy, dmean, drstd):
     x, weight, mean, rstd = ctx.saved_tensors
-    dx, dw, db = _ln_bwd(dy.contiguous(), x, mean, rstd, weight,
+    dx, dw, db = _ln_bwd(dy, x, mean, rstd, weight,
                          ctx.has_bias, ctx.n, ctx.zc)
     dwo = dw.view(ctx.wshape) if weight is not None else None
     dbo = db.view(ctx.wshape) if ctx.has_bias else None
@@ -265,7 +271,7 @@ def _rms_setup(ctx, inputs, output):
 
 def _rms_backward(ctx, dy, drstd):
     x, weight, rstd = ctx.saved_tensors
-    dx, dw = _rms_bwd(dy.contiguous(), x, rstd, weight, ctx.n, ctx.zc)
+    dx, dw = _rms_bwd(dy, x, rstd, weight, ctx.n, ctx.zc)
     return dx, (dw.view(ctx.wshape) if weight is not None else None), \
         None, None, None
 
@@ -276,9 +282,14 @@ torch.library.register_autograd("norm_mlir::rms_norm_fwd", _rms_backward,
 
 # ------------------------------------------------------------ functions
 
+def _on_device(t):
+    """Whether t is on a device our kernels run on (the CUDA GPUs)."""
+    return t.is_cuda
+
+
 def _ours(x, *params):
-    return (x.is_cuda and x.dtype in _DT and x.numel() > 0 and
-            all(p is None or (p.is_cuda and p.dtype in _DT and
+    return (_on_device(x) and x.dtype in _DT and x.numel() > 0 and
+            all(p is None or (_on_device(p) and p.dtype in _DT and
                               p.is_contiguous()) for p in params))
 
 

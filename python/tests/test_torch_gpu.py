@@ -1,6 +1,7 @@
 """norm_mlir.torch on a GPU: gradients against float64, determinism, CUDA
-graphs, torch.compile, state dicts, a short training run, the README
-example. Skipped without torch or a CUDA device.
+graphs, torch.compile, torch.library.opcheck, a short training run, the
+README example. Skipped without torch or a CUDA device (state dicts and the
+fake implementations are test_torch_cpu.py's, which runs here too).
 
     python3 -m pytest python/tests/test_torch_gpu.py -q
 """
@@ -142,12 +143,59 @@ def test_options():
     check_grads(lambda x, w, b: nt.layer_norm(x, (16, 48), w, b),
                 lambda x, w, b: ref_ln(x, (16, 48), w, b, 1e-5),
                 [x4, w2, b2], bf, "ln 2-d shape")
-    # Strided rows (a column slice of a wider tensor), no copy needed.
-    wide = torch.randn(200, n + 64, device=DEV).to(bf)
-    xs = wide[:, 32:32 + n]
-    assert not xs.is_contiguous()
-    y = nt.rms_norm(xs, (n,), w32.to(bf), 1e-5)
-    assert rel(y, ref_rms(xs, (n,), w32.to(bf), 1e-5)) < TOL[bf]
+    # One row, no leading dims.
+    check_grads(lambda x, w, b: nt.layer_norm(x, (n,), w, b),
+                lambda x, w, b: ref_ln(x, (n,), w, b, 1e-5),
+                [x[0, 0], w32, b32], bf, "ln rank 1")
+
+
+@pytest.mark.parametrize("norm", ["layer_norm", "rms_norm"])
+def test_strided_rows_grads(norm):
+    """A column slice of a wider tensor (rows passed to the kernels without
+    a copy, forward and backward): gradients reach the wide tensor."""
+    torch.manual_seed(4)
+    n, bf = 1000, torch.bfloat16
+    wide = torch.randn(300, n + 64, device=DEV).to(bf)
+    w = (1 + 0.2 * torch.randn(n, device=DEV))
+
+    def ours(wide, w):
+        xs = wide[:, 32:32 + n]
+        assert not xs.is_contiguous()
+        return nt.layer_norm(xs, (n,), w) if norm == "layer_norm" else \
+            nt.rms_norm(xs, (n,), w, 1e-6)
+
+    def ref(wide, w):
+        xs = wide[:, 32:32 + n]
+        return ref_ln(xs, (n,), w, None, 1e-5) if norm == "layer_norm" \
+            else ref_rms(xs, (n,), w, 1e-6)
+
+    check_grads(ours, ref, [wide, w], bf, "strided " + norm)
+
+
+def test_opcheck():
+    """torch.library.opcheck on each op: schema, fake against real
+    outputs, autograd registration, AOT dispatch (static and dynamic
+    shapes), the checks torch.compile relies on."""
+    torch.manual_seed(5)
+    n, bf = 768, torch.bfloat16
+    wide = torch.randn(64, n + 32, device=DEV, dtype=bf)
+    for x in (torch.randn(2, 32, n, device=DEV, dtype=bf),
+              wide[:, 16:16 + n]):
+        x = x.detach().requires_grad_(True)
+        w = torch.randn(n, device=DEV, requires_grad=True)
+        b = torch.randn(n, device=DEV, requires_grad=True)
+        dy = torch.randn(x.shape, device=DEV, dtype=bf)
+        with torch.no_grad():
+            _, mean, rstd = nt._ln_fwd(x, w, b, n, 1e-5, False)
+            _, rrstd = nt._rms_fwd(x, w, n, 1e-6, False)
+        xd, wd = x.detach(), w.detach()
+        for op, args in (
+                (nt._ln_fwd, (x, w, b, n, 1e-5, False)),
+                (nt._ln_fwd, (x, None, None, n, 1e-5, False)),
+                (nt._rms_fwd, (x, w, n, 1e-6, True)),
+                (nt._ln_bwd, (dy, xd, mean, rstd, wd, True, n, False)),
+                (nt._rms_bwd, (dy, xd, rrstd, None, n, False))):
+            torch.library.opcheck(op, args)
 
 
 def test_backward_is_bitwise_repeatable():
@@ -170,27 +218,12 @@ def test_backward_is_bitwise_repeatable():
                 assert torch.equal(a.view(torch.int16), b.view(torch.int16))
 
 
-def test_state_dict_matches_torch():
-    for ours, theirs in (
-            (nt.LayerNorm((8, 32)), torch.nn.LayerNorm((8, 32))),
-            (nt.LayerNorm(64, bias=False), torch.nn.LayerNorm(64, bias=False)),
-            (nt.LayerNorm(64, elementwise_affine=False),
-             torch.nn.LayerNorm(64, elementwise_affine=False)),
-            (nt.RMSNorm(64, eps=1e-6), torch.nn.RMSNorm(64, eps=1e-6))):
-        assert list(ours.state_dict()) == list(theirs.state_dict())
-        with torch.no_grad():
-            for p in theirs.parameters():
-                p.uniform_()
-        ours.load_state_dict(theirs.state_dict())
-        for a, b in zip(ours.parameters(), theirs.parameters()):
-            assert torch.equal(a, b)
-        assert repr(ours).startswith(("LayerNorm(", "RMSNorm("))
-
-
-def test_cuda_graph_capture_replays():
+@pytest.mark.parametrize("norm", ["layer_norm", "rms_norm"])
+def test_cuda_graph_capture_replays(norm):
     torch.manual_seed(3)
     n = 1024
-    m = nt.LayerNorm(n, device=DEV)
+    m = nt.LayerNorm(n, device=DEV) if norm == "layer_norm" else \
+        nt.RMSNorm(n, eps=1e-6, device=DEV)
     x = torch.randn(513, n, device=DEV, requires_grad=True)
     g = torch.randn(513, n, device=DEV)
     # Warm up (compile, load, allocate) on a side stream, as torch asks.
@@ -217,8 +250,10 @@ def test_cuda_graph_capture_replays():
         graph.replay()
         torch.cuda.synchronize()
         xr = x.detach().clone().requires_grad_(True)
-        ref = torch.nn.functional.layer_norm(xr, (n,), m.weight.detach(),
-                                             m.bias.detach())
+        ref = torch.nn.functional.layer_norm(
+            xr, (n,), m.weight.detach(), m.bias.detach()) \
+            if norm == "layer_norm" else torch.nn.functional.rms_norm(
+                xr, (n,), m.weight.detach(), 1e-6)
         ref.backward(g)
         assert rel(y, ref) < 1e-5
         assert rel(x.grad, xr.grad) < 1e-4
