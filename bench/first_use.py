@@ -49,12 +49,7 @@ def main():
           "call %.2f ms" % ((t1 - t0) * 1e3, (t2 - t1) * 1e3,
                            (t3 - t2) * 1e3))
     if prof:
-        import io
-        import pstats
-        buf = io.StringIO()
-        pstats.Stats(prof, stream=buf).sort_stats("cumulative").print_stats(30)
-        print("first call, cProfile (cumulative):")
-        print("\n".join(l for l in buf.getvalue().splitlines() if l.strip()))
+        print_profile(prof, "cumulative", 30, "first call, cProfile")
     rows = []
     for name, n, dt in (("layer_norm", 4096, torch.bfloat16),
                         ("rms_norm", 4096, torch.bfloat16),
@@ -90,7 +85,79 @@ def main():
     for r in rows:
         print("%-10s %6d %-8s | %12.1f %13.1f %10.2f | %d/%d/%d" % (
             r[:6] + (r[6]["compiled"], r[6]["disk"], r[6]["memory"])))
+    overhead(nt, args.profile)
     print("first_use: %s cache" % ("warm" if args.warm else "cold"))
+
+
+def print_profile(prof, sort, lines, title):
+    import io
+    import pstats
+    buf = io.StringIO()
+    pstats.Stats(prof, stream=buf).sort_stats(sort).print_stats(lines)
+    print("%s (%s):" % (title, sort))
+    print("\n".join(l for l in buf.getvalue().splitlines() if l.strip()))
+
+
+def overhead(nt, profile=False):
+    """Host time per call once everything is loaded: a tiny problem (8 x
+    1024 bf16), so the kernels take a few microseconds and the rest is
+    the Python layer, torch's dispatcher and the launches. Each row is the
+    median over 5 batches of 200 calls, queued without synchronizing
+    (wall clock over the batch, synchronized at its end)."""
+    import statistics
+    F = torch.nn.functional
+    n = 1024
+    x = torch.randn(8, n, device="cuda", dtype=torch.bfloat16,
+                    requires_grad=True)
+    w = torch.ones(n, device="cuda", dtype=torch.bfloat16,
+                   requires_grad=True)
+    b = torch.zeros(n, device="cuda", dtype=torch.bfloat16,
+                    requires_grad=True)
+    g = torch.randn(8, n, device="cuda", dtype=torch.bfloat16)
+
+    def per_call(fn, calls=200):
+        fn()
+        torch.cuda.synchronize()
+        ts = []
+        for _ in range(5):
+            t0 = time.perf_counter()
+            for _ in range(calls):
+                fn()
+            torch.cuda.synchronize()
+            ts.append((time.perf_counter() - t0) / calls * 1e6)
+        return statistics.median(ts)
+
+    def fb(f):
+        def run():
+            f().backward(g)
+        return run
+
+    rows = [
+        ("layer_norm forward, no grad",
+         lambda: nt.layer_norm(x.detach(), (n,), w.detach(), b.detach()),
+         lambda: F.layer_norm(x.detach(), (n,), w.detach(), b.detach())),
+        ("layer_norm forward + backward",
+         fb(lambda: nt.layer_norm(x, (n,), w, b)),
+         fb(lambda: F.layer_norm(x, (n,), w, b))),
+        ("rms_norm forward + backward",
+         fb(lambda: nt.rms_norm(x, (n,), w, 1e-6)),
+         fb(lambda: F.rms_norm(x, (n,), w, 1e-6))),
+    ]
+    print("host time per call, 8 x %d bf16 (us, median of 5 x 200):" % n)
+    print("%-32s %8s %8s" % ("", "ours", "torch"))
+    for name, ours, theirs in rows:
+        print("%-32s %8.1f %8.1f" % (name, per_call(ours), per_call(theirs)))
+    if profile:
+        import cProfile
+        prof = cProfile.Profile()
+        fn = rows[1][1]
+        prof.enable()
+        for _ in range(200):
+            fn()
+        torch.cuda.synchronize()
+        prof.disable()
+        print_profile(prof, "tottime", 25,
+                      "200 x layer_norm forward + backward, cProfile")
 
 
 if __name__ == "__main__":
