@@ -72,6 +72,22 @@ def _module(spec, device):
         return _modules[key]
 
 
+# The per-call path looks a module up by a flat tuple (op, N, dtypes,
+# flags, device) instead of building the spec dict and its sorted key.
+_kernels_by_key = {}
+
+
+def _kernels(op, n, x, weight, has_bias, eps, zero_centered):
+    key = (op, n, x.dtype, None if weight is None else weight.dtype,
+           has_bias, eps, zero_centered, x.device)
+    mod = _kernels_by_key.get(key)
+    if mod is None:
+        mod = _module(_spec(op, n, x, weight, has_bias, eps, zero_centered),
+                      x.device)
+        _kernels_by_key[key] = mod
+    return mod
+
+
 def _tensor(name, t):
     return _runtime.make_tensor(name, t.data_ptr(),
                                 _runtime.DTYPE_CODES[_DT[t.dtype]],
@@ -97,92 +113,155 @@ def _rows(x, n):
     return x.reshape(-1, n).contiguous()
 
 
-def _launch(mod, tensors, rows, device):
-    # The workspace (the backward's partial rows; the forward has none)
-    # from torch's stream-ordered allocator: freed when this returns, reused
-    # only by work queued after the launch.
+# One descriptor array per argument signature (names, dtypes, ranks) and
+# thread: a launch rewrites pointers, sizes and strides in place.
+_tls = threading.local()
+_CODES = {t: _runtime.DTYPE_CODES[c] for t, c in _DT.items()}
+
+
+def _arguments(args):
+    """The runtime's descriptors of `args`, (name, tensor) pairs."""
+    sig = tuple((name, t.dtype, t.dim()) for name, t in args)
+    arrays = getattr(_tls, "arrays", None)
+    if arrays is None:
+        arrays = _tls.arrays = {}
+    arr = arrays.get(sig)
+    if arr is None:
+        arr = arrays[sig] = _runtime.Arguments(
+            [name for name, _ in args], [_CODES[t.dtype] for _, t in args],
+            [t.dim() for _, t in args])
+    for i, (_, t) in enumerate(args):
+        arr.set(i, t.data_ptr(), t.shape, t.stride())
+    return arr
+
+
+try:
+    _raw_stream = torch._C._cuda_getCurrentRawStream  # what inductor calls
+except AttributeError:  # a torch without it
+    def _raw_stream(idx):
+        return torch.cuda.current_stream(idx).cuda_stream
+
+
+def _launch(mod, args, rows, device):
+    """Launches `mod` on `args`, (name, tensor) pairs, on the current
+    stream. The workspace (the backward's partial rows; the forward has
+    none) comes from torch's stream-ordered allocator: freed when this
+    returns, reused only by work queued after the launch; in a CUDA graph
+    capture, from the graph's pool."""
     ws_bytes = mod.workspace_bytes(rows)
     ws = torch.empty(ws_bytes, dtype=torch.uint8, device=device) \
         if ws_bytes else None
-    stream = torch.cuda.current_stream(device).cuda_stream
-    mod.launch(tensors, ws.data_ptr() if ws_bytes else 0, ws_bytes, stream)
+    idx = device.index if device.index is not None else \
+        torch.cuda.current_device()
+    mod.launch(_arguments(args), ws.data_ptr() if ws_bytes else 0, ws_bytes,
+               _raw_stream(idx))
 
 
-def _spec(op, n, x, weight, bias, eps, zero_centered):
+def _spec(op, n, x, weight, has_bias, eps, zero_centered):
     s = {"op": op, "n": int(n), "dtype": _DT[x.dtype],
          "weight": weight is not None, "zero_centered": bool(zero_centered)}
     if weight is not None and weight.dtype != x.dtype:
         s["weight_dtype"] = _DT[weight.dtype]
     if op.startswith("layer_norm"):
-        s["bias"] = bias is not None
+        s["bias"] = bool(has_bias)
     if eps is not None and not op.endswith("_grad"):
         s["eps"] = float(eps)
     return s
 
 
-# ----------------------------------------------------------- custom ops
+def _same_device(x, *ts):
+    """Every tensor on x's device: a kernel given another device's (or the
+    host's) pointer would fault, so this is refused with a message."""
+    if not _on_device(x):
+        raise ValueError("norm_mlir: x is on %s; the kernels run on CUDA "
+                         "devices" % x.device)
+    for t in ts:
+        if t is not None and t.device != x.device:
+            raise ValueError("norm_mlir: tensors on %s and %s; all must be "
+                             "on one device" % (x.device, t.device))
 
-@torch.library.custom_op("norm_mlir::layer_norm_fwd", mutates_args=())
-def _ln_fwd(x: torch.Tensor, weight: torch.Tensor | None,
-            bias: torch.Tensor | None, n: int, eps: float,
-            zero_centered: bool) -> tuple[torch.Tensor, torch.Tensor,
-                                          torch.Tensor]:
+
+# ----------------------------------------------------------- custom ops
+#
+# Defined with torch.library's define/impl (for CUDA tensors; meta and fake
+# tensors take the fake implementations), with autograd formulas from
+# torch.library.register_autograd: torch.compile keeps them in its graph
+# and opcheck passes. Not @torch.library.custom_op: its wrappers (aliasing
+# checks, a dynamo guard, default filling) cost tens of microseconds a call
+# (docs/Python.md, "Host overhead").
+
+_lib = torch.library.Library("norm_mlir", "DEF")
+
+
+def _define(schema, impl, fake):
+    name = schema.split("(", 1)[0]
+    _lib.define(schema)
+    _lib.impl(name, impl, "CUDA")
+    torch.library.register_fake("norm_mlir::" + name, fake, lib=_lib)
+    return getattr(torch.ops.norm_mlir, name).default
+
+
+def _ln_fwd_impl(x, weight, bias, n, eps, zero_centered):
+    _same_device(x, weight, bias)
     xr = _rows(x, n)
     m = xr.shape[0]
     y = torch.empty((m, n), dtype=x.dtype, device=x.device)
     mean = torch.empty(m, dtype=torch.float32, device=x.device)
     rstd = torch.empty(m, dtype=torch.float32, device=x.device)
     if m:
-        mod = _module(_spec("layer_norm", n, x, weight, bias, eps,
-                            zero_centered), x.device)
-        ts = [_tensor("x", xr), _tensor("y", y), _tensor("mean", mean),
-              _tensor("rstd", rstd)]
+        mod = _kernels("layer_norm", n, x, weight, bias is not None, eps,
+                       zero_centered)
+        args = [("x", xr), ("y", y), ("mean", mean), ("rstd", rstd)]
         if weight is not None:
-            ts.append(_tensor("weight", weight.reshape(n)))
+            args.append(("weight", weight.reshape(n)))
         if bias is not None:
-            ts.append(_tensor("bias", bias.reshape(n)))
-        _launch(mod, ts, m, x.device)
+            args.append(("bias", bias.reshape(n)))
+        _launch(mod, args, m, x.device)
     return y.view(x.shape), mean, rstd
 
 
-@_ln_fwd.register_fake
-def _(x, weight, bias, n, eps, zero_centered):
+def _ln_fwd_fake(x, weight, bias, n, eps, zero_centered):
     m = x.numel() // n if n else 0
     return (torch.empty_like(x, memory_format=torch.contiguous_format),
             x.new_empty((m,), dtype=torch.float32),
             x.new_empty((m,), dtype=torch.float32))
 
 
-@torch.library.custom_op("norm_mlir::rms_norm_fwd", mutates_args=())
-def _rms_fwd(x: torch.Tensor, weight: torch.Tensor | None, n: int,
-             eps: float, zero_centered: bool) -> tuple[torch.Tensor,
-                                                       torch.Tensor]:
+_ln_fwd = _define(
+    "layer_norm_fwd(Tensor x, Tensor? weight, Tensor? bias, int n, "
+    "float eps, bool zero_centered) -> (Tensor, Tensor, Tensor)",
+    _ln_fwd_impl, _ln_fwd_fake)
+
+
+def _rms_fwd_impl(x, weight, n, eps, zero_centered):
+    _same_device(x, weight)
     xr = _rows(x, n)
     m = xr.shape[0]
     y = torch.empty((m, n), dtype=x.dtype, device=x.device)
     rstd = torch.empty(m, dtype=torch.float32, device=x.device)
     if m:
-        mod = _module(_spec("rms_norm", n, x, weight, None, eps,
-                            zero_centered), x.device)
-        ts = [_tensor("x", xr), _tensor("y", y), _tensor("rstd", rstd)]
+        mod = _kernels("rms_norm", n, x, weight, False, eps, zero_centered)
+        args = [("x", xr), ("y", y), ("rstd", rstd)]
         if weight is not None:
-            ts.append(_tensor("weight", weight.reshape(n)))
-        _launch(mod, ts, m, x.device)
+            args.append(("weight", weight.reshape(n)))
+        _launch(mod, args, m, x.device)
     return y.view(x.shape), rstd
 
 
-@_rms_fwd.register_fake
-def _(x, weight, n, eps, zero_centered):
+def _rms_fwd_fake(x, weight, n, eps, zero_centered):
     m = x.numel() // n if n else 0
     return (torch.empty_like(x, memory_format=torch.contiguous_format),
             x.new_empty((m,), dtype=torch.float32))
 
 
-@torch.library.custom_op("norm_mlir::layer_norm_bwd", mutates_args=())
-def _ln_bwd(dy: torch.Tensor, x: torch.Tensor, mean: torch.Tensor,
-            rstd: torch.Tensor, weight: torch.Tensor | None, has_bias: bool,
-            n: int, zero_centered: bool) -> tuple[torch.Tensor, torch.Tensor,
-                                                  torch.Tensor]:
+_rms_fwd = _define(
+    "rms_norm_fwd(Tensor x, Tensor? weight, int n, float eps, "
+    "bool zero_centered) -> (Tensor, Tensor)",
+    _rms_fwd_impl, _rms_fwd_fake)
+
+
+def _ln_bwd_impl(dy, x, mean, rstd, weight, has_bias, n, zero_centered):
+    _same_device(x, dy, mean, rstd, weight)
     xr, dyr = _rows(x, n), _rows(dy, n)
     m = xr.shape[0]
     dx = torch.empty((m, n), dtype=x.dtype, device=x.device)
@@ -190,52 +269,58 @@ def _ln_bwd(dy: torch.Tensor, x: torch.Tensor, mean: torch.Tensor,
     dw = torch.empty(n if weight is not None else 0, dtype=wdt,
                      device=x.device)
     db = torch.empty(n if has_bias else 0, dtype=wdt, device=x.device)
-    bias_like = db if has_bias else None
-    mod = _module(_spec("layer_norm_grad", n, x, weight, bias_like, None,
-                        zero_centered), x.device)
-    ts = [_tensor("dy", dyr), _tensor("x", xr), _tensor("mean", mean),
-          _tensor("rstd", rstd), _tensor("dx", dx)]
+    mod = _kernels("layer_norm_grad", n, x, weight, has_bias, None,
+                   zero_centered)
+    args = [("dy", dyr), ("x", xr), ("mean", mean), ("rstd", rstd),
+            ("dx", dx)]
     if weight is not None:
-        ts += [_tensor("weight", weight.reshape(n)), _tensor("dweight", dw)]
+        args += [("weight", weight.reshape(n)), ("dweight", dw)]
     if has_bias:
-        ts.append(_tensor("dbias", db))
-    _launch(mod, ts, m, x.device)
+        args.append(("dbias", db))
+    _launch(mod, args, m, x.device)
     return dx.view(x.shape), dw, db
 
 
-@_ln_bwd.register_fake
-def _(dy, x, mean, rstd, weight, has_bias, n, zero_centered):
+def _ln_bwd_fake(dy, x, mean, rstd, weight, has_bias, n, zero_centered):
     wdt = weight.dtype if weight is not None else x.dtype
     return (torch.empty_like(x, memory_format=torch.contiguous_format),
             x.new_empty((n if weight is not None else 0,), dtype=wdt),
             x.new_empty((n if has_bias else 0,), dtype=wdt))
 
 
-@torch.library.custom_op("norm_mlir::rms_norm_bwd", mutates_args=())
-def _rms_bwd(dy: torch.Tensor, x: torch.Tensor, rstd: torch.Tensor,
-             weight: torch.Tensor | None, n: int,
-             zero_centered: bool) -> tuple[torch.Tensor, torch.Tensor]:
+_ln_bwd = _define(
+    "layer_norm_bwd(Tensor dy, Tensor x, Tensor mean, Tensor rstd, "
+    "Tensor? weight, bool has_bias, int n, bool zero_centered) "
+    "-> (Tensor, Tensor, Tensor)",
+    _ln_bwd_impl, _ln_bwd_fake)
+
+
+def _rms_bwd_impl(dy, x, rstd, weight, n, zero_centered):
+    _same_device(x, dy, rstd, weight)
     xr, dyr = _rows(x, n), _rows(dy, n)
     m = xr.shape[0]
     dx = torch.empty((m, n), dtype=x.dtype, device=x.device)
     wdt = weight.dtype if weight is not None else x.dtype
     dw = torch.empty(n if weight is not None else 0, dtype=wdt,
                      device=x.device)
-    mod = _module(_spec("rms_norm_grad", n, x, weight, None, None,
-                        zero_centered), x.device)
-    ts = [_tensor("dy", dyr), _tensor("x", xr), _tensor("rstd", rstd),
-          _tensor("dx", dx)]
+    mod = _kernels("rms_norm_grad", n, x, weight, False, None, zero_centered)
+    args = [("dy", dyr), ("x", xr), ("rstd", rstd), ("dx", dx)]
     if weight is not None:
-        ts += [_tensor("weight", weight.reshape(n)), _tensor("dweight", dw)]
-    _launch(mod, ts, m, x.device)
+        args += [("weight", weight.reshape(n)), ("dweight", dw)]
+    _launch(mod, args, m, x.device)
     return dx.view(x.shape), dw
 
 
-@_rms_bwd.register_fake
-def _(dy, x, rstd, weight, n, zero_centered):
+def _rms_bwd_fake(dy, x, rstd, weight, n, zero_centered):
     wdt = weight.dtype if weight is not None else x.dtype
     return (torch.empty_like(x, memory_format=torch.contiguous_format),
             x.new_empty((n if weight is not None else 0,), dtype=wdt))
+
+
+_rms_bwd = _define(
+    "rms_norm_bwd(Tensor dy, Tensor x, Tensor rstd, Tensor? weight, int n, "
+    "bool zero_centered) -> (Tensor, Tensor)",
+    _rms_bwd_impl, _rms_bwd_fake)
 
 
 # ------------------------------------------------------------- autograd
@@ -250,15 +335,15 @@ def _ln_setup(ctx, inputs, output):
 
 def _ln_backward(ctx, dy, dmean, drstd):
     x, weight, mean, rstd = ctx.saved_tensors
-    dx, dw, db = _ln_bwd(dy, x, mean, rstd, weight,
-                         ctx.has_bias, ctx.n, ctx.zc)
+    dx, dw, db = _ln_bwd(dy, x, mean, rstd, weight, ctx.has_bias, ctx.n,
+                         ctx.zc)
     dwo = dw.view(ctx.wshape) if weight is not None else None
     dbo = db.view(ctx.wshape) if ctx.has_bias else None
     return dx, dwo, dbo, None, None, None
 
 
 torch.library.register_autograd("norm_mlir::layer_norm_fwd", _ln_backward,
-                                setup_context=_ln_setup)
+                                setup_context=_ln_setup, lib=_lib)
 
 
 def _rms_setup(ctx, inputs, output):
@@ -277,7 +362,7 @@ def _rms_backward(ctx, dy, drstd):
 
 
 torch.library.register_autograd("norm_mlir::rms_norm_fwd", _rms_backward,
-                                setup_context=_rms_setup)
+                                setup_context=_rms_setup, lib=_lib)
 
 
 # ------------------------------------------------------------ functions

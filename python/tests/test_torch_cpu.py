@@ -22,6 +22,7 @@ from torch.fx.experimental.proxy_tensor import make_fx  # noqa: E402
 @pytest.fixture(autouse=True)
 def fresh_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("NORM_MLIR_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(nt, "_kernels_by_key", {})
     cache.clear_memory()
     yield
     cache.clear_memory()
@@ -142,8 +143,9 @@ def test_rows_are_views_where_the_kernels_allow():
 
 @pytest.fixture
 def validated(monkeypatch):
-    """The ops' real bodies on CPU tensors: kernels compiled for sm_90 as
-    on the GPU (nt._compiled), each launch replaced by normrt_validate
+    """The ops' real bodies on CPU tensors (registered for the CPU here;
+    the package registers them for CUDA only): kernels compiled for sm_90
+    as on the GPU (nt._compiled), each launch replaced by normrt_validate
     against the manifest (every check normrt_launch makes: names, dtypes,
     shapes, strides, aliasing, the workspace; no driver). Records
     (spec, argument names, rows) per launch."""
@@ -155,17 +157,25 @@ def validated(monkeypatch):
         mod.spec = spec
         return mod
 
-    def launch(mod, tensors, rows, device):
+    def launch(mod, args, rows, device):
         ws_bytes = mod.workspace_bytes(rows)
         ws = torch.empty(ws_bytes + 16, dtype=torch.uint8)
         ptr = (ws.data_ptr() + 15) // 16 * 16
-        mod.validate(tensors, ptr if ws_bytes else 0, ws_bytes)
-        calls.append((mod.spec, [t.name.decode() for t in tensors], rows))
+        mod.validate(nt._arguments(args), ptr if ws_bytes else 0, ws_bytes)
+        calls.append((mod.spec, [name for name, _ in args], rows))
 
     monkeypatch.setattr(nt, "_module", module)
     monkeypatch.setattr(nt, "_launch", launch)
     monkeypatch.setattr(nt, "_on_device", lambda t: True)
-    return calls
+    monkeypatch.setattr(nt, "_kernels_by_key", {})
+    lib = torch.library.Library("norm_mlir", "IMPL")
+    for name in ("layer_norm_fwd", "rms_norm_fwd", "layer_norm_bwd",
+                 "rms_norm_bwd"):
+        short = {"layer_norm": "ln", "rms_norm": "rms"}[name[:-4]]
+        lib.impl(name, getattr(nt, "_%s_%s_impl" % (short, name[-3:])),
+                 "CPU")
+    yield calls
+    lib._destroy()
 
 
 def _leaf(t):
@@ -237,13 +247,13 @@ def test_strided_rows_reach_the_kernels_uncopied(validated, monkeypatch):
     x = wide[:, 32:32 + n].requires_grad_(True)
     w = torch.randn(n, dtype=torch.bfloat16, requires_grad=True)
     seen = []
-    real = nt._tensor
+    real = nt._arguments
 
-    def spy(name, t):
-        seen.append((name, t.data_ptr(), t.stride()))
-        return real(name, t)
+    def spy(args):
+        seen.extend((name, t.data_ptr(), t.stride()) for name, t in args)
+        return real(args)
 
-    monkeypatch.setattr(nt, "_tensor", spy)
+    monkeypatch.setattr(nt, "_arguments", spy)
     nt.rms_norm(x, (n,), w, 1e-6).sum().backward()
     xs = [s for s in seen if s[0] == "x"]
     assert len(xs) == 2
@@ -251,20 +261,51 @@ def test_strided_rows_reach_the_kernels_uncopied(validated, monkeypatch):
 
 
 def test_rejected_launches_raise(validated):
-    """The validation is real: a weight of the wrong dtype for the compiled
-    kernels is refused by the runtime."""
+    """The validation is real, also through the reused descriptors: a
+    weight of another dtype than the compiled kernels' is refused, after
+    a launch of the same op went through."""
     from norm_mlir._runtime import RuntimeLaunchError
     x = torch.randn(8, 64, dtype=torch.bfloat16)
     w = torch.randn(64, dtype=torch.bfloat16)
-    spec = nt._spec("rms_norm", 64, x, w, None, 1e-6, False)
+    spec = nt._spec("rms_norm", 64, x, w, False, 1e-6, False)
     mod = nt._module(spec, x.device)
     y, r = torch.empty_like(x), torch.empty(8)
-    good = [nt._tensor("x", x), nt._tensor("y", y), nt._tensor("rstd", r),
-            nt._tensor("weight", w)]
+    good = [("x", x), ("y", y), ("rstd", r), ("weight", w)]
     nt._launch(mod, good, 8, x.device)
-    bad = good[:3] + [nt._tensor("weight", w.float())]
     with pytest.raises(RuntimeLaunchError, match="weight"):
-        nt._launch(mod, bad, 8, x.device)
+        nt._launch(mod, good[:3] + [("weight", w.float())], 8, x.device)
+    with pytest.raises(RuntimeLaunchError, match="rstd"):
+        nt._launch(mod, good[:2] + [("rstd", r[:4]), ("weight", w)], 8,
+                   x.device)
+    nt._launch(mod, good, 8, x.device)  # and the good one again
+
+
+def test_descriptors_are_rewritten_per_call(validated):
+    """Reused descriptor arrays carry each call's pointers and strides."""
+    a = torch.randn(6, 32)
+    b = torch.randn(9, 64)[:, :32]
+    arr1 = nt._arguments([("x", a)])
+    assert (arr1.array[0].data, arr1.array[0].sizes[0],
+            arr1.array[0].strides[0]) == (a.data_ptr(), 6, 32)
+    arr2 = nt._arguments([("x", b)])
+    assert arr2 is arr1
+    assert (arr2.array[0].data, arr2.array[0].sizes[0],
+            arr2.array[0].strides[0]) == (b.data_ptr(), 9, 64)
+    assert nt._arguments([("x", a.half())]) is not arr1  # another dtype
+
+
+def test_ops_refuse_other_devices(validated):
+    x = torch.randn(4, 64)
+    with pytest.raises(ValueError, match="one device"):
+        nt._ln_fwd_impl(x, torch.empty(64, device="meta"), None, 64, 1e-5,
+                        False)
+
+
+def test_ops_have_no_cpu_kernel():
+    """Called directly on CPU tensors, an op says so (the functions and
+    modules take torch's path there instead)."""
+    with pytest.raises(NotImplementedError, match="CPU"):
+        nt._rms_fwd(torch.randn(4, 64), None, 64, 1e-6, False)
 
 
 # ------------------------------------------------ fake CUDA tensors
