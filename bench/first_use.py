@@ -22,7 +22,10 @@ def main():
     ap.add_argument("--profile", action="store_true")
     args = ap.parse_args()
     torch.empty(1, device="cuda")  # CUDA initialised outside the timings
+    t0 = time.perf_counter()
     import norm_mlir.torch as nt
+    print("import norm_mlir.torch: %.1f ms" % ((time.perf_counter() - t0)
+                                               * 1e3))
     from norm_mlir import cache
     # Where the first op's time goes: its kernels (cache + driver load)
     # apart from its first call through torch's dispatcher.

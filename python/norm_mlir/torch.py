@@ -205,19 +205,20 @@ def _ln_fwd_impl(x, weight, bias, n, eps, zero_centered):
     _same_device(x, weight, bias)
     xr = _rows(x, n)
     m = xr.shape[0]
-    y = torch.empty((m, n), dtype=x.dtype, device=x.device)
+    y = torch.empty(x.shape, dtype=x.dtype, device=x.device)
     mean = torch.empty(m, dtype=torch.float32, device=x.device)
     rstd = torch.empty(m, dtype=torch.float32, device=x.device)
     if m:
         mod = _kernels("layer_norm", n, x, weight, bias is not None, eps,
                        zero_centered)
-        args = [("x", xr), ("y", y), ("mean", mean), ("rstd", rstd)]
+        args = [("x", xr), ("y", y.view(m, n)), ("mean", mean),
+                ("rstd", rstd)]
         if weight is not None:
             args.append(("weight", weight.reshape(n)))
         if bias is not None:
             args.append(("bias", bias.reshape(n)))
         _launch(mod, args, m, x.device)
-    return y.view(x.shape), mean, rstd
+    return y, mean, rstd
 
 
 def _ln_fwd_fake(x, weight, bias, n, eps, zero_centered):
@@ -237,15 +238,15 @@ def _rms_fwd_impl(x, weight, n, eps, zero_centered):
     _same_device(x, weight)
     xr = _rows(x, n)
     m = xr.shape[0]
-    y = torch.empty((m, n), dtype=x.dtype, device=x.device)
+    y = torch.empty(x.shape, dtype=x.dtype, device=x.device)
     rstd = torch.empty(m, dtype=torch.float32, device=x.device)
     if m:
         mod = _kernels("rms_norm", n, x, weight, False, eps, zero_centered)
-        args = [("x", xr), ("y", y), ("rstd", rstd)]
+        args = [("x", xr), ("y", y.view(m, n)), ("rstd", rstd)]
         if weight is not None:
             args.append(("weight", weight.reshape(n)))
         _launch(mod, args, m, x.device)
-    return y.view(x.shape), rstd
+    return y, rstd
 
 
 def _rms_fwd_fake(x, weight, n, eps, zero_centered):
@@ -264,7 +265,7 @@ def _ln_bwd_impl(dy, x, mean, rstd, weight, has_bias, n, zero_centered):
     _same_device(x, dy, mean, rstd, weight)
     xr, dyr = _rows(x, n), _rows(dy, n)
     m = xr.shape[0]
-    dx = torch.empty((m, n), dtype=x.dtype, device=x.device)
+    dx = torch.empty(x.shape, dtype=x.dtype, device=x.device)
     wdt = weight.dtype if weight is not None else x.dtype
     dw = torch.empty(n if weight is not None else 0, dtype=wdt,
                      device=x.device)
@@ -272,13 +273,13 @@ def _ln_bwd_impl(dy, x, mean, rstd, weight, has_bias, n, zero_centered):
     mod = _kernels("layer_norm_grad", n, x, weight, has_bias, None,
                    zero_centered)
     args = [("dy", dyr), ("x", xr), ("mean", mean), ("rstd", rstd),
-            ("dx", dx)]
+            ("dx", dx.view(m, n))]
     if weight is not None:
         args += [("weight", weight.reshape(n)), ("dweight", dw)]
     if has_bias:
         args.append(("dbias", db))
     _launch(mod, args, m, x.device)
-    return dx.view(x.shape), dw, db
+    return dx, dw, db
 
 
 def _ln_bwd_fake(dy, x, mean, rstd, weight, has_bias, n, zero_centered):
@@ -299,16 +300,16 @@ def _rms_bwd_impl(dy, x, rstd, weight, n, zero_centered):
     _same_device(x, dy, rstd, weight)
     xr, dyr = _rows(x, n), _rows(dy, n)
     m = xr.shape[0]
-    dx = torch.empty((m, n), dtype=x.dtype, device=x.device)
+    dx = torch.empty(x.shape, dtype=x.dtype, device=x.device)
     wdt = weight.dtype if weight is not None else x.dtype
     dw = torch.empty(n if weight is not None else 0, dtype=wdt,
                      device=x.device)
     mod = _kernels("rms_norm_grad", n, x, weight, False, None, zero_centered)
-    args = [("dy", dyr), ("x", xr), ("rstd", rstd), ("dx", dx)]
+    args = [("dy", dyr), ("x", xr), ("rstd", rstd), ("dx", dx.view(m, n))]
     if weight is not None:
         args += [("weight", weight.reshape(n)), ("dweight", dw)]
     _launch(mod, args, m, x.device)
-    return dx.view(x.shape), dw
+    return dx, dw
 
 
 def _rms_bwd_fake(dy, x, rstd, weight, n, zero_centered):
@@ -335,8 +336,8 @@ def _ln_setup(ctx, inputs, output):
 
 def _ln_backward(ctx, dy, dmean, drstd):
     x, weight, mean, rstd = ctx.saved_tensors
-    dx, dw, db = _ln_bwd(dy, x, mean, rstd, weight, ctx.has_bias, ctx.n,
-                         ctx.zc)
+    bwd = _ln_bwd_impl if _direct(dy, x) else _ln_bwd
+    dx, dw, db = bwd(dy, x, mean, rstd, weight, ctx.has_bias, ctx.n, ctx.zc)
     dwo = dw.view(ctx.wshape) if weight is not None else None
     dbo = db.view(ctx.wshape) if ctx.has_bias else None
     return dx, dwo, dbo, None, None, None
@@ -356,13 +357,88 @@ def _rms_setup(ctx, inputs, output):
 
 def _rms_backward(ctx, dy, drstd):
     x, weight, rstd = ctx.saved_tensors
-    dx, dw = _rms_bwd(dy, x, rstd, weight, ctx.n, ctx.zc)
+    bwd = _rms_bwd_impl if _direct(dy, x) else _rms_bwd
+    dx, dw = bwd(dy, x, rstd, weight, ctx.n, ctx.zc)
     return dx, (dw.view(ctx.wshape) if weight is not None else None), \
         None, None, None
 
 
 torch.library.register_autograd("norm_mlir::rms_norm_fwd", _rms_backward,
                                 setup_context=_rms_setup, lib=_lib)
+
+
+# ------------------------------------------------ eager: straight calls
+#
+# In eager mode on plain tensors the functions below call the op bodies
+# from Python, through torch.autograd.Function (its apply is C++) with the
+# same setup and backward formulas, skipping the dispatcher's Python hops
+# (the registered autograd kernel and its redispatch): the host time of a
+# call is then mostly the launch (docs/Python.md, "Host overhead").
+# torch.compile, make_fx, fake tensors and any other tensor subclass or
+# dispatch mode take the registered ops.
+
+_PLAIN = (torch.Tensor, torch.nn.Parameter)
+_dispatch_modes = torch._C._len_torch_dispatch_stack
+
+
+def _direct(*ts):
+    """Whether a call may run the op bodies directly."""
+    # is_compiling first: dynamo folds it and never sees the C call.
+    if torch.compiler.is_compiling() or _dispatch_modes():
+        return False
+    for t in ts:
+        if t is not None and type(t) not in _PLAIN:
+            return False
+    return True
+
+
+def _wants_grad(*ts):
+    return torch.is_grad_enabled() and any(
+        t is not None and t.requires_grad for t in ts)
+
+
+class _LayerNormFunction(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, weight, bias, n, eps, zero_centered):
+        out = _ln_fwd_impl(x, weight, bias, n, eps, zero_centered)
+        _ln_setup(ctx, (x, weight, bias, n, eps, zero_centered), out)
+        ctx.mark_non_differentiable(out[1], out[2])
+        return out
+
+    @staticmethod
+    def backward(ctx, dy, dmean, drstd):
+        return _ln_backward(ctx, dy, dmean, drstd)
+
+
+class _RMSNormFunction(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, weight, n, eps, zero_centered):
+        out = _rms_fwd_impl(x, weight, n, eps, zero_centered)
+        _rms_setup(ctx, (x, weight, n, eps, zero_centered), out)
+        ctx.mark_non_differentiable(out[1])
+        return out
+
+    @staticmethod
+    def backward(ctx, dy, drstd):
+        return _rms_backward(ctx, dy, drstd)
+
+
+def _layer_norm_rows(x, weight, bias, n, eps, zero_centered):
+    """y, mean, rstd through the fastest path the call allows."""
+    if not _direct(x, weight, bias):
+        return _ln_fwd(x, weight, bias, n, eps, zero_centered)
+    if _wants_grad(x, weight, bias):
+        return _LayerNormFunction.apply(x, weight, bias, n, eps,
+                                        zero_centered)
+    return _ln_fwd_impl(x, weight, bias, n, eps, zero_centered)
+
+
+def _rms_norm_rows(x, weight, n, eps, zero_centered):
+    if not _direct(x, weight):
+        return _rms_fwd(x, weight, n, eps, zero_centered)
+    if _wants_grad(x, weight):
+        return _RMSNormFunction.apply(x, weight, n, eps, zero_centered)
+    return _rms_fwd_impl(x, weight, n, eps, zero_centered)
 
 
 # ------------------------------------------------------------ functions
@@ -403,8 +479,8 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5,
     if not _ours(x, weight, bias):
         w = weight + 1 if (zero_centered and weight is not None) else weight
         return torch.nn.functional.layer_norm(x, shape, w, bias, eps)
-    y, _, _ = _ln_fwd(x, weight, bias, math.prod(shape), float(eps),
-                      bool(zero_centered))
+    y, _, _ = _layer_norm_rows(x, weight, bias, math.prod(shape),
+                               float(eps), bool(zero_centered))
     return y
 
 
@@ -420,8 +496,8 @@ def rms_norm(x, normalized_shape, weight=None, eps=None,
     if not _ours(x, weight):
         w = weight + 1 if (zero_centered and weight is not None) else weight
         return torch.nn.functional.rms_norm(x, shape, w, eps)
-    y, _ = _rms_fwd(x, weight, math.prod(shape), float(eps),
-                    bool(zero_centered))
+    y, _ = _rms_norm_rows(x, weight, math.prod(shape), float(eps),
+                          bool(zero_centered))
     return y
 
 

@@ -312,11 +312,13 @@ def test_ops_have_no_cpu_kernel():
 
 @pytest.fixture
 def meta_is_ours(monkeypatch):
-    """Meta tensors take our ops (their fake implementations): autograd's
-    engine runs them on the CPU, where fake CUDA tensors' backward needs a
-    CUDA device."""
+    """Meta tensors take our registered ops (their fake implementations),
+    as torch.compile does, also outside make_fx: autograd's engine runs
+    them on the CPU, where fake CUDA tensors' backward needs a CUDA
+    device."""
     monkeypatch.setattr(nt, "_on_device",
                         lambda t: t.is_cuda or t.device.type == "meta")
+    monkeypatch.setattr(nt, "_direct", lambda *ts: False)
 
 
 def _trace(fn, *shapes_dtypes):
@@ -411,3 +413,56 @@ def test_fake_outputs_match_the_real_bodies(validated):
         for r, f in zip(real, fake):
             assert (r.shape, r.dtype, r.stride()) == \
                 (f.shape, f.dtype, f.stride()), what
+
+
+# ------------------------------------------- eager path and registered ops
+
+def test_eager_path_launches_what_the_ops_launch(validated, monkeypatch):
+    """The straight eager path (autograd.Function over the op bodies) and
+    the registered ops (what torch.compile runs) launch the same kernels
+    on the same arguments, forward and backward."""
+    torch.manual_seed(0)
+    x0 = torch.randn(3, 20, 256, dtype=torch.bfloat16)
+    w0, b0 = torch.randn(256), torch.randn(256)
+    g = torch.randn(3, 20, 256, dtype=torch.bfloat16)
+
+    def run():
+        x, w, b = _leaf(x0), _leaf(w0), _leaf(b0)
+        nt.layer_norm(x, 256, w, b).backward(g)
+        nt.rms_norm(x, 256, w).backward(g)
+        with torch.no_grad():
+            nt.layer_norm(x, 256, w, b)
+        return [c for c in validated]
+
+    eager = run()
+    validated.clear()
+    monkeypatch.setattr(nt, "_direct", lambda *ts: False)
+    ops = run()
+    assert [c[0]["op"] for c in eager] == [
+        "layer_norm", "layer_norm_grad", "rms_norm", "rms_norm_grad",
+        "layer_norm"]
+    assert eager == ops
+
+
+def test_outputs_are_not_views(validated):
+    """y (and dx) are tensors of their own, as torch's are: in-place ops
+    on them work under autograd."""
+    x = torch.randn(4, 5, 64, requires_grad=True)
+    w = torch.randn(64, requires_grad=True)
+    for y in (nt.layer_norm(x, 64, w), nt.rms_norm(x, 64, w)):
+        assert y._base is None and y.shape == x.shape and y.is_contiguous()
+        y.mul_(2)
+        y.sum().backward()
+    assert x.grad._base is None
+
+
+def test_direct_path_only_for_plain_eager_tensors():
+    x = torch.randn(4, 64)
+    assert nt._direct(x, None, torch.nn.Parameter(torch.randn(64)))
+    with FakeTensorMode():
+        assert not nt._direct(torch.empty(4, 64))
+
+    class Sub(torch.Tensor):
+        pass
+
+    assert not nt._direct(x.as_subclass(Sub))
