@@ -150,6 +150,46 @@ def overhead(nt, profile=False):
     print("%-32s %8s %8s" % ("", "ours", "torch"))
     for name, ours, theirs in rows:
         print("%-32s %8.1f %8.1f" % (name, per_call(ours), per_call(theirs)))
+
+    # Where a backward's host time goes: the op body alone (no autograd),
+    # autograd with a Python backward around torch ops (the engine and
+    # its Python node, no kernels of ours), and the GPU time of our
+    # forward + backward (events around 200 calls).
+    with torch.no_grad():
+        _, mean, rstd = nt._ln_fwd_impl(x, w, b, n, 1e-5, False)
+
+    class Scale(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, t):
+            return t * 2
+
+        @staticmethod
+        def backward(ctx, gy):
+            return gy * 2
+
+    split = [
+        ("layer_norm backward body alone",
+         lambda: nt._ln_bwd_impl(g, x.detach(), mean, rstd, w.detach(), True,
+                                 n, False)),
+        ("autograd.Function of torch ops", fb(lambda: Scale.apply(x))),
+        ("torch ops, no autograd.Function", fb(lambda: x * 2)),
+    ]
+    for name, fn in split:
+        print("%-32s %8.1f" % (name, per_call(fn)))
+    # The kernels' own time in one forward + backward (torch.profiler's
+    # device times): what the GPU needs, against the host's time above.
+    from torch.profiler import ProfilerActivity, profile
+    run = rows[1][1]
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(50):
+            run()
+        torch.cuda.synchronize()
+    kernels = [(e.key, e.self_device_time_total / 50, e.count // 50)
+               for e in prof.key_averages() if e.self_device_time_total > 0]
+    kernels.sort(key=lambda k: -k[1])
+    print("layer_norm forward + backward, device time a call: %.1f us (%s)"
+          % (sum(k[1] for k in kernels), ", ".join(
+              "%s x%d %.1f" % (k[0][:40], k[2], k[1]) for k in kernels[:6])))
     if profile:
         import cProfile
         prof = cProfile.Profile()

@@ -27,9 +27,12 @@ typedef struct NormCompileResult {
 
 /* Compiles the one function with norm ops of `ir` (buffer form; its
  * arguments named by the norm operands they are) with the options of the
- * norm-to-gpu-binary pipeline, e.g. "chip=sm_90 format=isa". Returns 0 on
- * success; else non-zero, with the reason in result->diagnostics (image
- * and manifest NULL). `result` is always filled. */
+ * norm-to-gpu-binary pipeline, e.g. "chip=sm_90 format=isa". The word
+ * "print-ir" among them adds to each diagnostic the IR of the operation it
+ * is about (a "see current operation" note); without it the diagnostics are
+ * the messages alone. Returns 0 on success; else non-zero, with the reason
+ * in result->diagnostics (image and manifest NULL). `result` is always
+ * filled. */
 int normCompile(const char *ir, size_t irSize, const char *options,
                 NormCompileResult *result);
 

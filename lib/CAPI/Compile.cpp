@@ -59,12 +59,28 @@ int compileWith(
     return rc;
   };
 
+  // The word "print-ir" is ours, not the pipeline's: it asks for the IR
+  // of the operation each diagnostic is about (MLIR's "see current
+  // operation" note). Without it, messages only.
+  bool printIR = false;
+  std::string pipelineText;
+  for (llvm::StringRef rest = options ? options : ""; !rest.empty();) {
+    auto [word, tail] = rest.ltrim().split(' ');
+    rest = tail;
+    if (word == "print-ir") {
+      printIR = true;
+      continue;
+    }
+    if (!word.empty())
+      pipelineText += (pipelineText.empty() ? "" : " ") + word.str();
+  }
+
   DialectRegistry registry;
   norm::registerNormDialects(registry);
   MLIRContext context(registry);
   context.loadAllAvailableDialects();
-  context.printOpOnDiagnostic(false);
-  ScopedDiagnosticHandler handler(&context, [&](Diagnostic &d) {
+  context.printOpOnDiagnostic(printIR);
+  auto print = [&](Diagnostic &d) {
     d.getLocation().print(diag);
     diag << ": ";
     switch (d.getSeverity()) {
@@ -79,13 +95,20 @@ int compileWith(
       break;
     }
     diag << d << "\n";
+  };
+  ScopedDiagnosticHandler handler(&context, [&](Diagnostic &d) {
+    print(d);
+    for (Diagnostic &note : d.getNotes())
+      print(note);
     return success();
   });
 
   norm::NormToGPUBinaryOptions pipelineOptions;
-  if (options && *options && failed(pipelineOptions.parseFromString(options))) {
+  if (!pipelineText.empty() &&
+      failed(pipelineOptions.parseFromString(pipelineText))) {
     diag << who << ": cannot parse the options '" << options
-         << "' (those of norm-to-gpu-binary, e.g. \"chip=sm_90 format=isa\")\n";
+         << "' (those of norm-to-gpu-binary, e.g. \"chip=sm_90 format=isa\", "
+            "and print-ir)\n";
     return finish(1);
   }
   FailureOr<norm::CompiledFunction> compiled =

@@ -97,13 +97,16 @@ def find_toolkit():
     return None
 
 
-def _options(chip, fmt, strategy=None, groups=None, extra=None):
+def _options(chip, fmt, strategy=None, groups=None, extra=None,
+             print_ir=False):
     if fmt not in FORMATS:
         raise ValueError("format must be one of %s, not %r"
                          % (", ".join(FORMATS), fmt))
     if not isinstance(chip, str) or not chip.startswith("sm_"):
         raise ValueError("chip must be like 'sm_90', not %r" % (chip,))
     words = ["chip=%s" % chip, "format=%s" % FORMATS[fmt]]
+    if print_ir:
+        words.append("print-ir")
     if strategy is not None:
         if strategy not in STRATEGIES:
             raise ValueError("strategy must be one of %s, not %r"
@@ -142,14 +145,16 @@ def _result(call, fmt, chip):
 
 
 def compile(ir_text, chip="sm_90", format="ptx", strategy=None, groups=None,
-            options=None):
+            options=None, print_ir=False):
     """Compiles the one function with norm ops of `ir_text` (MLIR, buffer
     form) to kernels. format: "ptx", "cubin" or "fatbin". `options`: other
     pipeline options by name (e.g. {"threads": 256}). Returns Compiled;
-    raises CompileError."""
+    raises CompileError, whose message is the compiler's diagnostics; with
+    print_ir each also shows the IR of the operation it is about."""
     if isinstance(ir_text, str):
         ir_text = ir_text.encode("utf-8")
-    opts = _options(chip, format, strategy, groups, options).encode()
+    opts = _options(chip, format, strategy, groups, options,
+                    print_ir).encode()
     return _result(lambda lib, r: lib.normCompile(ir_text, len(ir_text),
                                                   opts, r), format, chip)
 
@@ -187,13 +192,14 @@ def spec_words(op, n, dtype, weight_dtype=None, eps=None, weight=True,
 def compile_spec(op, n, dtype, weight_dtype=None, eps=None, weight=True,
                  bias=True, dresidual=False, zero_centered=False, xhat=False,
                  chip="sm_90", format="ptx", strategy=None, groups=None,
-                 options=None):
+                 options=None, print_ir=False):
     """Compiles one op described by its parameters (as norm-compile's spec
     flags): op in OPS, hidden size n, x dtype, weight dtype (default x's).
     Returns Compiled (its manifest names the arguments by role and carries
-    the spec); raises CompileError."""
+    the spec); raises CompileError (print_ir: as for compile)."""
     spec = spec_words(op, n, dtype, weight_dtype, eps, weight, bias,
                       dresidual, zero_centered, xhat).encode()
-    opts = _options(chip, format, strategy, groups, options).encode()
+    opts = _options(chip, format, strategy, groups, options,
+                    print_ir).encode()
     return _result(lambda lib, r: lib.normCompileSpec(spec, opts, r), format,
                    chip)

@@ -47,6 +47,14 @@ def make_tensor(name, data_ptr, dtype_code, sizes, strides):
     return t
 
 
+# Tensor's layout in 64-bit words (see Arguments.words).
+WORDS = ctypes.sizeof(Tensor) // 8
+DATA = Tensor.data.offset // 8
+SIZES = Tensor.sizes.offset // 8
+STRIDES = Tensor.strides.offset // 8
+assert ctypes.sizeof(Tensor) % 8 == 0 and Tensor.sizes.offset % 8 == 0
+
+
 class Arguments:
     """A reusable array of Tensor descriptors for one argument list whose
     names, dtypes and ranks are fixed (one op's launches): each call
@@ -58,21 +66,23 @@ class Arguments:
         self.count = len(names)
         self.array = (Tensor * max(1, self.count))()
         self._names = [n.encode() for n in names]  # ctypes keeps pointers
-        self._slots = []
         for i, (code, rank) in enumerate(zip(dtype_codes, ranks)):
             if not 1 <= rank <= MAX_RANK:
                 raise ValueError("%s: rank %d is outside [1, %d]"
                                  % (names[i], rank, MAX_RANK))
             t = self.array[i]
             t.name, t.dtype, t.rank = self._names[i], code, rank
-            self._slots.append((t, t.sizes, t.strides, range(rank)))
+        # The array as 64-bit words: a store through a memoryview costs a
+        # sixth of a ctypes field's. Tensor i's data pointer is word
+        # i * WORDS + DATA, its sizes and strides start at SIZES / STRIDES.
+        self.words = memoryview(self.array).cast("B").cast("q")
 
     def set(self, i, data_ptr, sizes, strides):
-        t, sz, st, dims = self._slots[i]
-        t.data = data_ptr or None
-        for d in dims:
-            sz[d] = sizes[d]
-            st[d] = strides[d]
+        q, b = self.words, i * WORDS
+        q[b + DATA] = data_ptr or 0
+        for d in range(len(sizes)):
+            q[b + SIZES + d] = sizes[d]
+            q[b + STRIDES + d] = strides[d]
 
 
 class Runtime:

@@ -113,26 +113,47 @@ def _rows(x, n):
     return x.reshape(-1, n).contiguous()
 
 
-# One descriptor array per argument signature (names, dtypes, ranks) and
-# thread: a launch rewrites pointers, sizes and strides in place.
+# One descriptor array per module and thread, rewritten in place at each
+# launch (pointers, sizes, strides); rebuilt when a call's names, dtypes or
+# ranks differ from the array's, so the runtime always checks the real ones.
 _tls = threading.local()
 _CODES = {t: _runtime.DTYPE_CODES[c] for t, c in _DT.items()}
+_W, _D = _runtime.WORDS, _runtime.DATA
+_SZ, _ST = _runtime.SIZES, _runtime.STRIDES
 
 
-def _arguments(args):
-    """The runtime's descriptors of `args`, (name, tensor) pairs."""
-    sig = tuple((name, t.dtype, t.dim()) for name, t in args)
+def _fill(entry, args):
+    arr, expect = entry
+    if len(expect) != len(args):
+        return False
+    q, b = arr.words, 0
+    for (name, t), (ename, edt, erank) in zip(args, expect):
+        if t.dtype is not edt or name != ename or t.dim() != erank:
+            return False
+        q[b + _D] = t.data_ptr()
+        sh, st = t.shape, t.stride()
+        for d in range(erank):
+            q[b + _SZ + d] = sh[d]
+            q[b + _ST + d] = st[d]
+        b += _W
+    return True
+
+
+def _arguments(mod, args):
+    """The runtime's descriptors of `args`, (name, tensor) pairs, for a
+    launch of `mod` (any hashable key: one array per key and thread)."""
     arrays = getattr(_tls, "arrays", None)
     if arrays is None:
         arrays = _tls.arrays = {}
-    arr = arrays.get(sig)
-    if arr is None:
-        arr = arrays[sig] = _runtime.Arguments(
-            [name for name, _ in args], [_CODES[t.dtype] for _, t in args],
-            [t.dim() for _, t in args])
-    for i, (_, t) in enumerate(args):
-        arr.set(i, t.data_ptr(), t.shape, t.stride())
-    return arr
+    entry = arrays.get(mod)
+    if entry is None or not _fill(entry, args):
+        entry = arrays[mod] = (
+            _runtime.Arguments([name for name, _ in args],
+                               [_CODES[t.dtype] for _, t in args],
+                               [t.dim() for _, t in args]),
+            [(name, t.dtype, t.dim()) for name, t in args])
+        _fill(entry, args)
+    return entry[0]
 
 
 try:
@@ -153,8 +174,8 @@ def _launch(mod, args, rows, device):
         if ws_bytes else None
     idx = device.index if device.index is not None else \
         torch.cuda.current_device()
-    mod.launch(_arguments(args), ws.data_ptr() if ws_bytes else 0, ws_bytes,
-               _raw_stream(idx))
+    mod.launch(_arguments(mod, args), ws.data_ptr() if ws_bytes else 0,
+               ws_bytes, _raw_stream(idx))
 
 
 def _spec(op, n, x, weight, has_bias, eps, zero_centered):

@@ -93,6 +93,24 @@ def test_compile_error_carries_the_message():
         norm_mlir.compile("this is not MLIR")
 
 
+def test_no_ir_in_errors_unless_asked():
+    bad = IR.replace("%w: memref<256xbf16>", "%w: memref<128xbf16>").replace(
+        "weight(%w : memref<256xbf16>)", "weight(%w : memref<128xbf16>)")
+    with pytest.raises(norm_mlir.CompileError) as plain:
+        norm_mlir.compile(bad)
+    assert "'weight' must have shape [256]" in plain.value.diagnostics
+    assert "see current operation" not in plain.value.diagnostics
+    assert "memref<" not in plain.value.diagnostics.split("got", 1)[0]
+    with pytest.raises(norm_mlir.CompileError) as asked:
+        norm_mlir.compile(bad, print_ir=True)
+    d = asked.value.diagnostics
+    assert "'weight' must have shape [256]" in d
+    assert 'note: see current operation: "norm.rms_norm_grad"' in d
+    assert "memref<128xbf16>" in d
+    # Successful compiles say nothing either way.
+    assert norm_mlir.compile(IR, print_ir=True).diagnostics == ""
+
+
 def test_argument_errors_before_the_compiler():
     with pytest.raises(ValueError, match="format"):
         norm_mlir.compile(IR, format="sass")

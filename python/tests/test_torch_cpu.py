@@ -161,7 +161,8 @@ def validated(monkeypatch):
         ws_bytes = mod.workspace_bytes(rows)
         ws = torch.empty(ws_bytes + 16, dtype=torch.uint8)
         ptr = (ws.data_ptr() + 15) // 16 * 16
-        mod.validate(nt._arguments(args), ptr if ws_bytes else 0, ws_bytes)
+        mod.validate(nt._arguments(mod, args), ptr if ws_bytes else 0,
+                     ws_bytes)
         calls.append((mod.spec, [name for name, _ in args], rows))
 
     monkeypatch.setattr(nt, "_module", module)
@@ -249,9 +250,9 @@ def test_strided_rows_reach_the_kernels_uncopied(validated, monkeypatch):
     seen = []
     real = nt._arguments
 
-    def spy(args):
+    def spy(mod, args):
         seen.extend((name, t.data_ptr(), t.stride()) for name, t in args)
-        return real(args)
+        return real(mod, args)
 
     monkeypatch.setattr(nt, "_arguments", spy)
     nt.rms_norm(x, (n,), w, 1e-6).sum().backward()
@@ -281,17 +282,30 @@ def test_rejected_launches_raise(validated):
 
 
 def test_descriptors_are_rewritten_per_call(validated):
-    """Reused descriptor arrays carry each call's pointers and strides."""
+    """Reused descriptor arrays carry each call's pointers, sizes and
+    strides; another dtype, rank or name builds them again."""
     a = torch.randn(6, 32)
     b = torch.randn(9, 64)[:, :32]
-    arr1 = nt._arguments([("x", a)])
-    assert (arr1.array[0].data, arr1.array[0].sizes[0],
-            arr1.array[0].strides[0]) == (a.data_ptr(), 6, 32)
-    arr2 = nt._arguments([("x", b)])
+    key = object()
+
+    def first(arr):
+        t = arr.array[0]
+        return (t.name, t.data, t.dtype, t.rank, list(t.sizes[:t.rank]),
+                list(t.strides[:t.rank]))
+
+    arr1 = nt._arguments(key, [("x", a)])
+    assert first(arr1) == (b"x", a.data_ptr(), 0, 2, [6, 32], [32, 1])
+    arr2 = nt._arguments(key, [("x", b)])
     assert arr2 is arr1
-    assert (arr2.array[0].data, arr2.array[0].sizes[0],
-            arr2.array[0].strides[0]) == (b.data_ptr(), 9, 64)
-    assert nt._arguments([("x", a.half())]) is not arr1  # another dtype
+    assert first(arr2) == (b"x", b.data_ptr(), 0, 2, [9, 32], [64, 1])
+    for other, want in (([("x", a.half())], (b"x", 1, 2)),
+                        ([("x", a[0])], (b"x", 0, 1)),
+                        ([("y", a)], (b"y", 0, 2))):
+        arr3 = nt._arguments(key, other)
+        assert arr3 is not arr1
+        t = arr3.array[0]
+        assert (t.name, t.dtype, t.rank) == want
+    assert nt._arguments(object(), [("x", a)]) is not arr1  # another key
 
 
 def test_ops_refuse_other_devices(validated):

@@ -10,6 +10,10 @@
 // CHECK: rc 0 function rms image yes manifest yes diagnostics ''
 // CHECK: bad chip: rc 1 image no diagnostics {{.*}}error: norm-map-to-gpu: unknown chip 'sm_99' (known: sm_80, sm_86, sm_89, sm_90, sm_90a)
 // CHECK: bad IR: rc 1 diagnostics {{.*}}error: expected non-function type
+// CHECK: bad op: rc 1 diagnostics {{.*}}error: 'norm.rms_norm_grad' op 'weight' must have shape [1024]
+// CHECK-NOT: see current operation
+// CHECK: bad op, print-ir: rc 1 diagnostics {{.*}}error: 'norm.rms_norm_grad' op 'weight' must have shape [1024]
+// CHECK-NEXT: {{.*}}note: see current operation: "norm.rms_norm_grad"
 // CHECK: spec: rc 0 function ln image yes diagnostics ''
 // CHECK-SAME: .entry ln_dx_1(
 // CHECK: spec manifest: "op": "layer_norm_grad" "weight_dtype": "f32" 7 arguments, last 'dweight'
@@ -71,6 +75,28 @@ int main(int argc, char **argv) {
   printf("bad IR: rc %d diagnostics %s", rc,
          r.diagnostics ? r.diagnostics : "(null)\n");
   normCompileResultDestroy(&r);
+
+  /* An op the verifier rejects: the message alone, then with the IR of
+   * the operation (print-ir, a word of ours among the pipeline's). */
+  {
+    static const char *kBadIR =
+        "func.func @rms(%dy: memref<?x1024xbf16>, %x: memref<?x1024xbf16>,\n"
+        "               %rstd: memref<?xf32>, %w: memref<512xbf16>,\n"
+        "               %dx: memref<?x1024xbf16>) {\n"
+        "  norm.rms_norm_grad dy(%dy : memref<?x1024xbf16>)\n"
+        "      x(%x : memref<?x1024xbf16>) rstd(%rstd : memref<?xf32>)\n"
+        "      weight(%w : memref<512xbf16>) outs dx(%dx : memref<?x1024xbf16>)\n"
+        "  return\n"
+        "}\n";
+    rc = normCompile(kBadIR, strlen(kBadIR), "chip=sm_90", &r);
+    printf("bad op: rc %d diagnostics %s", rc,
+           r.diagnostics ? r.diagnostics : "(null)\n");
+    normCompileResultDestroy(&r);
+    rc = normCompile(kBadIR, strlen(kBadIR), "print-ir chip=sm_90", &r);
+    printf("bad op, print-ir: rc %d diagnostics %s", rc,
+           r.diagnostics ? r.diagnostics : "(null)\n");
+    normCompileResultDestroy(&r);
+  }
 
   /* From a spec: LayerNorm backward, bf16 x, f32 weight, no bias. */
   rc = normCompileSpec("op=layer_norm_grad n=2048 dtype=bf16 weight-dtype=f32 "
