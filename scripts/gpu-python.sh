@@ -10,7 +10,9 @@
 # Installs the wheel (no index, no dependencies: torch is the machine's)
 # into a temporary directory, checks that norm_mlir is imported from there
 # (not from python/ in the checkout), runs python/tests (CPU and GPU files)
-# and bench/first_use.py cold, then warm with cProfile of the first call.
+# bench/first_use.py cold, then warm with cProfile of the first call, and
+# bench/host_split.py (the host time of a small forward + backward, by
+# pieces).
 # Exit status: pytest's, or 1 when the wheel is missing or will not install.
 #
 #===----------------------------------------------------------------------===#
@@ -49,4 +51,6 @@ echo "=== first use, cold cache"
 python3 bench/first_use.py
 echo "=== first use, warm cache, first call profiled"
 python3 bench/first_use.py --warm --profile
+echo "=== host time, by pieces"
+python3 bench/host_split.py
 exit $rc
