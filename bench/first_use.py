@@ -92,6 +92,34 @@ def main():
     print("first_use: %s cache" % ("warm" if args.warm else "cold"))
 
 
+def small_problem(m=8, n=1024):
+    """n, then x, weight, bias (all requiring grad) and an upstream
+    gradient: bf16 on the GPU, a size whose kernels take microseconds."""
+    def t(make, *shape):
+        return make(*shape, device="cuda", dtype=torch.bfloat16)
+    x, w, b = (t(torch.randn, m, n), t(torch.ones, n), t(torch.zeros, n))
+    for p in (x, w, b):
+        p.requires_grad_(True)
+    return n, x, w, b, t(torch.randn, m, n)
+
+
+def per_call(fn, calls=200):
+    """Host microseconds a call of fn: the median of 5 batches of `calls`
+    calls, queued without synchronizing, synchronized at each batch's end
+    (after one call outside the timing)."""
+    import statistics
+    fn()
+    torch.cuda.synchronize()
+    ts = []
+    for _ in range(5):
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        torch.cuda.synchronize()
+        ts.append((time.perf_counter() - t0) / calls * 1e6)
+    return statistics.median(ts)
+
+
 def print_profile(prof, sort, lines, title):
     import io
     import pstats
@@ -107,28 +135,8 @@ def overhead(nt, profile=False):
     the Python layer, torch's dispatcher and the launches. Each row is the
     median over 5 batches of 200 calls, queued without synchronizing
     (wall clock over the batch, synchronized at its end)."""
-    import statistics
     F = torch.nn.functional
-    n = 1024
-    x = torch.randn(8, n, device="cuda", dtype=torch.bfloat16,
-                    requires_grad=True)
-    w = torch.ones(n, device="cuda", dtype=torch.bfloat16,
-                   requires_grad=True)
-    b = torch.zeros(n, device="cuda", dtype=torch.bfloat16,
-                    requires_grad=True)
-    g = torch.randn(8, n, device="cuda", dtype=torch.bfloat16)
-
-    def per_call(fn, calls=200):
-        fn()
-        torch.cuda.synchronize()
-        ts = []
-        for _ in range(5):
-            t0 = time.perf_counter()
-            for _ in range(calls):
-                fn()
-            torch.cuda.synchronize()
-            ts.append((time.perf_counter() - t0) / calls * 1e6)
-        return statistics.median(ts)
+    n, x, w, b, g = small_problem()
 
     def fb(f):
         def run():

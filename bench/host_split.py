@@ -8,36 +8,16 @@ host time of one forward + backward, median of 5 batches of 200 calls.
     python3 bench/host_split.py            (with the wheel on PYTHONPATH)
 """
 
-import statistics
 import sys
-import time
 
 import torch
 
-
-def per_call(fn, calls=200):
-    fn()
-    torch.cuda.synchronize()
-    ts = []
-    for _ in range(5):
-        t0 = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        torch.cuda.synchronize()
-        ts.append((time.perf_counter() - t0) / calls * 1e6)
-    return statistics.median(ts)
+from first_use import per_call, small_problem  # bench/, this directory
 
 
 def main():
     import norm_mlir.torch as nt
-    n = 1024
-    x = torch.randn(8, n, device="cuda", dtype=torch.bfloat16,
-                    requires_grad=True)
-    w = torch.ones(n, device="cuda", dtype=torch.bfloat16,
-                   requires_grad=True)
-    b = torch.zeros(n, device="cuda", dtype=torch.bfloat16,
-                    requires_grad=True)
-    g = torch.randn(8, n, device="cuda", dtype=torch.bfloat16)
+    n, x, w, b, g = small_problem()
     F = torch.nn.functional
 
     def ours():
