@@ -72,8 +72,11 @@ enum {
 /// first, then the kernels' chip against the device (compute capability
 /// 9.0 if a kernel is launched in thread-block clusters: "cluster" > 1 in
 /// the manifest), every kernel's presence in the image, its block size
-/// against its register-limited maximum and, where the driver can tell
-/// (CUDA 12.4+), its parameter count against the manifest.
+/// against its register-limited maximum, its shared memory (static plus
+/// the manifest's "dynamic_shared_bytes") against the device's opt-in
+/// limit per block (the kernel is then opted in to its dynamic bytes, with
+/// which every launch of it runs) and, where the driver can tell (CUDA
+/// 12.4+), its parameter count against the manifest.
 ///
 /// The manifest's consistency, checked once here (NORMRT_ERROR_MANIFEST,
 /// "manifest: <entry>: ..."): 'weight', 'bias', 'dweight' and 'dbias' have

@@ -48,6 +48,7 @@ void norm::buildGPUToBinaryPipeline(OpPassManager &pm,
   kernels.addPass(createLowerAffinePass());
   kernels.addPass(createSCFToControlFlowPass());
   kernels.addPass(createConvertGpuOpsToNVVMOps());
+  kernels.addPass(createNormExternDynamicShared());
   NormCheckLibdeviceOptions libdevice;
   libdevice.toolkit = options.toolkit;
   kernels.addPass(createNormCheckLibdevice(libdevice));

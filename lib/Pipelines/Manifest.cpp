@@ -178,6 +178,7 @@ norm::buildManifest(func::FuncOp func, const NormToGPUBinaryOptions &options,
       // are as before.
       if (r.getCluster() > 1)
         k[key(field::kCluster)] = r.getCluster();
+      optional(field::kDynamicShared, r.getShared());
     }
     // The grid: a constant, or the rule the record names. For a clustered
     // kernel both count programs (clusters): where G * cluster folded to a

@@ -54,6 +54,7 @@ Loaded load() {
   resolve(d.cuModuleGetFunction, "cuModuleGetFunction");
   resolve(d.cuModuleUnload, "cuModuleUnload");
   resolve(d.cuFuncGetAttribute, "cuFuncGetAttribute");
+  resolve(d.cuFuncSetAttribute, "cuFuncSetAttribute");
   resolve(d.cuLaunchKernel, "cuLaunchKernel");
   resolve(d.cuMemsetD8Async, "cuMemsetD8Async");
   resolve(d.cuGetErrorName, "cuGetErrorName");

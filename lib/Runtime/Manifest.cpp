@@ -401,6 +401,8 @@ bool ManifestReader::readKernel(const JsonValue &v, size_t index) {
   // (G * cluster blocks).
   if (!getInteger(v, field::kCluster, where, k.cluster))
     return false;
+  if (!getInteger(v, field::kDynamicShared, where, k.dynamicSharedBytes))
+    return false;
   if (k.cluster > 1 && k.grid != GridRule::Programs &&
       k.grid != GridRule::Constant)
     return fail(where, "\"cluster\": " + std::to_string(k.cluster) +

@@ -118,6 +118,36 @@ Status resolveKernels(NormrtModule &m) {
                                std::to_string(k.block) +
                                " threads but runs at most " +
                                std::to_string(maxThreads) + " on this device");
+    if (k.dynamicSharedBytes > 0) {
+      // Opt in to the dynamic shared memory the kernel is launched with;
+      // with its static shared memory it must fit the device's opt-in
+      // limit per block.
+      int optIn = 0, staticBytes = 0;
+      if (CUresult r = d.cuDeviceGetAttribute(
+              &optIn, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+              m.device))
+        return driverError(d, "cuDeviceGetAttribute", r);
+      if (CUresult r = d.cuFuncGetAttribute(
+              &staticBytes, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f))
+        return driverError(d, "cuFuncGetAttribute", r,
+                           "kernel '" + k.name + "'");
+      if (int64_t(staticBytes) + k.dynamicSharedBytes > int64_t(optIn))
+        return Status::error(
+            NORMRT_ERROR_DRIVER,
+            "kernel '" + k.name + "' needs " +
+                std::to_string(staticBytes + k.dynamicSharedBytes) +
+                " bytes of shared memory a block (" +
+                std::to_string(k.dynamicSharedBytes) +
+                " of them dynamic) but device " + std::to_string(m.device) +
+                " gives a block at most " + std::to_string(optIn));
+      if (CUresult r = d.cuFuncSetAttribute(
+              f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+              int(k.dynamicSharedBytes)))
+        return driverError(d, "cuFuncSetAttribute", r,
+                           "kernel '" + k.name + "': " +
+                               std::to_string(k.dynamicSharedBytes) +
+                               " bytes of dynamic shared memory");
+    }
     if (d.cuFuncGetParamInfo && k.numScalarParams() > 0) {
       // The manifest's last parameter must be the kernel's 8-byte parameter
       // at offset 8 * (count - 1). Only indices that should exist are
@@ -253,9 +283,10 @@ Status mlir::norm::runtime::launchModule(const NormrtModule &module,
     pointers.clear();
     for (uint64_t &p : l.params)
       pointers.push_back(&p);
-    if (CUresult r = d.cuLaunchKernel(module.functions[l.kernel], l.grid, 1, 1,
-                                      l.block, 1, 1, /*sharedMemBytes=*/0,
-                                      cuStream, pointers.data(), nullptr))
+    if (CUresult r = d.cuLaunchKernel(
+            module.functions[l.kernel], l.grid, 1, 1, l.block, 1, 1,
+            unsigned(module.manifest.kernels[l.kernel].dynamicSharedBytes),
+            cuStream, pointers.data(), nullptr))
       return driverError(d, "cuLaunchKernel", r,
                          "launching '" +
                              module.manifest.kernels[l.kernel].name +

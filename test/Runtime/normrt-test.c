@@ -28,6 +28,8 @@
 //   args                   the arguments the manifest declares
 //   manifest JSON          reload from inline JSON (manifest only)
 //   load-files             normrt_module_load_files(image, manifest)
+//   load-files-keep        the same, and the loaded module replaces the
+//                          manifest-only one (later launches use it)
 //
 // Failures print "error <CODE>: <message>".
 //
@@ -459,11 +461,19 @@ static int runCommand(char *line, const char *manifestPath,
     }
     return 0;
   }
-  if (!strcmp(cmd, "load-files")) {
+  if (!strcmp(cmd, "load-files") || !strcmp(cmd, "load-files-keep")) {
+    /* load-files-keep: the loaded module (kernels, driver) replaces the
+       manifest-only one, so later commands launch through the driver. */
     NormrtModule *m = NULL;
     if (!report(normrt_module_load_files(imagePath ? imagePath : "",
-                                         manifestPath, &m)))
-      normrt_module_destroy(m);
+                                         manifestPath, &m))) {
+      if (!strcmp(cmd, "load-files")) {
+        normrt_module_destroy(m);
+      } else {
+        normrt_module_destroy(module);
+        module = m;
+      }
+    }
     return 0;
   }
   printf("unknown command '%s'\n", cmd);

@@ -96,6 +96,34 @@ def NormAlignWorkgroupMemory
   }];
 }
 
+def NormExternDynamicShared
+    : Pass<"norm-extern-dynamic-shared", "::mlir::gpu::GPUModuleOp"> {
+  let summary = "Declare the dynamic shared memory global external";
+  let description = [{
+    Runs after convert-gpu-to-nvvm, which lowers `gpu.dynamic_shared_memory`
+    to a zero-sized global of internal linkage in the workgroup address
+    space (`@__dynamic_shmem__N`). The NVPTX backend demotes an internal
+    shared global that one kernel uses into that kernel's own static shared
+    memory: a one-byte `.shared .b8 __dynamic_shmem__0;` that the other
+    static buffers follow, so the dynamic views overlap them (seen: wrong,
+    run-to-run different dweight for LayerNorm bf16 N = 6144-10000 on the
+    H200). With external linkage it is declared `.extern .shared .align 16
+    .b8 __dynamic_shmem__0[];`, the start of the launch's dynamic shared
+    memory.
+
+    ```mlir
+    llvm.mlir.global internal @__dynamic_shmem__0() {addr_space = 3 : i32,
+        alignment = 16 : i64} : !llvm.array<0 x i8>
+    // becomes
+    llvm.mlir.global external @__dynamic_shmem__0() {addr_space = 3 : i32,
+        alignment = 16 : i64} : !llvm.array<0 x i8>
+    ```
+
+    Post-condition: every zero-sized global in address space 3 has external
+    linkage.
+  }];
+}
+
 def NormAttachClusterDims
     : Pass<"norm-attach-cluster-dims", "::mlir::ModuleOp"> {
   let summary = "Compile the cluster size of each cluster launch into its "

@@ -104,6 +104,9 @@ struct KernelSpec {
   /// GridRule::Programs with cluster C > 1 launches G * C blocks, in
   /// clusters of C, and needs compute capability 9.0.
   int64_t cluster = 1;
+  /// Bytes of dynamic shared memory each launch gets ("dynamic_shared_bytes";
+  /// absent: 0).
+  int64_t dynamicSharedBytes = 0;
   std::vector<KernelParam> params;
 
   /// Kernel parameters after MLIR's default memref expansion: 3 + 2 * rank

@@ -181,6 +181,11 @@ inline constexpr Field kRegisters{"registers", FieldType::Bool, false};
 // blocks, and the kernel, compiled with `.reqnctapercluster cluster, 1, 1`,
 // needs compute capability 9.0. Only written when above 1.
 inline constexpr Field kCluster{"cluster", FieldType::Integer, false, 1, 8};
+// Bytes of dynamic shared memory a kernel is launched with (absent: 0): the
+// runtime opts the kernel in (cuFuncSetAttribute) and passes them to every
+// launch. Only written when above 0.
+inline constexpr Field kDynamicShared{"dynamic_shared_bytes",
+                                      FieldType::Integer, false, 1, INT32_MAX};
 inline constexpr Field kParams{"params", FieldType::Array, true};
 
 // `kernels[i].params[j]`: exactly one of argument and workspace.

@@ -251,17 +251,57 @@ Geometry mlir::norm::chooseRowGeometry(const RowShape &s,
   return g;
 }
 
+/// Blocks of g.threads an SM keeps resident at `regs` registers a thread.
+static int64_t residentBlocks(const Geometry &g, int64_t regs) {
+  return std::min<int64_t>(kRegistersPerSM / (std::max<int64_t>(regs, 1) *
+                                               g.threads),
+                           kThreadsPerSM / g.threads);
+}
+
+/// Whether one row's partial rows past the static budget are worth the
+/// dynamic shared memory (a one-row, unsplit geometry): when the kernel
+/// then keeps more blocks resident an SM, or when in registers they would
+/// spill (registerEstimate more than one array of the lane's share over
+/// maxRegisters: below that ptxas still fits them, RMSNorm bf16 16384
+/// estimated at 288 and given 246). In shared memory a lane keeps its two
+/// row caches and ptxas gives it about 2 x share + kRegisterOverhead
+/// registers (measured: 105-128 for shares of 24-48, LayerNorm bf16
+/// 6144-10000 and RMSNorm 12288, where registerEstimate's batched-load
+/// array does not show). Where neither holds, the partial rows'
+/// shared-memory traffic costs more than their registers did (RMSNorm bf16
+/// 16384: 72% of copy in 246 registers, 65% in shared memory at 181, one
+/// block an SM either way).
+static bool dynamicPartialsPay(const Geometry &g, int64_t partialRows) {
+  Geometry inRegisters = g;
+  inRegisters.partials = PartialsHome::Registers;
+  int64_t regs = registerEstimate(inRegisters, partialRows);
+  int64_t share = g.chunksPerLane * g.vec;
+  if (regs - maxRegisters(g) > share)
+    return true;
+  int64_t shared = 2 * share + kRegisterOverhead;
+  return residentBlocks(g, shared) >
+         residentBlocks(g, std::min(regs, maxRegisters(g)));
+}
+
 static void placePartials(Geometry &g, const RowShape &s) {
   bool deterministic =
       s.partials == PartialSums::Deterministic && s.partialRows > 0;
+  int64_t bytes = deterministic && g.registers
+                      ? partialsSharedBytes(g, s.partialRows)
+                      : 0;
   if (!deterministic)
     g.partials = PartialsHome::None;
   else if (!g.registers)
     g.partials = PartialsHome::Global;
-  else if (g.rows == 1 &&
-           partialsSharedBytes(g, s.partialRows) <= kPartialsSharedBytes)
+  else if (g.rows == 1 && bytes <= kPartialsSharedBytes)
     // One row in flight: registers are better spent on the row cache, so
     // more blocks fit on an SM.
+    g.partials = PartialsHome::Shared;
+  else if (g.rows == 1 && g.cluster == 1 &&
+           bytes <= kDynamicPartialsSharedBytes &&
+           dynamicPartialsPay(g, s.partialRows))
+    // Past the static budget, in dynamic shared memory where that pays
+    // (the order of the sums is the same wherever they live).
     g.partials = PartialsHome::Shared;
   else
     g.partials = PartialsHome::Registers;
@@ -284,8 +324,12 @@ static void placePartials(Geometry &g, const RowShape &s) {
   }
 
   g.sharedBytes = 0;
-  if (g.partials == PartialsHome::Shared ||
-      (g.partials == PartialsHome::Registers && g.rows > 1))
+  g.dynamicSharedBytes = 0;
+  if (g.partials == PartialsHome::Shared &&
+      partialsSharedBytes(g, s.partialRows) > kPartialsSharedBytes)
+    g.dynamicSharedBytes = partialsSharedBytes(g, s.partialRows);
+  else if (g.partials == PartialsHome::Shared ||
+           (g.partials == PartialsHome::Registers && g.rows > 1))
     g.sharedBytes += partialsSharedBytes(g, s.partialRows);
   if (g.lanes > g.warp) // cross-warp scratch: two sums a row, a slot a warp
     g.sharedBytes +=
@@ -294,4 +338,6 @@ static void placePartials(Geometry &g, const RowShape &s) {
     g.sharedBytes += 2 * kClusterSumSlots * int64_t(sizeof(float));
   assert(g.sharedBytes <= kGuaranteedStaticSharedBytes &&
          "a row kernel exceeds the static shared memory of every chip");
+  assert(g.sharedBytes + g.dynamicSharedBytes <= kGuaranteedOptInSharedBytes &&
+         "a row kernel exceeds the opt-in shared memory of every chip");
 }

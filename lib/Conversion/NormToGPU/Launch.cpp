@@ -74,6 +74,33 @@ Value norm::addSharedBuffer(gpu::LaunchOp launch, ArrayRef<int64_t> shape,
 // has none ("unsupported" in the manifest of 162 of the 277 benchmark
 // configurations). Here the op is cloned in and its memref operands become
 // the arguments instead.
+Value norm::addDynamicSharedView(gpu::LaunchOp launch, OpBuilder &b,
+                                 int64_t offset, ArrayRef<int64_t> shape,
+                                 Type elementType, Location loc) {
+  auto space = gpu::AddressSpaceAttr::get(launch.getContext(),
+                                          gpu::AddressSpace::Workgroup);
+  auto bytesType = MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
+                                   AffineMap(), space);
+  Value base = gpu::DynamicSharedMemoryOp::create(b, loc, bytesType);
+  auto viewType = MemRefType::get(shape, elementType, AffineMap(), space);
+  Value view = memref::ViewOp::create(b, loc, viewType, base,
+                                      cIndex(b, loc, offset), ValueRange{});
+  // The launch's dynamic size: the end of the furthest view.
+  int64_t end = offset + viewType.getNumElements() *
+                             int64_t(elementType.getIntOrFloatBitWidth() / 8);
+  int64_t current = 0;
+  if (Value size = launch.getDynamicSharedMemorySize())
+    if (auto c = size.getDefiningOp<arith::ConstantOp>())
+      current = cast<IntegerAttr>(c.getValue()).getInt();
+  if (end > current) {
+    OpBuilder outside(launch);
+    Value size = arith::ConstantOp::create(outside, loc,
+                                           outside.getI32IntegerAttr(end));
+    launch.getDynamicSharedMemorySizeMutable().assign(size);
+  }
+  return view;
+}
+
 void norm::sinkIntoLaunch(gpu::LaunchOp launch) {
   Block &body = launch.getBody().front();
   DenseMap<Value, Value> sunk;

@@ -33,6 +33,13 @@ createLaunch(OpBuilder &b, Location loc, Value grid, int64_t threads,
 Value addSharedBuffer(gpu::LaunchOp launch, ArrayRef<int64_t> shape,
                       Type elementType, Location loc);
 
+/// A view of `launch`'s dynamic shared memory at byte `offset`, of `shape`
+/// and `elementType` (`b` inside the launch body), and the launch's dynamic
+/// size raised to cover it.
+Value addDynamicSharedView(gpu::LaunchOp launch, OpBuilder &b, int64_t offset,
+                           ArrayRef<int64_t> shape, Type elementType,
+                           Location loc);
+
 /// Moves the pure index arithmetic a kernel uses into it, so kernels compute
 /// it from the memref descriptors instead of taking it as arguments.
 void sinkIntoLaunch(gpu::LaunchOp launch);

@@ -139,7 +139,7 @@ struct MapToGPUPass : public norm::impl::NormMapToGPUBase<MapToGPUPass> {
         b.getContext(), name, kind, threads, grid, columns, g ? g->lanes : 0,
         g ? g->rows : 0, g ? g->vec : 0,
         g ? std::optional<bool>(g->registers) : std::nullopt,
-        g && g->cluster > 1 ? g->cluster : 0));
+        g && g->cluster > 1 ? g->cluster : 0, g ? g->dynamicSharedBytes : 0));
   }
 
   /// Launches the kernel of one tagged nest and records it.

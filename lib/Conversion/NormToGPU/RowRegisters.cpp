@@ -72,13 +72,22 @@ void RegisterRowKernel::allocateThreadStorage() {
   SmallVector<memref::StoreOp> partialStores;
   if (g.partials != PartialsHome::None)
     partialStores = partialRowStores(nest);
-  // Where they live is the geometry's choice (Geometry.cpp).
+  // Where they live is the geometry's choice (Geometry.cpp): static
+  // shared buffers, or views of the dynamic shared memory one after the
+  // other (g.dynamicSharedBytes, the launch's dynamic size).
   int64_t slots = g.chunksPerLane * g.vec * g.lanes;
+  int64_t dynamicOffset = 0;
   for (memref::StoreOp store : partialStores) {
     Type t = store.getValue().getType();
     Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(t));
     if (partialsInShared()) {
-      Value acc = addSharedBuffer(launch, {slots}, t, loc);
+      Value acc;
+      if (g.dynamicSharedBytes) {
+        acc = addDynamicSharedView(launch, b, dynamicOffset, {slots}, t, loc);
+        dynamicOffset += slots * int64_t(t.getIntOrFloatBitWidth() / 8);
+      } else {
+        acc = addSharedBuffer(launch, {slots}, t, loc);
+      }
       scf::ForOp::create(b, loc, tid, c(slots), c(g.threads), ValueRange{},
                          [&](OpBuilder &fb, Location, Value j, ValueRange) {
                            memref::StoreOp::create(fb, loc, zero, acc,
@@ -93,6 +102,8 @@ void RegisterRowKernel::allocateThreadStorage() {
       memref::StoreOp::create(b, loc, zero, acc, ValueRange{c(i)});
     partialArrays[store.getMemRef()] = acc;
   }
+  assert(dynamicOffset <= g.dynamicSharedBytes &&
+         "partial rows past the geometry's dynamic shared memory");
   if (partialsInShared())
     gpu::BarrierOp::create(b, loc);
 }

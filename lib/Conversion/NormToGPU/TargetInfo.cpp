@@ -14,7 +14,9 @@ using namespace mlir::norm;
 
 llvm::ArrayRef<llvm::StringRef> TargetInfo::knownChips() {
   // sm_80 (A100), sm_86/sm_89 (consumer Ampere/Ada) and sm_90 (H100/H200)
-  // share every limit the mapping uses, so each takes TargetInfo's defaults.
+  // share the limits the mapping's choices read (warp, access width, block
+  // size, static shared memory); they differ in PTX version, clusters and
+  // opt-in shared memory, which only bounds what a kernel may use.
   static const llvm::StringRef chips[] = {"sm_80", "sm_86", "sm_89", "sm_90",
                                           "sm_90a"};
   return chips;
@@ -37,6 +39,12 @@ std::optional<TargetInfo> TargetInfo::get(llvm::StringRef chip) {
   // 8 blocks is the portable cluster size.
   if (chip.starts_with("sm_90"))
     info.maxClusterBlocks = 8;
+  // Opt-in shared memory per block (the programming guide's table by
+  // compute capability): 163 KB on 8.0, 99 KB on 8.6 and 8.9, 227 KB on 9.0.
+  info.maxOptInSharedBytes = llvm::StringSwitch<int64_t>(chip)
+                                 .Case("sm_80", 163 * 1024)
+                                 .Cases({"sm_90", "sm_90a"}, 227 * 1024)
+                                 .Default(99 * 1024);
   return info;
 }
 

@@ -64,7 +64,8 @@ static std::string show(const Geometry &g) {
          " registers=" + std::to_string(g.registers) +
          " partials=" + std::to_string(int(g.partials)) +
          " layouts=" + std::to_string(int(g.layouts)) +
-         " smem=" + std::to_string(g.sharedBytes);
+         " smem=" + std::to_string(g.sharedBytes) +
+         " dynamic=" + std::to_string(g.dynamicSharedBytes);
 }
 
 /// Everything that fixes a sum order (and the kernel's shape).
@@ -116,9 +117,12 @@ int main() {
   for (llvm::StringRef chip : TargetInfo::knownChips()) {
     std::optional<TargetInfo> t = TargetInfo::get(chip);
     check(t.has_value(), "no TargetInfo for " + chip.str());
-    if (t)
+    if (t) {
       check(kGuaranteedStaticSharedBytes <= t->maxStaticSharedBytes,
             chip.str() + ": less static shared memory than the guaranteed");
+      check(kGuaranteedOptInSharedBytes <= t->maxOptInSharedBytes,
+            chip.str() + ": less opt-in shared memory than the guaranteed");
+    }
   }
 
   // Determinism: the same geometry on every chip, and within the budget.
@@ -132,6 +136,17 @@ int main() {
               describe(n, d, s) + " threads=" + std::to_string(threads);
           check(ref.sharedBytes <= kGuaranteedStaticSharedBytes,
                 what + ": " + show(ref) + " exceeds the guaranteed budget");
+          // Dynamic shared memory only for one row's partial rows past the
+          // static budget, within the opt-in one.
+          check(ref.dynamicSharedBytes == 0 ||
+                    (ref.partials == PartialsHome::Shared && ref.rows == 1 &&
+                     ref.dynamicSharedBytes ==
+                         partialsSharedBytes(ref, s.partialRows) &&
+                     ref.dynamicSharedBytes > kPartialsSharedBytes &&
+                     ref.dynamicSharedBytes <= kDynamicPartialsSharedBytes &&
+                     ref.sharedBytes + ref.dynamicSharedBytes <=
+                         kGuaranteedOptInSharedBytes),
+                what + ": bad dynamic shared memory: " + show(ref));
           check(ref.lanes * ref.rows == ref.threads &&
                     (threads == 0 || ref.threads == threads),
                 what + ": lanes * rows != threads: " + show(ref));
@@ -197,12 +212,32 @@ int main() {
   // partial rows (2 * 4096 * 4 bytes = 32 KB) in shared memory.
   expect(4096, bf16, layer, 256, 1, 8, 2, true, PartialsHome::Shared);
   expect(4095, bf16, layer, 256, 1, 8, 2, true, PartialsHome::Shared);
-  // N = 8192 bf16: 64 KB of partial rows do not fit; registers.
-  expect(8192, bf16, layer, 256, 1, 8, 4, true, PartialsHome::Registers);
+  // N = 8192 bf16: 64 KB of partial rows pass the static budget; dynamic
+  // shared memory (kDynamicPartialsSharedBytes).
+  expect(8192, bf16, layer, 256, 1, 8, 4, true, PartialsHome::Shared);
   expect(8192, bf16, rms, 256, 1, 8, 4, true, PartialsHome::Shared);
   // 40 KB of partial row (kPartialsSharedBytes) still fits shared memory.
   expect(10000, bf16, rms, 256, 1, 8, 5, true, PartialsHome::Shared);
+  // Dynamic shared memory only where it pays (dynamicPartialsPay): RMSNorm
+  // N = 16384 keeps one block an SM either way, so registers.
   expect(16384, f32, rms, 256, 1, 4, 16, true, PartialsHome::Registers);
+  expect(16384, bf16, rms, 256, 1, 8, 8, true, PartialsHome::Registers);
+  expect(12288, bf16, rms, 256, 1, 8, 6, true, PartialsHome::Shared);
+  // 96 KB of LayerNorm partial rows pass the dynamic budget too: registers.
+  expect(12288, bf16, layer, 256, 1, 8, 6, true, PartialsHome::Registers);
+  auto bytes = [&](int64_t n, const DType &d, const Strategy &s,
+                   int64_t shared, int64_t dynamic) {
+    Geometry g = geometry(n, d.bytes, s, first);
+    check(g.sharedBytes == shared && g.dynamicSharedBytes == dynamic,
+          describe(n, d, s) + ": shared bytes: got " + show(g));
+  };
+  bytes(4096, bf16, layer, 32768 + 64, 0); // static, as before
+  bytes(5120, bf16, layer, 64, 49152);     // 3 chunks x 8 x 256 lanes x 2
+  bytes(8192, bf16, layer, 64, 65536);     // 2 x 8192 x 4, dynamic
+  bytes(12288, bf16, rms, 64, 49152);     // 6 chunks x 8 x 256 lanes
+  bytes(16384, bf16, rms, 64, 0);
+  bytes(8192, bf16, rms, 32768 + 64, 0);
+  bytes(12288, bf16, layer, 64, 0);
   expect(16384, bf16, atomic, 256, 1, 8, 8, true, PartialsHome::None);
   // Looped: more than 64 elements per lane, or N not static (no chunks).
   expect(65536, bf16, layer, 256, 1, 8, 0, false, PartialsHome::Global);

@@ -56,7 +56,14 @@
 // 255 + 2 arrays that make the split worth its cluster barrier): the
 // block per row.
 // SM80-LABEL: func @layer_norm_grad_n8192
-// SM80-SAME: #norm.kernel<name = "layer_norm_grad_n8192_dx_1", kind = dx, block = 256, grid = programs, lanes = 256, rows = 1, vector = 8, registers = true>
+// SM80-SAME: #norm.kernel<name = "layer_norm_grad_n8192_dx_1", kind = dx, block = 256, grid = programs, lanes = 256, rows = 1, vector = 8, registers = true, shared = 65536>
+// The two partial rows (2 x 8192 f32) in dynamic shared memory, one view
+// after the other, and the launch's dynamic size covering both.
+// SM80: gpu.launch blocks({{.*}}) dynamic_shared_memory_size %c65536_i32 module(@layer_norm_grad_n8192_kernels) function(@layer_norm_grad_n8192_dx_1)
+// SM80: %[[D0:.*]] = gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
+// SM80: memref.view %[[D0]][%c0{{.*}}][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<8192xf32, #gpu.address_space<workgroup>>
+// SM80: %[[D1:.*]] = gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
+// SM80: memref.view %[[D1]][%c32768{{.*}}][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<8192xf32, #gpu.address_space<workgroup>>
 // SM80-NOT: clusters
 // SM80-NOT: nvvm.mapa
 

@@ -46,6 +46,8 @@ EXPORT CUresult cuDeviceGetAttribute(int *value, int attribute, int device) {
     *value = computeCapability() / 10;
   else if (attribute == 76) // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR
     *value = computeCapability() % 10;
+  else if (attribute == 97) // ..._MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
+    *value = computeCapability() >= 90 ? 227 * 1024 : 99 * 1024;
   else
     return INVALID_VALUE;
   return OK;
@@ -101,9 +103,20 @@ EXPORT CUresult cuModuleUnload(CUhandle module) {
 EXPORT CUresult cuFuncGetAttribute(int *value, int attribute,
                                    CUhandle function) {
   (void)function;
-  if (attribute != 0) // CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK
+  if (attribute == 0) // CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK
+    *value = 1024;
+  else if (attribute == 1) // CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES
+    *value = 1024;
+  else
     return INVALID_VALUE;
-  *value = 1024;
+  return OK;
+}
+EXPORT CUresult cuFuncSetAttribute(CUhandle function, int attribute,
+                                   int value) {
+  (void)function;
+  if (attribute != 8) // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+    return INVALID_VALUE;
+  printf("fake cuFuncSetAttribute max dynamic shared %d\n", value);
   return OK;
 }
 EXPORT CUresult cuLaunchKernel(CUhandle function, unsigned gridX,
@@ -112,8 +125,12 @@ EXPORT CUresult cuLaunchKernel(CUhandle function, unsigned gridX,
                                unsigned sharedMemBytes, CUhandle stream,
                                void **kernelParams, void **extra) {
   (void)function, (void)gridY, (void)gridZ, (void)blockY, (void)blockZ;
-  (void)sharedMemBytes, (void)stream, (void)kernelParams, (void)extra;
-  printf("fake cuLaunchKernel grid %u block %u\n", gridX, blockX);
+  (void)stream, (void)kernelParams, (void)extra;
+  if (sharedMemBytes)
+    printf("fake cuLaunchKernel grid %u block %u shared %u\n", gridX, blockX,
+           sharedMemBytes);
+  else
+    printf("fake cuLaunchKernel grid %u block %u\n", gridX, blockX);
   return OK;
 }
 EXPORT CUresult cuMemsetD8Async(unsigned long long address, unsigned char value,

@@ -44,6 +44,22 @@ inline constexpr int64_t kGuaranteedStaticSharedBytes = 48 * 1024;
 inline constexpr int64_t kPartialsSharedBytes =
     kGuaranteedStaticSharedBytes - 8 * 1024;
 
+/// Shared memory, static plus dynamic, every chip we know lets a block
+/// have once its kernel opts in: the smallest TargetInfo::maxOptInSharedBytes
+/// (sm_86 and sm_89: 99 KB; the geometry test checks every chip's is at
+/// least this). Chip-independent like the budget above, so the geometry
+/// stays a function of N, the element type, the strategy and the options.
+inline constexpr int64_t kGuaranteedOptInSharedBytes = 99 * 1024;
+
+/// The share of it one-row-at-a-time (S = 1) `deterministic` partial rows
+/// may take as dynamic shared memory when they pass kPartialsSharedBytes:
+/// the rest is the static scratch (at most 8 KB). Below it, such rows
+/// would live in registers (two or three more arrays of the lane's share:
+/// 128-240 registers at LayerNorm 5120-16384, RMSNorm 12288-16384, one
+/// block an SM); in shared memory the dx kernel keeps the two row caches.
+inline constexpr int64_t kDynamicPartialsSharedBytes =
+    kGuaranteedOptInSharedBytes - 8 * 1024;
+
 /// How a nest combines its rows' contributions to dweight/dbias, as far as
 /// the geometry cares (the nest's norm.strategy; None for the forward and
 /// for ops without dweight/dbias).
@@ -54,6 +70,7 @@ enum class PartialsHome {
   None,      // no deterministic partial rows
   Registers, // private arrays; with S > 1 they meet in shared memory [S, N]
   Shared,    // one row in flight: lane-major slots in shared memory
+             // (static, or dynamic past kPartialsSharedBytes)
   Global,    // looped regime: the program's partial row, updated in place
 };
 
@@ -242,6 +259,10 @@ struct Geometry {
   /// Static shared memory of the kernel: partial rows plus the cross-warp
   /// scratch.
   int64_t sharedBytes = 0;
+  /// Dynamic shared memory of the kernel (the launch's sharedMemBytes; the
+  /// runtime opts the kernel in above 48 KB): the partial rows when they
+  /// take more than kPartialsSharedBytes (PartialsHome::Shared, S = 1).
+  int64_t dynamicSharedBytes = 0;
   /// Blocks per thread-block cluster that split each row (C; 1: a row is
   /// one block's). With C > 1, block s of a program's cluster owns columns
   /// [s * sliceColumns, (s + 1) * sliceColumns) of every row of the

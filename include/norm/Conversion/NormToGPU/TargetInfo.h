@@ -32,6 +32,10 @@ struct TargetInfo {
   int64_t maxThreadsPerBlock = 1024;
   /// Static shared memory a block may use without opting in.
   int64_t maxStaticSharedBytes = 48 * 1024;
+  /// Shared memory a block may use in all, static plus dynamic, once the
+  /// kernel opts in (cuFuncSetAttribute): the CUDA programming guide's
+  /// "maximum amount of shared memory per thread block" of the chip.
+  int64_t maxOptInSharedBytes = 99 * 1024;
   /// Widest global access a thread can issue in one instruction.
   int64_t maxVectorBytes = 16;
   /// The oldest PTX ISA version that knows the chip, times ten (78 = 7.8).

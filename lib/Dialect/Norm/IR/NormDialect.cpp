@@ -112,7 +112,7 @@ Attribute KernelAttr::parse(AsmParser &p, Type) {
   std::optional<manifest::KernelKind> kind;
   std::optional<manifest::GridRule> grid;
   std::optional<int64_t> block;
-  int64_t columns = 0, lanes = 0, rows = 0, vector = 0, cluster = 0;
+  int64_t columns = 0, lanes = 0, rows = 0, vector = 0, cluster = 0, shared = 0;
   std::optional<bool> registers;
   llvm::StringSet<> seen;
   SMLoc start = p.getCurrentLocation();
@@ -156,6 +156,7 @@ Attribute KernelAttr::parse(AsmParser &p, Type) {
                     : key == "rows"    ? &rows
                     : key == "vector"  ? &vector
                     : key == "cluster" ? &cluster
+                    : key == "shared"  ? &shared
                                        : nullptr;
     if (!slot)
       return p.emitError(loc) << "unknown key '" << key << "'";
@@ -169,7 +170,7 @@ Attribute KernelAttr::parse(AsmParser &p, Type) {
   }
   return getChecked([&] { return p.emitError(start); }, p.getContext(), name,
                     *kind, *block, *grid, columns, lanes, rows, vector,
-                    registers, cluster);
+                    registers, cluster, shared);
 }
 
 void KernelAttr::print(AsmPrinter &p) const {
@@ -189,6 +190,7 @@ void KernelAttr::print(AsmPrinter &p) const {
   if (getRegisters())
     p << ", registers = " << (*getRegisters() ? "true" : "false");
   optional("cluster", getCluster());
+  optional("shared", getShared());
   p << ">";
 }
 
@@ -197,7 +199,7 @@ KernelAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                    StringRef name, manifest::KernelKind kind, int64_t block,
                    manifest::GridRule grid, int64_t columns, int64_t lanes,
                    int64_t rows, int64_t vector, std::optional<bool>,
-                   int64_t cluster) {
+                   int64_t cluster, int64_t shared) {
   if (name.empty())
     return emitError() << "#norm.kernel: empty name";
   if (block < 1)
@@ -218,6 +220,11 @@ KernelAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                        << manifest::field::kCluster.min << ", "
                        << manifest::field::kCluster.max << "], got "
                        << cluster;
+  if (shared < 0 || shared > manifest::field::kDynamicShared.max)
+    return emitError() << "#norm.kernel: shared (dynamic shared memory "
+                          "bytes) must be in [0, "
+                       << manifest::field::kDynamicShared.max << "], got "
+                       << shared;
   if (cluster > 1 && grid != manifest::GridRule::Programs)
     return emitError() << "#norm.kernel: cluster > 1 only goes with grid = "
                           "programs (G clusters of blocks), got grid = "

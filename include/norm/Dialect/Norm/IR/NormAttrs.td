@@ -28,7 +28,9 @@ def Norm_KernelAttr : AttrDef<Norm_Dialect, "Kernel"> {
     that splits each row across a cluster (above 1 only with grid =
     programs): it launches G * cluster blocks, grouped in clusters of
     `cluster` (compiled into the kernel as `.reqnctapercluster`, so it needs
-    sm_90 or later). The enum names are those of
+    sm_90 or later). `shared` (absent: 0) is the dynamic shared memory the
+    kernel is launched with, in bytes (the manifest's
+    `dynamic_shared_bytes`). The enum names are those of
     norm/Support/ManifestSchema.h.
 
     ```mlir
@@ -54,7 +56,9 @@ def Norm_KernelAttr : AttrDef<Norm_Dialect, "Kernel"> {
     OptionalParameter<"std::optional<bool>", "rows held in registers">
         :$registers,
     OptionalParameter<"int64_t",
-                      "blocks per thread-block cluster (absent: 1)">:$cluster);
+                      "blocks per thread-block cluster (absent: 1)">:$cluster,
+    OptionalParameter<"int64_t",
+                      "bytes of dynamic shared memory (absent: 0)">:$shared);
   let skipDefaultBuilders = 1;
   let builders = [
     AttrBuilder<(ins "::llvm::StringRef":$name,
@@ -66,9 +70,10 @@ def Norm_KernelAttr : AttrDef<Norm_Dialect, "Kernel"> {
                      CArg<"int64_t", "0">:$rows,
                      CArg<"int64_t", "0">:$vector,
                      CArg<"std::optional<bool>", "std::nullopt">:$registers,
-                     CArg<"int64_t", "0">:$cluster), [{
+                     CArg<"int64_t", "0">:$cluster,
+                     CArg<"int64_t", "0">:$shared), [{
       return $_get($_ctxt, name, kind, block, grid, columns, lanes, rows,
-                   vector, registers, cluster);
+                   vector, registers, cluster, shared);
     }]>
   ];
   let hasCustomAssemblyFormat = 1;
