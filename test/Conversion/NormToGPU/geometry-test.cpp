@@ -238,6 +238,15 @@ int main() {
   bytes(16384, bf16, rms, 64, 0);
   bytes(8192, bf16, rms, 32768 + 64, 0);
   bytes(12288, bf16, layer, 64, 0);
+  // RMSNorm N = 20480 takes 512 threads (5 chunks a lane): its partial row
+  // in registers would spill past the 128 a thread (more than one array
+  // over), so dynamic shared memory though the block count stays.
+  {
+    Geometry g = geometry(20480, bf16.bytes, rms, first, 0);
+    check(g.threads == 512 && g.partials == PartialsHome::Shared &&
+              g.dynamicSharedBytes == 81920,
+          describe(20480, bf16, rms) + " threads=0: got " + show(g));
+  }
   expect(16384, bf16, atomic, 256, 1, 8, 8, true, PartialsHome::None);
   // Looped: more than 64 elements per lane, or N not static (no chunks).
   expect(65536, bf16, layer, 256, 1, 8, 0, false, PartialsHome::Global);
