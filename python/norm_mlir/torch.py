@@ -282,15 +282,21 @@ _rms_fwd = _define(
     _rms_fwd_impl, _rms_fwd_fake)
 
 
-def _ln_bwd_impl(dy, x, mean, rstd, weight, has_bias, n, zero_centered):
-    _same_device(x, dy, mean, rstd, weight)
+def _grad_rows(dy, x, weight, n):
+    """A backward's rows of x and dy, M, and its dx (x's shape) and dweight
+    (empty without a weight; the weight's dtype, else x's)."""
     xr, dyr = _rows(x, n), _rows(dy, n)
-    m = xr.shape[0]
     dx = torch.empty(x.shape, dtype=x.dtype, device=x.device)
     wdt = weight.dtype if weight is not None else x.dtype
     dw = torch.empty(n if weight is not None else 0, dtype=wdt,
                      device=x.device)
-    db = torch.empty(n if has_bias else 0, dtype=wdt, device=x.device)
+    return xr, dyr, xr.shape[0], dx, dw
+
+
+def _ln_bwd_impl(dy, x, mean, rstd, weight, has_bias, n, zero_centered):
+    _same_device(x, dy, mean, rstd, weight)
+    xr, dyr, m, dx, dw = _grad_rows(dy, x, weight, n)
+    db = torch.empty(n if has_bias else 0, dtype=dw.dtype, device=x.device)
     mod = _kernels("layer_norm_grad", n, x, weight, has_bias, None,
                    zero_centered)
     args = [("dy", dyr), ("x", xr), ("mean", mean), ("rstd", rstd),
@@ -319,12 +325,7 @@ _ln_bwd = _define(
 
 def _rms_bwd_impl(dy, x, rstd, weight, n, zero_centered):
     _same_device(x, dy, rstd, weight)
-    xr, dyr = _rows(x, n), _rows(dy, n)
-    m = xr.shape[0]
-    dx = torch.empty(x.shape, dtype=x.dtype, device=x.device)
-    wdt = weight.dtype if weight is not None else x.dtype
-    dw = torch.empty(n if weight is not None else 0, dtype=wdt,
-                     device=x.device)
+    xr, dyr, m, dx, dw = _grad_rows(dy, x, weight, n)
     mod = _kernels("rms_norm_grad", n, x, weight, False, None, zero_centered)
     args = [("dy", dyr), ("x", xr), ("rstd", rstd), ("dx", dx.view(m, n))]
     if weight is not None:

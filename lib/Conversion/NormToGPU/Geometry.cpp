@@ -134,6 +134,13 @@ int64_t mlir::norm::maxRegisters(const Geometry &g) {
   return std::min<int64_t>(255, kRegistersPerSM / g.threads);
 }
 
+/// Blocks of g.threads an SM keeps resident at `regs` registers a thread.
+static int64_t residentBlocks(const Geometry &g, int64_t regs) {
+  return std::min<int64_t>(kRegistersPerSM / (std::max<int64_t>(regs, 1) *
+                                               g.threads),
+                           kThreadsPerSM / g.threads);
+}
+
 /// Threads an SM keeps resident for a split geometry, from its register
 /// estimate: ptxas gives a 512-thread block up to its maxRegisters (128)
 /// whatever it needs (102-119 measured where 64-96 were estimated), so
@@ -142,9 +149,7 @@ static int64_t residentThreads(const Geometry &g, int64_t partialRows) {
   int64_t regs = g.threads >= 512
                      ? maxRegisters(g)
                      : std::max<int64_t>(64, registerEstimate(g, partialRows));
-  int64_t blocks = std::min<int64_t>(kRegistersPerSM / (regs * g.threads),
-                                     kThreadsPerSM / g.threads);
-  return blocks * g.threads;
+  return residentBlocks(g, regs) * g.threads;
 }
 
 double mlir::norm::clusterScore(const Geometry &g, int64_t partialRows) {
@@ -249,13 +254,6 @@ Geometry mlir::norm::chooseRowGeometry(const RowShape &s,
 
   placePartials(g, s);
   return g;
-}
-
-/// Blocks of g.threads an SM keeps resident at `regs` registers a thread.
-static int64_t residentBlocks(const Geometry &g, int64_t regs) {
-  return std::min<int64_t>(kRegistersPerSM / (std::max<int64_t>(regs, 1) *
-                                               g.threads),
-                           kThreadsPerSM / g.threads);
 }
 
 /// Whether one row's partial rows past the static budget are worth the
