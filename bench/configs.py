@@ -494,6 +494,9 @@ def sweep_m(op, n, dt, target_bytes=1 << 30):
 # of 36.8 and 36 KB), the looped regime's batches at 90001 (odd), 150000,
 # 300000.
 UNTUNED_N = (4600, 9000, 90001, 150000, 300000)
+# Odd N whose LayerNorm backward keeps its partial rows in dynamic shared
+# memory (none is a choice the rule was measured on).
+UNTUNED_DYNAMIC_N = (6143, 8191, 9999)
 
 # The backward's variants: none at the moment. (Earlier runs, in
 # bench/RESULTS.md: the looped regime's batches against one row at a time,
@@ -529,7 +532,9 @@ def variant_cfgs():
 def sweep_cfgs():
     """The backward and the forward (y, mean, rstd; no xhat) at every N."""
     return [Cfg(op, n, dt) for dt in SWEEP_DTYPES
-            for n in SWEEP_N + UNTUNED_N for op in GRAD_OPS + FWD_OPS]
+            for n in SWEEP_N + UNTUNED_N for op in GRAD_OPS + FWD_OPS] + [
+        Cfg(op, n, dt) for dt in SWEEP_DTYPES for n in UNTUNED_DYNAMIC_N
+        for op in GRAD_OPS]
 
 
 # ------------------------------------------------------------ compile list
