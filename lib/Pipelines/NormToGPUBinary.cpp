@@ -16,12 +16,15 @@ void norm::buildNormToGPUBinaryPipeline(OpPassManager &pm,
                                         const NormToGPUBinaryOptions &options) {
   buildLowerToLoopsPipeline(pm, options);
 
+  NormChooseGeometryOptions choose;
+  choose.threads = options.threads;
+  choose.maxRegisterElements = options.maxRegisterElements;
+  choose.cluster = options.cluster;
+  choose.batchRows = options.batchRows;
+  choose.maxLanes = options.maxLanes;
+  choose.chip = options.chip;
+  pm.addNestedPass<func::FuncOp>(createNormChooseGeometry(choose));
   NormMapToGPUOptions map;
-  map.threads = options.threads;
-  map.maxRegisterElements = options.maxRegisterElements;
-  map.cluster = options.cluster;
-  map.batchRows = options.batchRows;
-  map.maxLanes = options.maxLanes;
   map.chip = options.chip;
   pm.addNestedPass<func::FuncOp>(createNormMapToGPU(map));
   pm.addPass(createGpuKernelOutliningPass());

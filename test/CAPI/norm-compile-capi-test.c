@@ -8,7 +8,7 @@
 // RUN: FileCheck %s --check-prefix=MANIFEST < %t.json
 // RUN: normrt-test %t.json < /dev/null | FileCheck %s --check-prefix=LOAD
 // CHECK: rc 0 function rms image yes manifest yes diagnostics ''
-// CHECK: bad chip: rc 1 image no diagnostics {{.*}}error: norm-map-to-gpu: unknown chip 'sm_99' (known: sm_80, sm_86, sm_89, sm_90, sm_90a)
+// CHECK: bad chip: rc 1 image no diagnostics {{.*}}error: norm-choose-geometry: unknown chip 'sm_99' (known: sm_80, sm_86, sm_89, sm_90, sm_90a)
 // CHECK: bad IR: rc 1 diagnostics {{.*}}error: expected non-function type
 // CHECK: bad op: rc 1 diagnostics {{.*}}error: 'norm.rms_norm_grad' op 'weight' must have shape [1024]
 // CHECK-NOT: see current operation

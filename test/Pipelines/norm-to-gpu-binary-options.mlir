@@ -18,7 +18,8 @@
 // CHECK: norm-fuse-partials
 // CHECK: norm-cache-rows
 // CHECK: norm-check-stage{stage=fused}
-// CHECK: norm-map-to-gpu{batch-rows=3 chip=sm_80 cluster=0 max-lanes=16 max-register-elements=32 threads=128}
+// CHECK: norm-choose-geometry{batch-rows=3 chip=sm_80 cluster=0 max-lanes=16 max-register-elements=32 threads=128}
+// CHECK: norm-map-to-gpu{chip=sm_80}
 // CHECK: norm-check-target{chip=sm_80
 // CHECK: norm-attach-cluster-dims
 // CHECK: nvvm-attach-target{O=2 chip=sm_80

@@ -1,6 +1,6 @@
 // REQUIRES: cuda-toolkit
 // RUN: norm-opt %s --norm-to-gpu-binary="toolkit=%cuda_toolkit" | FileCheck %s
-// RUN: norm-opt %s --norm-lower-to-loops --norm-map-to-gpu --gpu-kernel-outlining | FileCheck %s --check-prefix=KERNEL
+// RUN: norm-opt %s --norm-lower-to-loops --norm-choose-geometry --norm-map-to-gpu --gpu-kernel-outlining | FileCheck %s --check-prefix=KERNEL
 
 // Rank 3 (batch, sequence, hidden): the rows are the two leading dims. The
 // lowering views them as one by a memref.collapse_shape, which the mapping

@@ -9,6 +9,64 @@
 
 include "mlir/Pass/PassBase.td"
 
+def NormChooseGeometry : Pass<"norm-choose-geometry", "::mlir::func::FuncOp"> {
+  let summary = "Choose how each row kernel is spread over the GPU "
+                "(#norm.row_geometry), or check the one written";
+  let description = [{
+    Sets `norm.geometry = #norm.row_geometry<...>` on every norm op and on
+    every `dx` / `forward` nest of `norm-lower-to-loops` that has none: the
+    cost model's choice (Geometry.cpp) from N, the element types, the
+    dweight/dbias strategy, the options and the chip. `norm-map-to-gpu`
+    then builds exactly that kernel. On an op the attribute travels to its
+    nest (norm-split, norm-lower-forward), so one written by hand on an op
+    (a user's, a test's, a tuner's) pins that op's kernel alone:
+
+    ```mlir
+    %dx, %dw = norm.rms_norm_grad dy(%dy : tensor<?x4096xbf16>) ...
+        {norm.geometry = #norm.row_geometry<regime = registers,
+            threads = 128, lanes = 128, rows = 1, vector = 8, chunks = 4,
+            partials = shared>} ...
+    ```
+
+    An attribute already there is checked against the row and the chip and
+    completed (its shared memory sizes filled in), or refused with an error
+    that names the limit it breaks: the chunk (one 16-byte access), a
+    lane's share of the row against `max-register-elements`, the row's
+    coverage by chunks, lanes and cluster, the chip's block and cluster
+    sizes, the shared memory every chip gives, the partial rows' home for
+    the strategy, and the order of the `deterministic` dweight/dbias sums:
+    a geometry that adds them in another order than the cost model's would
+    change their bits, so it is refused (one row in flight per block adds
+    them in row order whatever else differs).
+
+    Post-condition: every norm op and every `dx` / `forward` nest carries a
+    complete, checked `norm.geometry`.
+  }];
+  let dependentDialects = ["::mlir::norm::NormDialect"];
+  let options = [
+    Option<"threads", "threads", "int64_t", /*default=*/"0",
+           "Threads per block of the row kernels (0: chosen from N, "
+           "Geometry.h's kThreadCandidates)">,
+    Option<"maxRegisterElements", "max-register-elements", "int64_t",
+           /*default=*/"64",
+           "Largest share of a row (elements per thread, per cached array) "
+           "kept in registers">,
+    Option<"cluster", "cluster", "int64_t", /*default=*/"0",
+           "Blocks per thread-block cluster that split a dx row (0: chosen "
+           "from N where the chip has clusters and threads is 0; 1: never; "
+           "2 to 8: that many, or as few as the row needs, on sm_90)">,
+    Option<"maxLanes", "max-lanes", "int64_t", /*default=*/"0",
+           "Most lanes a row of a row kernel spreads over (0: no cap beyond "
+           "the block; a power of two)">,
+    Option<"batchRows", "batch-rows", "int64_t", /*default=*/"0",
+           "Rows of the looped regime whose dweight/dbias terms one update "
+           "of the partial rows adds (0: chosen, Geometry.h's "
+           "kLoopedPartialBytes; 1 to 16: that many)">,
+    Option<"chip", "chip", "std::string", /*default=*/"\"sm_90\"",
+           "Target chip (TargetInfo); limits only, never the sum order">
+  ];
+}
+
 def NormMapToGPU : Pass<"norm-map-to-gpu", "::mlir::func::FuncOp"> {
   let summary = "Map the fused row loop nests to gpu.launch kernels";
   let description = [{
@@ -43,10 +101,12 @@ def NormMapToGPU : Pass<"norm-map-to-gpu", "::mlir::func::FuncOp"> {
         row re-read from L2, the partial row updated in place (each column
         owned by one thread).
 
-    The geometry (Geometry.cpp: lanes per row, rows in flight, vector width,
-    chunks per lane, regime, where the partials live, shared memory) is a
-    pure function of N, the element types, the strategy (`norm.strategy`)
-    and the options. Its shared-memory budget is the 48 KB of static shared
+    The geometry of each row kernel is the nest's `norm.geometry`
+    (`#norm.row_geometry`, set by `norm-choose-geometry`: lanes per row,
+    rows in flight, vector width, chunks per lane, regime, where the
+    partials live, cluster, shared memory); a nest without one is an error.
+    The cost model behind it is a pure function of N, the element types,
+    the strategy (`norm.strategy`) and the options. Its shared-memory budget is the 48 KB of static shared
     memory every CUDA chip since sm_50 guarantees, never the chip's own
     limit, so `deterministic` results are bitwise identical across GPUs
     (unit-tested for every chip TargetInfo knows). Index arithmetic is
@@ -62,26 +122,9 @@ def NormMapToGPU : Pass<"norm-map-to-gpu", "::mlir::func::FuncOp"> {
                            "::mlir::vector::VectorDialect",
                            "::mlir::NVVM::NVVMDialect"];
   let options = [
-    Option<"threads", "threads", "int64_t", /*default=*/"0",
-           "Threads per block of the row kernels (0: chosen from N, "
-           "Geometry.h's kThreadCandidates)">,
-    Option<"maxRegisterElements", "max-register-elements", "int64_t",
-           /*default=*/"64",
-           "Largest share of a row (elements per thread, per cached array) "
-           "kept in registers">,
-    Option<"cluster", "cluster", "int64_t", /*default=*/"0",
-           "Blocks per thread-block cluster that split a dx row (0: chosen "
-           "from N where the chip has clusters and threads is 0; 1: never; "
-           "2 to 8: that many, or as few as the row needs, on sm_90)">,
-    Option<"maxLanes", "max-lanes", "int64_t", /*default=*/"0",
-           "Most lanes a row of a row kernel spreads over (0: no cap beyond "
-           "the block; a power of two)">,
-    Option<"batchRows", "batch-rows", "int64_t", /*default=*/"0",
-           "Rows of the looped regime whose dweight/dbias terms one update "
-           "of the partial rows adds (0: chosen, Geometry.h's "
-           "kLoopedPartialBytes; 1 to 16: that many)">,
     Option<"chip", "chip", "std::string", /*default=*/"\"sm_90\"",
-           "Target chip (TargetInfo); limits only, never the sum order">
+           "Target chip (TargetInfo): the geometry is checked against its "
+           "limits (block and cluster size, opt-in shared memory)">
   ];
 }
 

@@ -48,9 +48,9 @@ struct LowerToLoopsOptions : public PassPipelineOptions<LowerToLoopsOptions> {
       llvm::cl::init(true)};
 };
 
-/// Options of the GPU mapping (norm-map-to-gpu) that only it reads; it
-/// takes `chip` from GPUToBinaryOptions.
-struct MapToGPUOptions : public PassPipelineOptions<MapToGPUOptions> {
+/// The cost model's knobs (norm-choose-geometry) that only it reads; it and
+/// norm-map-to-gpu take `chip` from GPUToBinaryOptions.
+struct GeometryOptions : public PassPipelineOptions<GeometryOptions> {
   Option<int64_t> threads{
       *this, "threads",
       llvm::cl::desc("Threads per block of row kernels (0: chosen from N)"),
@@ -108,7 +108,7 @@ struct CPUToLLVMOptions : public PassPipelineOptions<CPUToLLVMOptions> {};
 struct NormToGPUBinaryOptions
     : public PassPipelineOptions<NormToGPUBinaryOptions>,
       public LowerToLoopsOptions,
-      public MapToGPUOptions,
+      public GeometryOptions,
       public GPUToBinaryOptions {
   using PassPipelineOptions<NormToGPUBinaryOptions>::createFromString;
 };
@@ -139,7 +139,8 @@ void buildLowerToLoopsPipeline(OpPassManager &pm,
 void buildGPUToBinaryPipeline(OpPassManager &pm,
                               const GPUToBinaryOptions &options);
 
-/// norm-lower-to-loops, norm-map-to-gpu, gpu-kernel-outlining,
+/// norm-lower-to-loops, norm-choose-geometry, norm-map-to-gpu,
+/// gpu-kernel-outlining,
 /// canonicalize, cse, then the norm-gpu-to-binary tail.
 ///
 /// Post-condition: the host functions hold allocations and

@@ -12,6 +12,8 @@
 
 #include <algorithm>
 #include <cassert>
+#include <string>
+#include <type_traits>
 
 using namespace mlir::norm;
 
@@ -281,6 +283,25 @@ static bool dynamicPartialsPay(const Geometry &g, int64_t partialRows) {
          residentBlocks(g, std::min(regs, maxRegisters(g)));
 }
 
+/// The static and dynamic shared memory of a complete geometry: the
+/// partial rows where they live there, the cross-warp scratch, the cluster's
+/// slots.
+static void sizeSharedMemory(Geometry &g, const RowShape &s) {
+  g.sharedBytes = 0;
+  g.dynamicSharedBytes = 0;
+  if (g.partials == PartialsHome::Shared &&
+      partialsSharedBytes(g, s.partialRows) > kPartialsSharedBytes)
+    g.dynamicSharedBytes = partialsSharedBytes(g, s.partialRows);
+  else if (g.partials == PartialsHome::Shared ||
+           (g.partials == PartialsHome::Registers && g.rows > 1))
+    g.sharedBytes += partialsSharedBytes(g, s.partialRows);
+  if (g.lanes > g.warp) // cross-warp scratch: two sums a row, a slot a warp
+    g.sharedBytes +=
+        2 * g.batch * (g.threads / g.warp) * int64_t(sizeof(float));
+  if (g.cluster > 1) // the in-row sums' slots, two rows' worth
+    g.sharedBytes += 2 * kClusterSumSlots * int64_t(sizeof(float));
+}
+
 static void placePartials(Geometry &g, const RowShape &s) {
   bool deterministic =
       s.partials == PartialSums::Deterministic && s.partialRows > 0;
@@ -321,21 +342,141 @@ static void placePartials(Geometry &g, const RowShape &s) {
       g.layouts = RowLayouts::Both;
   }
 
-  g.sharedBytes = 0;
-  g.dynamicSharedBytes = 0;
-  if (g.partials == PartialsHome::Shared &&
-      partialsSharedBytes(g, s.partialRows) > kPartialsSharedBytes)
-    g.dynamicSharedBytes = partialsSharedBytes(g, s.partialRows);
-  else if (g.partials == PartialsHome::Shared ||
-           (g.partials == PartialsHome::Registers && g.rows > 1))
-    g.sharedBytes += partialsSharedBytes(g, s.partialRows);
-  if (g.lanes > g.warp) // cross-warp scratch: two sums a row, a slot a warp
-    g.sharedBytes +=
-        2 * g.batch * (g.threads / g.warp) * int64_t(sizeof(float));
-  if (g.cluster > 1) // the in-row sums' slots, two rows' worth
-    g.sharedBytes += 2 * kClusterSumSlots * int64_t(sizeof(float));
+  sizeSharedMemory(g, s);
   assert(g.sharedBytes <= kGuaranteedStaticSharedBytes &&
          "a row kernel exceeds the static shared memory of every chip");
   assert(g.sharedBytes + g.dynamicSharedBytes <= kGuaranteedOptInSharedBytes &&
          "a row kernel exceeds the opt-in shared memory of every chip");
+}
+
+void mlir::norm::completeGeometry(Geometry &g, const RowShape &s,
+                                  const TargetInfo &target) {
+  g.n = s.n;
+  g.warp = target.warpSize;
+  g.vectorBytes = target.maxVectorBytes;
+  g.sliceColumns =
+      g.cluster > 1 ? g.chunksPerLane * g.lanes * g.vec : int64_t(0);
+  sizeSharedMemory(g, s);
+}
+
+namespace {
+/// A diagnostic's text, built with <<.
+struct Why {
+  std::string text;
+  template <typename T> Why &operator<<(const T &v) {
+    if constexpr (std::is_arithmetic_v<T>)
+      text += std::to_string(v);
+    else
+      text += v;
+    return *this;
+  }
+};
+} // namespace
+
+std::string mlir::norm::checkGeometry(const Geometry &g, const RowShape &s,
+                                      const TargetInfo &target) {
+  Why why;
+  // The block.
+  if (g.threads > target.maxThreadsPerBlock || g.threads % target.warpSize)
+    return (why << "threads: a block of " << g.threads << " threads; "
+                << target.chip << " takes multiples of its "
+                << target.warpSize << "-thread warp up to "
+                << target.maxThreadsPerBlock)
+        .text;
+  // The chunk: one widest access, or elements where N is dynamic.
+  int64_t vec =
+      s.n ? std::max<int64_t>(1, target.maxVectorBytes / s.elementBytes) : 1;
+  if (g.vec != vec)
+    return (why << "vector: the row kernels' chunk is "
+                << (s.n ? "one " + std::to_string(target.maxVectorBytes) +
+                              "-byte access, "
+                        : std::string("one element where N is dynamic, "))
+                << vec << " elements of " << s.elementBytes
+                << " bytes; got vector = " << g.vec)
+        .text;
+  bool deterministic =
+      s.partials == PartialSums::Deterministic && s.partialRows > 0;
+  if (g.registers) {
+    if (!s.n)
+      return "regime: the registers regime unrolls a lane's chunks, which "
+             "needs a static N; this row's N is dynamic (use regime = "
+             "looped)";
+    int64_t share = g.chunksPerLane * g.vec;
+    if (s.maxRegisterElements > 0 && share > s.maxRegisterElements)
+      return (why << "registers: a lane's share of " << share
+                  << " elements per row array passes max-register-elements ("
+                  << s.maxRegisterElements
+                  << "), past which the row caches spill; use fewer chunks, "
+                     "more lanes or regime = looped")
+          .text;
+    int64_t chunks = (*s.n + g.vec - 1) / g.vec;
+    int64_t blocks = (*s.n + g.chunksPerLane * g.lanes * g.vec - 1) /
+                     (g.chunksPerLane * g.lanes * g.vec);
+    if (g.cluster == 1 && g.chunksPerLane != (chunks + g.lanes - 1) / g.lanes)
+      return (why << "chunks: N = " << *s.n << " is " << chunks
+                  << " chunks over " << g.lanes << " lanes, "
+                  << (chunks + g.lanes - 1) / g.lanes
+                  << " a lane; got chunks = " << g.chunksPerLane)
+          .text;
+    if (g.cluster != blocks)
+      return (why << (g.cluster > 1 ? "cluster: " : "chunks: ") << "N = "
+                  << *s.n << " in slices of " << g.chunksPerLane << " x "
+                  << g.lanes << " x " << g.vec << " columns needs "
+                  << blocks << " block(s) a row, the geometry has cluster = "
+                  << g.cluster)
+          .text;
+  }
+  // Clusters.
+  if (g.cluster > 1) {
+    if (g.cluster > target.maxClusterBlocks)
+      return (why << "cluster: " << g.cluster << " blocks a cluster; "
+                  << target.chip
+                  << (target.maxClusterBlocks > 1
+                          ? " allows at most " +
+                                std::to_string(target.maxClusterBlocks)
+                          : std::string(" has no thread-block clusters "
+                                        "(sm_90 and newer do)")))
+          .text;
+    if (!s.splittable)
+      return "cluster: only a dx kernel of the deterministic strategy (or "
+             "without dweight/dbias) may split its rows over a cluster";
+  }
+  // The partial rows' home follows the strategy and the regime.
+  if (!deterministic && g.partials != PartialsHome::None)
+    return "partials: this kernel has no deterministic partial rows; got "
+           "partials other than none";
+  if (deterministic) {
+    if (g.partials == PartialsHome::None)
+      return "partials: the deterministic strategy's partial rows need a "
+             "home (registers, shared or global)";
+    if (!g.registers && g.partials != PartialsHome::Global)
+      return "partials: the looped regime keeps its partial rows in global "
+             "memory (partials = global)";
+  }
+  if (s.partials == PartialSums::Locked && g.rows != 1)
+    return (why << "rows: the locked strategy holds a group's lock for one "
+                   "row at a time (rows = 1); got rows = "
+                << g.rows)
+        .text;
+  if (g.batch > kMaxBatchRows)
+    return (why << "batch: at most " << kMaxBatchRows << " rows, got "
+                << g.batch)
+        .text;
+  // Shared memory, against what every chip gives (never this chip's own,
+  // so the kernel runs on every chip the same).
+  if (g.sharedBytes > kGuaranteedStaticSharedBytes)
+    return (why << "shared memory: " << g.sharedBytes
+                << " bytes of static shared memory pass the "
+                << kGuaranteedStaticSharedBytes
+                << " every chip gives a block without opting in")
+        .text;
+  if (g.sharedBytes + g.dynamicSharedBytes >
+      std::min(kGuaranteedOptInSharedBytes, target.maxOptInSharedBytes))
+    return (why << "shared memory: " << g.sharedBytes + g.dynamicSharedBytes
+                << " bytes pass the "
+                << std::min(kGuaranteedOptInSharedBytes,
+                            target.maxOptInSharedBytes)
+                << " a block may opt in to on every chip")
+        .text;
+  return std::string();
 }

@@ -44,17 +44,13 @@ struct RowNest {
   Geometry geometry;
 };
 
-/// Finds the row loop of a `dx` / `forward` nest, reads its strategy from the
-/// stage contract, chooses its geometry and, for the looped regime, turns
-/// the row caches back into loads (RowKernel.cpp). Fails (with an error) on
-/// a nest without a row loop.
-FailureOr<RowNest> analyzeRowNest(scf::ForOp nest, bool forward,
-                                  int64_t threads, int64_t maxRegisterElements,
-                                  int64_t cluster, int64_t batchRows,
-                                  int64_t maxLanes,
-                                  const TargetInfo &target);
+/// Finds the row loop of a `dx` / `forward` nest (checkRowNestShape) and
+/// checks that it accumulates in f32; changes nothing. Fails (with an error
+/// on the nest) otherwise. The geometry is left for the caller to set.
+FailureOr<RowNest> analyzeRowNest(scf::ForOp nest, bool forward);
 
-/// Launches the row kernel of `rn`.
+/// Launches the row kernel of `rn` with `rn.geometry` (the looped regime
+/// first turns the row caches back into loads of the row).
 void buildRowKernel(RowNest &rn, StringRef name);
 
 } // namespace mlir::norm

@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "GeometryAttr.h"
 #include "Kernels.h"
 #include "Launch.h"
 
@@ -142,9 +143,32 @@ struct MapToGPUPass : public norm::impl::NormMapToGPUBase<MapToGPUPass> {
         g && g->cluster > 1 ? g->cluster : 0, g ? g->dynamicSharedBytes : 0));
   }
 
+  /// The zero kernel's block (it only writes rows).
+  static constexpr int64_t kZeroThreads = 256;
+
+  /// The geometry `rn`'s nest states (norm-choose-geometry), checked against
+  /// the chip; an error on the nest if it has none or the chip refuses it.
+  FailureOr<Geometry> geometryOf(norm::RowNest &rn, StringRef stage) {
+    norm::RowGeometryAttr attr = norm::getGeometry(rn.nest);
+    if (!attr)
+      return rn.nest.emitError()
+             << "norm-map-to-gpu: this '" << stage
+             << "' nest has no norm.geometry (#norm.row_geometry); run "
+                "norm-choose-geometry first (norm-to-gpu-binary does)";
+    norm::RowShape shape = norm::rowShapeOf(rn, {});
+    // max-register-elements is the cost model's knob, checked by
+    // norm-choose-geometry; here only what the chip allows.
+    shape.maxRegisterElements = 0;
+    Geometry g = norm::fromAttr(attr, shape, *target);
+    std::string why = norm::checkGeometry(g, shape, *target);
+    if (!why.empty())
+      return rn.nest.emitError()
+             << "norm-map-to-gpu: " << attr << " cannot be built for " << chip
+             << ": " << why;
+    return g;
+  }
+
   /// Launches the kernel of one tagged nest and records it.
-  /// The zero kernel's block: the option, else 256 (it only writes rows).
-  int64_t zeroThreads() const { return threads ? threads : 256; }
 
   LogicalResult mapNest(scf::ForOp nest, norm::Stage stage, StringRef name) {
     using norm::manifest::GridRule;
@@ -166,8 +190,8 @@ struct MapToGPUPass : public norm::impl::NormMapToGPUBase<MapToGPUPass> {
         });
         break;
       }
-      norm::buildZeroKernel(nest, name, zeroThreads());
-      record(b, name, KernelKind::Zero, zeroThreads(), GridRule::WorkspaceRows);
+      norm::buildZeroKernel(nest, name, kZeroThreads);
+      record(b, name, KernelKind::Zero, kZeroThreads, GridRule::WorkspaceRows);
       break;
     case norm::Stage::Reduce: {
       FailureOr<scf::ForOp> sum = norm::checkReduceNestShape(nest);
@@ -182,12 +206,13 @@ struct MapToGPUPass : public norm::impl::NormMapToGPUBase<MapToGPUPass> {
     case norm::Stage::Dx:
     case norm::Stage::Forward: {
       bool forward = stage == norm::Stage::Forward;
-      FailureOr<norm::RowNest> rn = norm::analyzeRowNest(
-          nest, forward, threads, maxRegisterElements, cluster, batchRows,
-          maxLanes,
-          *target);
+      FailureOr<norm::RowNest> rn = norm::analyzeRowNest(nest, forward);
       if (failed(rn))
         return failure();
+      FailureOr<Geometry> g = geometryOf(*rn, norm::stringifyStage(stage));
+      if (failed(g))
+        return failure();
+      rn->geometry = *g;
       norm::buildRowKernel(*rn, name);
       record(b, name, forward ? KernelKind::Forward : KernelKind::Dx,
              rn->geometry.threads,
@@ -211,43 +236,6 @@ struct MapToGPUPass : public norm::impl::NormMapToGPUBase<MapToGPUPass> {
       emitError(func.getLoc())
           << "norm-map-to-gpu: unknown chip '" << chip
           << "' (known: " << norm::TargetInfo::knownChipList() << ")";
-      return signalPassFailure();
-    }
-    if (threads != 0 && (threads < 0 || threads % target->warpSize ||
-                         threads > target->maxThreadsPerBlock ||
-                         !llvm::isPowerOf2_64(threads))) {
-      emitError(func.getLoc())
-          << "norm-map-to-gpu: threads must be 0 (chosen from "
-             "N) or a power of two, a multiple of "
-          << target->warpSize << " and at most " << target->maxThreadsPerBlock
-          << ", got " << static_cast<int64_t>(threads);
-      return signalPassFailure();
-    }
-    if (cluster < 0 || cluster > norm::kMaxClusterBlocks) {
-      emitError(func.getLoc())
-          << "norm-map-to-gpu: cluster must be 0 (chosen), 1 (never) or 2 to "
-          << norm::kMaxClusterBlocks << ", got "
-          << static_cast<int64_t>(cluster);
-      return signalPassFailure();
-    }
-    if (maxLanes != 0 && (maxLanes < 0 || !llvm::isPowerOf2_64(maxLanes))) {
-      emitError(func.getLoc())
-          << "norm-map-to-gpu: max-lanes must be 0 (no cap) or a power of "
-             "two, got "
-          << static_cast<int64_t>(maxLanes);
-      return signalPassFailure();
-    }
-    if (batchRows < 0 || batchRows > norm::kMaxBatchRows) {
-      emitError(func.getLoc())
-          << "norm-map-to-gpu: batch-rows must be 0 (chosen) or 1 to "
-          << norm::kMaxBatchRows << ", got " << static_cast<int64_t>(batchRows);
-      return signalPassFailure();
-    }
-    if (cluster > 1 && target->maxClusterBlocks < cluster) {
-      emitError(func.getLoc())
-          << "norm-map-to-gpu: cluster=" << static_cast<int64_t>(cluster)
-          << " needs thread-block clusters of that size, which " << chip
-          << " does not have (sm_90 and newer do)";
       return signalPassFailure();
     }
     // A dim of a constant index out of range is undefined behaviour that

@@ -38,22 +38,6 @@ bool norm::isRowCacheBuffer(Value memref) {
   return def && norm::isRowCache(def);
 }
 
-/// The narrowest element type among the row memrefs sets the chunk width.
-static int64_t rowElementBytes(scf::ForOp rows) {
-  int64_t bytes = 4;
-  rows.walk([&](Operation *op) {
-    Value mem;
-    if (auto l = dyn_cast<memref::LoadOp>(op))
-      mem = l.getMemRef();
-    else if (auto s = dyn_cast<memref::StoreOp>(op))
-      mem = s.getMemRef();
-    auto t = mem ? dyn_cast<MemRefType>(mem.getType()) : MemRefType();
-    if (t && t.getRank() == 2 && t.getElementType().isIntOrFloat())
-      bytes = std::min<int64_t>(bytes, t.getElementTypeBitWidth() / 8);
-  });
-  return bytes;
-}
-
 SmallVector<memref::StoreOp> norm::partialRowStores(RowNest &rn) {
   SmallVector<memref::StoreOp> partialStores;
   rn.rows.getBody()->walk([&](memref::StoreOp store) {
@@ -67,13 +51,7 @@ SmallVector<memref::StoreOp> norm::partialRowStores(RowNest &rn) {
   return partialStores;
 }
 
-FailureOr<RowNest> norm::analyzeRowNest(scf::ForOp nest, bool forward,
-                                        int64_t threads,
-                                        int64_t maxRegisterElements,
-                                        int64_t cluster,
-                                        int64_t batchRows,
-                                        int64_t maxLanes,
-                                        const TargetInfo &target) {
+FailureOr<RowNest> norm::analyzeRowNest(scf::ForOp nest, bool forward) {
   FailureOr<scf::ForOp> rows = checkRowNestShape(nest, forward);
   if (failed(rows))
     return failure();
@@ -91,39 +69,6 @@ FailureOr<RowNest> norm::analyzeRowNest(scf::ForOp nest, bool forward,
   rn.rows = *rows;
   if (!forward)
     rn.programIV = nest.getInductionVar();
-
-  RowShape shape;
-  // N: the column loops' bound (one, checked above).
-  for (Operation &op : *rn.rows.getBody())
-    if (auto loop = dyn_cast<scf::ForOp>(op)) {
-      shape.n = getConstantIntValue(loop.getUpperBound());
-      break;
-    }
-  shape.elementBytes = rowElementBytes(rn.rows);
-  shape.threads = threads;
-  shape.maxRegisterElements = maxRegisterElements;
-  // The strategy, as norm-split recorded it on the nest (never inferred
-  // from the loops).
-  std::optional<ReductionStrategy> strategy = getNestStrategy(nest);
-  if (forward || !strategy)
-    shape.partials = PartialSums::None;
-  else if (*strategy == ReductionStrategy::Deterministic)
-    shape.partials = PartialSums::Deterministic;
-  else if (*strategy == ReductionStrategy::Locked)
-    shape.partials = PartialSums::Locked;
-  else
-    shape.partials = PartialSums::Atomic;
-  if (shape.partials == PartialSums::Deterministic)
-    shape.partialRows = partialRowStores(rn).size();
-  shape.splittable = !forward && (shape.partials == PartialSums::Deterministic ||
-                                  shape.partials == PartialSums::None);
-  shape.cluster = cluster;
-  shape.batchRows = batchRows;
-  shape.maxLanes = maxLanes;
-  shape.forward = forward;
-  rn.geometry = chooseRowGeometry(shape, target);
-  if (!rn.geometry.registers)
-    uncacheRows(rn.rows);
   return rn;
 }
 
@@ -133,6 +78,8 @@ void norm::buildRowKernel(RowNest &rn, StringRef name) {
   OpBuilder b(nest);
   Location loc = nest.getLoc();
   const Geometry &g = rn.geometry;
+  if (!g.registers)
+    uncacheRows(rn.rows);
   Value grid;
   Value m;
   if (forward) {

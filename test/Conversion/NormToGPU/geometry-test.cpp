@@ -78,10 +78,9 @@ static bool sameOrder(const Geometry &a, const Geometry &b) {
          a.sliceColumns == b.sliceColumns && a.batch == b.batch;
 }
 
-static Geometry geometry(std::optional<int64_t> n, int64_t bytes,
-                         const Strategy &s, const TargetInfo &t,
-                         int64_t threads = 256, int64_t cluster = 0,
-                         int64_t batchRows = 0) {
+static RowShape shapeOf(std::optional<int64_t> n, int64_t bytes,
+                        const Strategy &s, int64_t threads = 256,
+                        int64_t cluster = 0, int64_t batchRows = 0) {
   RowShape shape;
   shape.batchRows = batchRows;
   shape.splittable = s.partials == PartialSums::Deterministic ||
@@ -94,7 +93,15 @@ static Geometry geometry(std::optional<int64_t> n, int64_t bytes,
   shape.partials = s.partials;
   shape.partialRows = s.partialRows;
   shape.forward = s.forward;
-  return chooseRowGeometry(shape, t);
+  return shape;
+}
+
+static Geometry geometry(std::optional<int64_t> n, int64_t bytes,
+                         const Strategy &s, const TargetInfo &t,
+                         int64_t threads = 256, int64_t cluster = 0,
+                         int64_t batchRows = 0) {
+  return chooseRowGeometry(shapeOf(n, bytes, s, threads, cluster, batchRows),
+                           t);
 }
 
 int main() {
@@ -155,6 +162,22 @@ int main() {
           for (llvm::StringRef chip : TargetInfo::knownChips()) {
             TargetInfo t = *TargetInfo::get(chip);
             Geometry g = geometry(n, d.bytes, s, t, threads);
+            // norm-choose-geometry's checker takes every choice of the cost
+            // model, and completing its decisions gives the same sizes (what
+            // a #norm.row_geometry round trip through the IR relies on).
+            RowShape shape = shapeOf(n, d.bytes, s, threads);
+            std::string why = checkGeometry(g, shape, t);
+            check(why.empty(), what + ": " + chip.str() +
+                                   ": the checker refuses " + show(g) + ": " +
+                                   why);
+            Geometry again = g;
+            again.sharedBytes = again.dynamicSharedBytes = -1;
+            again.sliceColumns = -1;
+            completeGeometry(again, shape, t);
+            check(sameOrder(again, g) &&
+                      again.dynamicSharedBytes == g.dynamicSharedBytes,
+                  what + ": " + chip.str() + ": completing " + show(g) +
+                      " gives " + show(again));
             if (sameOrder(ref, g))
               continue;
             // Only a split row, where both take a row at a time per block.

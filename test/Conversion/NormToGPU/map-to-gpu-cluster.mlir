@@ -1,10 +1,10 @@
-// RUN: norm-opt %s --norm-lower-to-loops --norm-map-to-gpu="chip=sm_90 cluster=2" | FileCheck %s
-// RUN: norm-opt %s --norm-lower-to-loops --norm-map-to-gpu=chip=sm_80 | FileCheck %s --check-prefix=SM80
-// RUN: norm-opt %s --norm-lower-to-loops --norm-map-to-gpu="chip=sm_90 cluster=1" | FileCheck %s --check-prefix=SM80
-// RUN: norm-opt %s --norm-lower-to-loops --norm-map-to-gpu=chip=sm_90 | FileCheck %s --check-prefix=SM80
-// RUN: norm-opt %s --norm-lower-to-loops --norm-map-to-gpu="chip=sm_90 cluster=4" | FileCheck %s --check-prefix=FORCED
-// RUN: not norm-opt %s --norm-map-to-gpu=cluster=9 2>&1 | FileCheck %s --check-prefix=SIZE
-// RUN: not norm-opt %s --norm-map-to-gpu="chip=sm_80 cluster=2" 2>&1 | FileCheck %s --check-prefix=CHIP
+// RUN: norm-opt %s --norm-lower-to-loops --norm-choose-geometry="chip=sm_90 cluster=2" --norm-map-to-gpu=chip=sm_90 | FileCheck %s
+// RUN: norm-opt %s --norm-lower-to-loops --norm-choose-geometry=chip=sm_80 --norm-map-to-gpu=chip=sm_80 | FileCheck %s --check-prefix=SM80
+// RUN: norm-opt %s --norm-lower-to-loops --norm-choose-geometry="chip=sm_90 cluster=1" --norm-map-to-gpu=chip=sm_90 | FileCheck %s --check-prefix=SM80
+// RUN: norm-opt %s --norm-lower-to-loops --norm-choose-geometry=chip=sm_90 --norm-map-to-gpu=chip=sm_90 | FileCheck %s --check-prefix=SM80
+// RUN: norm-opt %s --norm-lower-to-loops --norm-choose-geometry="chip=sm_90 cluster=4" --norm-map-to-gpu=chip=sm_90 | FileCheck %s --check-prefix=FORCED
+// RUN: not norm-opt %s --norm-choose-geometry=cluster=9 --norm-map-to-gpu 2>&1 | FileCheck %s --check-prefix=SIZE
+// RUN: not norm-opt %s --norm-choose-geometry="chip=sm_80 cluster=2" --norm-map-to-gpu=chip=sm_80 2>&1 | FileCheck %s --check-prefix=CHIP
 
 // LayerNorm bf16 N = 8192 on sm_90 with cluster=2: the row is split over
 // a cluster of 2 blocks of 256 threads, 4096 columns each (2 chunks of 8
@@ -71,8 +71,8 @@
 // FORCED: #norm.kernel<name = "layer_norm_grad_n8192_dx_1", kind = dx, {{.*}}, cluster = 4>
 // FORCED: gpu.launch clusters({{.*}}) in ({{.*}} = %c4
 
-// SIZE: norm-map-to-gpu: cluster must be 0 (chosen), 1 (never) or 2 to 8, got 9
-// CHIP: norm-map-to-gpu: cluster=2 needs thread-block clusters of that size, which sm_80 does not have (sm_90 and newer do)
+// SIZE: norm-choose-geometry: cluster must be 0 (chosen), 1 (never) or 2 to 8, got 9
+// CHIP: norm-choose-geometry: cluster=2 needs thread-block clusters of that size, which sm_80 does not have (sm_90 and newer do)
 func.func @layer_norm_grad_n8192(%dy: memref<?x8192xbf16>, %x: memref<?x8192xbf16>, %mean: memref<?xf32>,
                                  %rstd: memref<?xf32>, %w: memref<8192xbf16>, %dx: memref<?x8192xbf16>,
                                  %dw: memref<8192xbf16>, %db: memref<8192xbf16>) {

@@ -1,4 +1,4 @@
-// RUN: norm-opt %s --norm-lower-to-loops --norm-map-to-gpu --canonicalize | FileCheck %s
+// RUN: norm-opt %s --norm-lower-to-loops --norm-choose-geometry --norm-map-to-gpu --canonicalize | FileCheck %s
 // REQUIRES: cuda-toolkit
 // RUN: norm-opt %s --norm-to-gpu-binary="toolkit=%cuda_toolkit" | FileCheck %s --check-prefix=BINARY
 

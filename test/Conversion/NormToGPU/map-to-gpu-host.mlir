@@ -1,4 +1,4 @@
-// RUN: norm-opt %s --split-input-file --norm-map-to-gpu --verify-diagnostics | FileCheck %s
+// RUN: norm-opt %s --split-input-file --norm-choose-geometry --norm-map-to-gpu --verify-diagnostics | FileCheck %s
 
 // The post-condition: outside its launches the lowering leaves nothing on
 // the host but allocations and launches. A loop of the lowering that lost

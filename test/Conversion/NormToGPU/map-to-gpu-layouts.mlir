@@ -1,4 +1,4 @@
-// RUN: norm-opt %s --split-input-file --norm-lower-to-loops --norm-map-to-gpu --canonicalize --cse | FileCheck %s
+// RUN: norm-opt %s --split-input-file --norm-lower-to-loops --norm-choose-geometry --norm-map-to-gpu --canonicalize --cse | FileCheck %s
 
 // How a lane's chunks map to columns (RowKernel.h, RowLayouts in
 // Geometry.h). N = 4095 bf16: a row is 8190 bytes, so rows can never all

@@ -1,7 +1,7 @@
-// RUN: norm-opt %s --split-input-file --norm-lower-to-loops --norm-map-to-gpu="batch-rows=2" --canonicalize --cse | FileCheck %s
-// RUN: norm-opt %s --split-input-file --norm-lower-to-loops --norm-map-to-gpu | FileCheck %s --check-prefix=CHOSEN
-// RUN: norm-opt %s --split-input-file --norm-lower-to-loops --norm-map-to-gpu="batch-rows=1" | FileCheck %s --check-prefix=ONE --implicit-check-not=arith.select
-// RUN: not norm-opt %s --norm-map-to-gpu=batch-rows=17 2>&1 | FileCheck %s --check-prefix=RANGE
+// RUN: norm-opt %s --split-input-file --norm-lower-to-loops --norm-choose-geometry="batch-rows=2" --norm-map-to-gpu --canonicalize --cse | FileCheck %s
+// RUN: norm-opt %s --split-input-file --norm-lower-to-loops --norm-choose-geometry --norm-map-to-gpu | FileCheck %s --check-prefix=CHOSEN
+// RUN: norm-opt %s --split-input-file --norm-lower-to-loops --norm-choose-geometry="batch-rows=1" --norm-map-to-gpu | FileCheck %s --check-prefix=ONE --implicit-check-not=arith.select
+// RUN: not norm-opt %s --norm-choose-geometry=batch-rows=17 --norm-map-to-gpu 2>&1 | FileCheck %s --check-prefix=RANGE
 
 // The looped regime (N = 131072: no register share, no cluster reaches it)
 // takes its rows in batches of B (here the option's 2): row i of a batch
@@ -73,7 +73,7 @@
 // ONE:   %[[NEW:.*]] = arith.addf %[[OLD]], %{{.*}} : f32
 // ONE:   memref.store %[[NEW]], %[[WS]][%[[P]], %[[J]]]
 
-// RANGE: norm-map-to-gpu: batch-rows must be 0 (chosen) or 1 to 16, got 17
+// RANGE: norm-choose-geometry: batch-rows must be 0 (chosen) or 1 to 16, got 17
 func.func @layer_norm_grad_looped(%dy: memref<?x131072xbf16>, %x: memref<?x131072xbf16>, %mean: memref<?xf32>,
                                   %rstd: memref<?xf32>, %w: memref<131072xbf16>, %dx: memref<?x131072xbf16>,
                                   %dw: memref<131072xbf16>, %db: memref<131072xbf16>) {

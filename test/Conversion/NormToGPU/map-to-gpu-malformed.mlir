@@ -2,7 +2,7 @@
 // checks each nest against the form the lowering creates and names what is
 // wrong, instead of crashing or emitting a wrong kernel (issue 8: these
 // inputs crashed norm-map-to-gpu with use-after-frees).
-// RUN: norm-opt %s --split-input-file --norm-map-to-gpu --verify-diagnostics
+// RUN: norm-opt %s --split-input-file --norm-choose-geometry --norm-map-to-gpu --verify-diagnostics
 
 // A `dx` nest that is a single row loop (the first chunk of
 // test/Transforms/norm-promote.mlir).

@@ -11,7 +11,7 @@
 // TAIL: error: norm-gpu-to-binary: 'norm.rms_norm_grad' is not lowered to kernels yet; run norm-lower-to-loops and norm-map-to-gpu first, or the whole pipeline, norm-to-gpu-binary
 // NEST: error: norm-gpu-to-binary: 'scf.for' (a tagged norm nest) is not lowered to kernels yet
 // FORMAT: error: norm-gpu-to-binary: format 'garbage' is not one of isa, bin, fatbin
-// CHIP: error: norm-map-to-gpu: unknown chip 'sm_99' (known: sm_80, sm_86, sm_89, sm_90, sm_90a)
+// CHIP: error: norm-choose-geometry: unknown chip 'sm_99' (known: sm_80, sm_86, sm_89, sm_90, sm_90a)
 func.func @rms(%dy: memref<?x64xf32>, %x: memref<?x64xf32>, %r: memref<?xf32>,
                %w: memref<64xf32>, %dx: memref<?x64xf32>, %dw: memref<64xf32>) {
   norm.rms_norm_grad dy(%dy : memref<?x64xf32>) x(%x : memref<?x64xf32>) rstd(%r : memref<?xf32>)

@@ -1,5 +1,5 @@
-// RUN: norm-opt %s --split-input-file --norm-lower-to-loops --norm-map-to-gpu | FileCheck %s
-// RUN: norm-opt %s --split-input-file --norm-lower-to-loops --norm-map-to-gpu=max-lanes=2 | FileCheck %s --check-prefix=LANES
+// RUN: norm-opt %s --split-input-file --norm-lower-to-loops --norm-choose-geometry --norm-map-to-gpu | FileCheck %s
+// RUN: norm-opt %s --split-input-file --norm-lower-to-loops --norm-choose-geometry=max-lanes=2 --norm-map-to-gpu | FileCheck %s --check-prefix=LANES
 
 // N = 24 (the tall-skinny case): 3 chunks of 8 bf16 per row, so 4 lanes per
 // row and 64 rows in flight per 256-thread block; row caches and the

@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 
 namespace mlir::norm {
 
@@ -309,6 +310,20 @@ double clusterScore(const Geometry &g, int64_t partialRows);
 /// Whether two geometries add dweight/dbias in the same order: the same
 /// geometry, or one row at a time per block in both (see the rule above).
 bool samePartialOrder(const Geometry &a, const Geometry &b);
+
+/// Fills in what follows from a geometry's decisions for the row `s`: N, the
+/// warp and access width of `target`, the columns of a cluster's slice, and
+/// the static and dynamic shared memory (the same formulas the cost model
+/// sizes its own choices with). For a geometry written by hand.
+void completeGeometry(Geometry &g, const RowShape &s, const TargetInfo &target);
+
+/// Why the row kernel of `s` cannot be built with `g` on `target`, naming
+/// the limit it breaks (registers, shared memory, cluster size, the row's
+/// coverage, the strategy's home for its partial rows), or an empty string
+/// when it can. `g` is complete (completeGeometry). Checks
+/// `s.maxRegisterElements` only when it is positive.
+std::string checkGeometry(const Geometry &g, const RowShape &s,
+                          const TargetInfo &target);
 
 /// Shared memory the deterministic partial rows take when a kernel of
 /// geometry `g` keeps them there: one f32 slot per column and row in flight

@@ -6,11 +6,13 @@
 
 #include "norm/Dialect/Norm/IR/NormDialect.h"
 #include "norm/Dialect/Norm/IR/NormOps.h"
+#include "norm/Dialect/Norm/IR/StageContract.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
 using namespace mlir::norm;
@@ -61,6 +63,18 @@ LogicalResult NormDialect::verifyOperationAttribute(Operation *op,
       return op->emitError() << "'" << name
                              << "' belongs on a buffer allocation, not on '"
                              << op->getName() << "'";
+    return success();
+  }
+  if (name == getGeometryAttrHelper().getName()) {
+    if (failed(expect(isa<RowGeometryAttr>(value), "a #norm.row_geometry")))
+      return failure();
+    std::optional<Stage> stage = getStage(op);
+    bool rowNest = stage && (*stage == Stage::Dx || *stage == Stage::Forward);
+    if (!rowNest && !isa<NormDialect>(op->getDialect()))
+      return op->emitError()
+             << "'" << name
+             << "' belongs on a norm op or its 'dx' / 'forward' nest, not on '"
+             << op->getName() << "'";
     return success();
   }
   if (name == getKernelsAttrHelper().getName())
@@ -229,5 +243,69 @@ KernelAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "#norm.kernel: cluster > 1 only goes with grid = "
                           "programs (G clusters of blocks), got grid = "
                        << str(manifest::toString(grid));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// #norm.row_geometry: what holds whatever the row (the rest is checked by
+// norm-choose-geometry against N, the element types and the chip).
+//===----------------------------------------------------------------------===//
+
+LogicalResult RowGeometryAttr::verify(
+    function_ref<InFlightDiagnostic()> emitError, RowRegime regime,
+    int64_t threads, int64_t lanes, int64_t rows, int64_t vector,
+    int64_t chunks, RowLayout, RowPartials partials, int64_t cluster,
+    int64_t batch, int64_t shared, int64_t dynamicShared) {
+  auto fail = [&]() { return emitError() << "#norm.row_geometry: "; };
+  if (threads < 1 || !llvm::isPowerOf2_64(threads))
+    return fail() << "threads must be a power of two, got " << threads;
+  if (lanes < 1 || !llvm::isPowerOf2_64(lanes) || lanes > threads)
+    return fail() << "lanes must be a power of two of at most threads ("
+                  << threads << "), got " << lanes;
+  if (rows * lanes != threads)
+    return fail() << "rows x lanes must be threads: " << rows << " x "
+                  << lanes << " != " << threads;
+  if (vector < 1 || !llvm::isPowerOf2_64(vector))
+    return fail() << "vector must be a power of two, got " << vector;
+  if (cluster < 1)
+    return fail() << "cluster must be at least 1, got " << cluster;
+  if (batch < 1)
+    return fail() << "batch must be at least 1, got " << batch;
+  if (shared < 0 || dynamicShared < 0)
+    return fail() << "shared memory sizes must not be negative";
+  if (regime == RowRegime::Looped) {
+    if (rows != 1)
+      return fail() << "the looped regime takes one row per block (lanes = "
+                       "threads), got rows = "
+                    << rows;
+    if (chunks != 0)
+      return fail() << "the looped regime has no fixed chunks per lane, got "
+                       "chunks = "
+                    << chunks;
+    if (partials == RowPartials::Registers || partials == RowPartials::Shared)
+      return fail() << "the looped regime keeps its partial rows in global "
+                       "memory, got partials = "
+                    << stringifyRowPartials(partials);
+    if (cluster != 1)
+      return fail() << "a row split over a cluster is a registers-regime "
+                       "row, got cluster = "
+                    << cluster << " with regime = looped";
+  } else {
+    if (chunks < 1)
+      return fail() << "the registers regime needs chunks >= 1, got "
+                    << chunks;
+    if (partials == RowPartials::Global)
+      return fail() << "partials = global is the looped regime's";
+    if (partials == RowPartials::Shared && rows != 1)
+      return fail() << "partials = shared takes one row in flight (rows = "
+                       "1), got rows = "
+                    << rows;
+  }
+  if (batch != 1 && partials != RowPartials::Global)
+    return fail() << "batch > 1 only goes with partials = global";
+  if (cluster > 1 && rows != 1)
+    return fail() << "a row split over a cluster takes one row in flight "
+                     "(rows = 1), got rows = "
+                  << rows;
   return success();
 }

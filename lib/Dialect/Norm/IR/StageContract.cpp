@@ -72,6 +72,20 @@ void norm::setNestStrategy(Operation *nest, ReductionStrategy strategy) {
       nest, ReductionStrategyAttr::get(nest->getContext(), strategy));
 }
 
+RowGeometryAttr norm::getGeometry(Operation *op) {
+  NormDialect *d = dialectOf(op);
+  return d ? d->getGeometryAttrHelper().getAttr(op) : RowGeometryAttr();
+}
+
+void norm::setGeometry(Operation *op, RowGeometryAttr geometry) {
+  loadedDialect(op).getGeometryAttrHelper().setAttr(op, geometry);
+}
+
+void norm::copyGeometry(Operation *from, Operation *to) {
+  if (RowGeometryAttr g = getGeometry(from))
+    setGeometry(to, g);
+}
+
 bool norm::isRecomputable(Operation *alloc) {
   NormDialect *d = dialectOf(alloc);
   return d && d->getRecomputableAttrHelper().isAttrPresent(alloc);

@@ -110,6 +110,7 @@ void lowerForward(OpT op, int64_t id, ImplicitLocOpBuilder &b) {
     });
   });
   setStage(nest, Stage::Forward, id, e.acc);
+  copyGeometry(op, nest);
 }
 
 /// Lowers one forward op kind.

@@ -321,6 +321,7 @@ void lowerGrad(OpT op, const SplitOptions &options, int64_t id,
     });
   });
   setStage(dxNest, Stage::Dx, id, acc);
+  copyGeometry(op, dxNest);
   if (wantDw || wantDb)
     setNestStrategy(dxNest, strategy);
 

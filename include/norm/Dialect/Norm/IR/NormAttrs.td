@@ -80,4 +80,97 @@ def Norm_KernelAttr : AttrDef<Norm_Dialect, "Kernel"> {
   let genVerifyDecl = 1;
 }
 
+//===----------------------------------------------------------------------===//
+// #norm.row_geometry
+//===----------------------------------------------------------------------===//
+
+def Norm_RowRegime : I32EnumAttr<"RowRegime",
+    "how a row kernel's lanes walk their chunks", [
+  I32EnumAttrCase<"Registers", 0, "registers">,
+  I32EnumAttrCase<"Looped", 1, "looped">
+]> {
+  let cppNamespace = "::mlir::norm";
+  let genSpecializedAttr = 0;
+}
+
+def Norm_RowLayout : I32EnumAttr<"RowLayout",
+    "how a row kernel maps a lane's chunks to columns", [
+  I32EnumAttrCase<"Vector", 0, "vector">,
+  I32EnumAttrCase<"Interleaved", 1, "interleaved">,
+  I32EnumAttrCase<"Both", 2, "both">
+]> {
+  let cppNamespace = "::mlir::norm";
+  let genSpecializedAttr = 0;
+}
+
+def Norm_PartialsHome : I32EnumAttr<"RowPartials",
+    "where a row kernel keeps its deterministic partial rows", [
+  I32EnumAttrCase<"None", 0, "none">,
+  I32EnumAttrCase<"Registers", 1, "registers">,
+  I32EnumAttrCase<"Shared", 2, "shared">,
+  I32EnumAttrCase<"Global", 3, "global">
+]> {
+  let cppNamespace = "::mlir::norm";
+  let genSpecializedAttr = 0;
+}
+
+def Norm_RowGeometryAttr : AttrDef<Norm_Dialect, "RowGeometry"> {
+  let mnemonic = "row_geometry";
+  let summary = "every decision the GPU mapping makes for one row kernel";
+  let description = [{
+    How the row kernel of one norm op (its `dx` kernel, or the forward's
+    kernel) is spread over the GPU. `norm-choose-geometry` sets it, as the
+    discardable attribute `norm.geometry`, on every norm op and every
+    `dx` / `forward` nest that has none, from the cost model (Geometry.h);
+    `norm-map-to-gpu` carries out what it says and nothing else. Written by
+    hand (on the op, where lowering carries it to the nest, or on the nest)
+    it is an override: `norm-choose-geometry` checks it against the row
+    (N, element types, strategy) and the chip and refuses it with a
+    diagnostic naming the limit it breaks.
+
+    * `regime`: `registers` (a lane's `chunks` chunks unrolled, row caches
+      in registers) or `looped` (a block per row walking its chunks).
+    * `threads` per block; `lanes` per row (a power of two dividing
+      `threads`); `rows` = threads / lanes, rows in flight per block.
+    * `vector`: elements per chunk (one 16-byte access).
+    * `chunks`: chunks per lane (K, registers regime; 0 when looped).
+    * `layout`: `vector` (chunk c is columns [c V, c V + V)), `interleaved`
+      (coalesced element accesses, rows that can never be 16-byte aligned)
+      or `both` (two bodies under a run-time alignment test).
+    * `partials`: where the `deterministic` partial rows live (`none`,
+      `registers`, `shared`, `global`).
+    * `cluster`: blocks of a thread-block cluster that split each row
+      (sm_90; 1: none).
+    * `batch`: rows whose partial-row update the looped regime shares.
+    * `shared`, `dynamic_shared`: bytes of static and dynamic shared memory
+      the kernel takes; derived from the rest (the pass fills them in).
+
+    ```mlir
+    {norm.geometry = #norm.row_geometry<regime = registers, threads = 256,
+        lanes = 256, rows = 1, vector = 8, chunks = 2, layout = vector,
+        partials = shared, shared = 16384>}
+    ```
+  }];
+  let parameters = (ins
+    EnumParameter<Norm_RowRegime>:$regime,
+    "int64_t":$threads,
+    "int64_t":$lanes,
+    "int64_t":$rows,
+    "int64_t":$vector,
+    DefaultValuedParameter<"int64_t", "0", "chunks per lane">:$chunks,
+    DefaultValuedParameter<"::mlir::norm::RowLayout",
+                           "::mlir::norm::RowLayout::Vector",
+                           "chunk layout">:$layout,
+    DefaultValuedParameter<"::mlir::norm::RowPartials",
+                           "::mlir::norm::RowPartials::None",
+                           "home of the partial rows">:$partials,
+    DefaultValuedParameter<"int64_t", "1", "blocks per cluster">:$cluster,
+    DefaultValuedParameter<"int64_t", "1", "rows per partial update">:$batch,
+    DefaultValuedParameter<"int64_t", "0", "static shared bytes">:$shared,
+    DefaultValuedParameter<"int64_t", "0", "dynamic shared bytes">
+        :$dynamic_shared);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
 #endif // NORM_DIALECT_NORM_IR_NORMATTRS_TD

@@ -52,7 +52,8 @@ def Norm_Dialect : Dialect {
     "::mlir::UnitAttr":$recomputable,
     "::mlir::UnitAttr":$workspace,
     "::mlir::UnitAttr":$written,
-    "::mlir::ArrayAttr":$kernels
+    "::mlir::ArrayAttr":$kernels,
+    "::mlir::norm::RowGeometryAttr":$geometry
   );
   let hasOperationAttrVerify = 1;
 }

@@ -29,6 +29,12 @@
 //                                       nothing clears it (the GPU mapping)
 //   norm.kernels = [...]                host func.func: the kernels the GPU
 //                                       mapping launched, in order
+//   norm.geometry = #norm.row_geometry  a norm op, or its dx / forward
+//                                       nest: how its row kernel is spread
+//                                       over the GPU (norm-choose-geometry
+//                                       sets it, norm-split and
+//                                       norm-lower-forward carry it from
+//                                       the op to the nest)
 //
 //===----------------------------------------------------------------------===//
 
@@ -62,6 +68,12 @@ Type getAccumulateType(Operation *nest);
 /// none for a nest of an op without dweight/dbias (or a forward nest).
 std::optional<ReductionStrategy> getNestStrategy(Operation *nest);
 void setNestStrategy(Operation *nest, ReductionStrategy strategy);
+
+/// The row geometry of a norm op or of its dx / forward nest, or null.
+RowGeometryAttr getGeometry(Operation *op);
+void setGeometry(Operation *op, RowGeometryAttr geometry);
+/// Carries `from`'s geometry, if any, to `to` (the op to its nest).
+void copyGeometry(Operation *from, Operation *to);
 
 /// `norm.recomputable` on a memref.alloc.
 bool isRecomputable(Operation *alloc);

@@ -1,0 +1,159 @@
+//===- ChooseGeometry.cpp - #norm.row_geometry on every row kernel --------===//
+//
+// Part of mlir-norm.
+//
+// The pass norm-choose-geometry: every norm op and every `dx` / `forward`
+// nest gets the geometry of its row kernel as an attribute, chosen by the
+// cost model (Geometry.cpp) or, where one is already there, checked and
+// completed. norm-map-to-gpu builds what the attribute says. This is the one
+// place a geometry is chosen, so a test, a user or a tuner sees and pins
+// the choice in the IR (IREE's lowering configs are the model).
+//
+//===----------------------------------------------------------------------===//
+
+#include "GeometryAttr.h"
+
+#include "norm/Conversion/NormToGPU/TargetInfo.h"
+#include "norm/Conversion/Passes.h"
+#include "norm/Dialect/Norm/IR/NormOps.h"
+#include "norm/Dialect/Norm/IR/StageContract.h"
+
+#include "llvm/Support/MathExtras.h"
+
+namespace mlir::norm {
+#define GEN_PASS_DEF_NORMCHOOSEGEOMETRY
+#include "norm/Conversion/Passes.h.inc"
+} // namespace mlir::norm
+
+using namespace mlir;
+using namespace mlir::norm;
+
+namespace {
+
+struct ChooseGeometryPass
+    : public norm::impl::NormChooseGeometryBase<ChooseGeometryPass> {
+  using Base::Base;
+
+  /// The options, checked; emits an error on `func` and fails otherwise.
+  LogicalResult checkOptions(func::FuncOp func, const TargetInfo &target) {
+    if (threads != 0 && (threads < 0 || threads % target.warpSize ||
+                         threads > target.maxThreadsPerBlock ||
+                         !llvm::isPowerOf2_64(threads)))
+      return emitError(func.getLoc())
+             << "norm-choose-geometry: threads must be 0 (chosen from N) or "
+                "a power of two, a multiple of "
+             << target.warpSize << " and at most " << target.maxThreadsPerBlock
+             << ", got " << static_cast<int64_t>(threads);
+    if (cluster < 0 || cluster > kMaxClusterBlocks)
+      return emitError(func.getLoc())
+             << "norm-choose-geometry: cluster must be 0 (chosen), 1 (never) "
+                "or 2 to "
+             << kMaxClusterBlocks << ", got " << static_cast<int64_t>(cluster);
+    if (maxLanes != 0 && (maxLanes < 0 || !llvm::isPowerOf2_64(maxLanes)))
+      return emitError(func.getLoc())
+             << "norm-choose-geometry: max-lanes must be 0 (no cap) or a "
+                "power of two, got "
+             << static_cast<int64_t>(maxLanes);
+    if (batchRows < 0 || batchRows > kMaxBatchRows)
+      return emitError(func.getLoc())
+             << "norm-choose-geometry: batch-rows must be 0 (chosen) or 1 to "
+             << kMaxBatchRows << ", got " << static_cast<int64_t>(batchRows);
+    if (maxRegisterElements < 1)
+      return emitError(func.getLoc())
+             << "norm-choose-geometry: max-register-elements must be "
+                "positive, got "
+             << static_cast<int64_t>(maxRegisterElements);
+    if (cluster > 1 && target.maxClusterBlocks < cluster)
+      return emitError(func.getLoc())
+             << "norm-choose-geometry: cluster=" << static_cast<int64_t>(cluster)
+             << " needs thread-block clusters of that size, which " << chip
+             << " does not have (sm_90 and newer do)";
+    return success();
+  }
+
+  /// Why a written geometry `g` cannot stand for the row `s`, whose cost
+  /// model choice is `chosen`; empty when it can.
+  std::string refusal(RowGeometryAttr written, const Geometry &g,
+                      const Geometry &chosen, const RowShape &s,
+                      const TargetInfo &target) {
+    std::string why = checkGeometry(g, s, target);
+    if (!why.empty())
+      return why;
+    if (s.partials == PartialSums::Deterministic && s.partialRows > 0 &&
+        !samePartialOrder(g, chosen))
+      return "dweight/dbias: this geometry adds the deterministic partial "
+             "sums in another order than the cost model's (rows = " +
+             std::to_string(g.rows) + " against " +
+             std::to_string(chosen.rows) +
+             " rows in flight), so their bits would differ from every other "
+             "build of this op; keep rows = 1 in both, or the cost model's "
+             "threads, lanes and chunks";
+    if (written.getShared() && written.getShared() != g.sharedBytes)
+      return "shared: " + std::to_string(written.getShared()) +
+             " bytes written, the geometry takes " +
+             std::to_string(g.sharedBytes) +
+             " (leave it out: the pass fills it in)";
+    if (written.getDynamicShared() &&
+        written.getDynamicShared() != g.dynamicSharedBytes)
+      return "dynamic_shared: " + std::to_string(written.getDynamicShared()) +
+             " bytes written, the geometry takes " +
+             std::to_string(g.dynamicSharedBytes) +
+             " (leave it out: the pass fills it in)";
+    return std::string();
+  }
+
+  /// Chooses or checks the geometry of `op` (a norm op or a row nest) for the
+  /// row `s`.
+  LogicalResult place(Operation *op, const RowShape &s,
+                      const TargetInfo &target) {
+    Geometry chosen = chooseRowGeometry(s, target);
+    RowGeometryAttr written = getGeometry(op);
+    if (!written) {
+      setGeometry(op, toAttr(op->getContext(), chosen));
+      return success();
+    }
+    Geometry g = fromAttr(written, s, target);
+    std::string why = refusal(written, g, chosen, s, target);
+    if (!why.empty())
+      return op->emitError() << "norm-choose-geometry: " << written
+                             << " is refused: " << why;
+    setGeometry(op, toAttr(op->getContext(), g));
+    return success();
+  }
+
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    std::optional<TargetInfo> target = TargetInfo::get(chip);
+    if (!target) {
+      emitError(func.getLoc())
+          << "norm-choose-geometry: unknown chip '" << chip
+          << "' (known: " << TargetInfo::knownChipList() << ")";
+      return signalPassFailure();
+    }
+    if (failed(checkOptions(func, *target)))
+      return signalPassFailure();
+    GeometryKnobs knobs{threads, maxRegisterElements, cluster, batchRows,
+                        maxLanes};
+    WalkResult result =
+        func.walk<WalkOrder::PreOrder>([&](Operation *op) -> WalkResult {
+          if (std::optional<RowShape> s = rowShapeOfOp(op, knobs))
+            return failed(place(op, *s, *target)) ? WalkResult::interrupt()
+                                                  : WalkResult::skip();
+          std::optional<Stage> stage = getStage(op);
+          auto nest = dyn_cast<scf::ForOp>(op);
+          if (!stage || !nest)
+            return WalkResult::advance();
+          if (*stage != Stage::Dx && *stage != Stage::Forward)
+            return WalkResult::skip();
+          FailureOr<RowNest> rn =
+              analyzeRowNest(nest, *stage == Stage::Forward);
+          if (failed(rn) || failed(place(op, rowShapeOf(*rn, knobs), *target)))
+            return WalkResult::interrupt();
+          return WalkResult::skip();
+        });
+    if (result.wasInterrupted())
+      signalPassFailure();
+  }
+};
+
+} // namespace

@@ -1,0 +1,108 @@
+// RUN: norm-opt %s --split-input-file --norm-choose-geometry --verify-diagnostics
+
+// Each chunk: a #norm.row_geometry written on an op that norm-choose-geometry
+// refuses (sm_90), and the limit its message names.
+
+// -----
+
+func.func @share_past_registers(%dy: memref<?x4096xbf16>, %x: memref<?x4096xbf16>, %rstd: memref<?xf32>, %dx: memref<?x4096xbf16>, %w: memref<4096xbf16>, %dw: memref<4096xbf16>) {
+  // expected-error @+1 {{registers: a lane's share of 128 elements per row array passes max-register-elements (64)}}
+  norm.rms_norm_grad dy(%dy : memref<?x4096xbf16>) x(%x : memref<?x4096xbf16>) rstd(%rstd : memref<?xf32>) weight(%w : memref<4096xbf16>) outs dx(%dx : memref<?x4096xbf16>) dweight(%dw : memref<4096xbf16>) {norm.geometry = #norm.row_geometry<regime = registers, threads = 32, lanes = 32, rows = 1, vector = 8, chunks = 16, partials = shared>}
+  return
+}
+
+// -----
+
+func.func @vector_not_one_access(%dy: memref<?x4096xbf16>, %x: memref<?x4096xbf16>, %rstd: memref<?xf32>, %dx: memref<?x4096xbf16>, %w: memref<4096xbf16>, %dw: memref<4096xbf16>) {
+  // expected-error @+1 {{vector: the row kernels' chunk is one 16-byte access, 8 elements of 2 bytes; got vector = 4}}
+  norm.rms_norm_grad dy(%dy : memref<?x4096xbf16>) x(%x : memref<?x4096xbf16>) rstd(%rstd : memref<?xf32>) weight(%w : memref<4096xbf16>) outs dx(%dx : memref<?x4096xbf16>) dweight(%dw : memref<4096xbf16>) {norm.geometry = #norm.row_geometry<regime = registers, threads = 256, lanes = 256, rows = 1, vector = 4, chunks = 4, partials = shared>}
+  return
+}
+
+// -----
+
+func.func @chunks_do_not_cover(%dy: memref<?x4096xbf16>, %x: memref<?x4096xbf16>, %rstd: memref<?xf32>, %dx: memref<?x4096xbf16>, %w: memref<4096xbf16>, %dw: memref<4096xbf16>) {
+  // expected-error @+1 {{chunks: N = 4096 is 512 chunks over 256 lanes, 2 a lane; got chunks = 3}}
+  norm.rms_norm_grad dy(%dy : memref<?x4096xbf16>) x(%x : memref<?x4096xbf16>) rstd(%rstd : memref<?xf32>) weight(%w : memref<4096xbf16>) outs dx(%dx : memref<?x4096xbf16>) dweight(%dw : memref<4096xbf16>) {norm.geometry = #norm.row_geometry<regime = registers, threads = 256, lanes = 256, rows = 1, vector = 8, chunks = 3, partials = shared>}
+  return
+}
+
+// -----
+
+func.func @cluster_too_small(%dy: memref<?x65536xbf16>, %x: memref<?x65536xbf16>, %mean: memref<?xf32>, %rstd: memref<?xf32>, %w: memref<65536xbf16>, %dx: memref<?x65536xbf16>, %dw: memref<65536xbf16>, %db: memref<65536xbf16>) {
+  // expected-error @+1 {{cluster: N = 65536 in slices of 2 x 512 x 8 columns needs 8 block(s) a row, the geometry has cluster = 4}}
+  norm.layer_norm_grad dy(%dy : memref<?x65536xbf16>) x(%x : memref<?x65536xbf16>) mean(%mean : memref<?xf32>) rstd(%rstd : memref<?xf32>) weight(%w : memref<65536xbf16>) outs dx(%dx : memref<?x65536xbf16>) dweight(%dw : memref<65536xbf16>) dbias(%db : memref<65536xbf16>) {norm.geometry = #norm.row_geometry<regime = registers, threads = 512, lanes = 512, rows = 1, vector = 8, chunks = 2, partials = registers, cluster = 4>}
+  return
+}
+
+// -----
+
+func.func @cluster_not_splittable(%dy: memref<?x65536xbf16>, %x: memref<?x65536xbf16>, %mean: memref<?xf32>, %rstd: memref<?xf32>, %w: memref<65536xbf16>, %dx: memref<?x65536xbf16>, %dw: memref<65536xbf16>, %db: memref<65536xbf16>) {
+  // expected-error @+1 {{cluster: only a dx kernel of the deterministic strategy (or without dweight/dbias) may split its rows over a cluster}}
+  norm.layer_norm_grad dy(%dy : memref<?x65536xbf16>) x(%x : memref<?x65536xbf16>) mean(%mean : memref<?xf32>) rstd(%rstd : memref<?xf32>) weight(%w : memref<65536xbf16>) outs dx(%dx : memref<?x65536xbf16>) dweight(%dw : memref<65536xbf16>) dbias(%db : memref<65536xbf16>) {strategy = #norm.strategy<atomic>, norm.geometry = #norm.row_geometry<regime = registers, threads = 512, lanes = 512, rows = 1, vector = 8, chunks = 2, cluster = 8>}
+  return
+}
+
+// -----
+
+func.func @threads_past_block(%dy: memref<?x65536xbf16>, %x: memref<?x65536xbf16>, %rstd: memref<?xf32>, %dx: memref<?x65536xbf16>, %w: memref<65536xbf16>, %dw: memref<65536xbf16>) {
+  // expected-error @+1 {{threads: a block of 2048 threads; sm_90 takes multiples of its 32-thread warp up to 1024}}
+  norm.rms_norm_grad dy(%dy : memref<?x65536xbf16>) x(%x : memref<?x65536xbf16>) rstd(%rstd : memref<?xf32>) weight(%w : memref<65536xbf16>) outs dx(%dx : memref<?x65536xbf16>) dweight(%dw : memref<65536xbf16>) {norm.geometry = #norm.row_geometry<regime = looped, threads = 2048, lanes = 2048, rows = 1, vector = 8, partials = global>}
+  return
+}
+
+// -----
+
+func.func @partial_order_changed(%dy: memref<?x24xbf16>, %x: memref<?x24xbf16>, %rstd: memref<?xf32>, %dx: memref<?x24xbf16>, %w: memref<24xbf16>, %dw: memref<24xbf16>) {
+  // expected-error @+1 {{dweight/dbias: this geometry adds the deterministic partial sums in another order than the cost model's (rows = 32 against 64 rows in flight)}}
+  norm.rms_norm_grad dy(%dy : memref<?x24xbf16>) x(%x : memref<?x24xbf16>) rstd(%rstd : memref<?xf32>) weight(%w : memref<24xbf16>) outs dx(%dx : memref<?x24xbf16>) dweight(%dw : memref<24xbf16>) {norm.geometry = #norm.row_geometry<regime = registers, threads = 256, lanes = 8, rows = 32, vector = 8, chunks = 1, partials = registers>}
+  return
+}
+
+// -----
+
+func.func @static_shared_past_48k(%dy: memref<?x8192xbf16>, %x: memref<?x8192xbf16>, %rstd: memref<?xf32>, %dx: memref<?x8192xbf16>, %w: memref<8192xbf16>, %dw: memref<8192xbf16>) {
+  // expected-error @+1 {{shared memory: 65600 bytes of static shared memory pass the 49152 every chip gives a block without opting in}}
+  norm.rms_norm_grad dy(%dy : memref<?x8192xbf16>) x(%x : memref<?x8192xbf16>) rstd(%rstd : memref<?xf32>) weight(%w : memref<8192xbf16>) outs dx(%dx : memref<?x8192xbf16>) dweight(%dw : memref<8192xbf16>) {norm.geometry = #norm.row_geometry<regime = registers, threads = 256, lanes = 128, rows = 2, vector = 8, chunks = 8, partials = registers>}
+  return
+}
+
+// -----
+
+func.func @partials_without_home(%dy: memref<?x4096xbf16>, %x: memref<?x4096xbf16>, %rstd: memref<?xf32>, %dx: memref<?x4096xbf16>, %w: memref<4096xbf16>, %dw: memref<4096xbf16>) {
+  // expected-error @+1 {{partials: the deterministic strategy's partial rows need a home (registers, shared or global)}}
+  norm.rms_norm_grad dy(%dy : memref<?x4096xbf16>) x(%x : memref<?x4096xbf16>) rstd(%rstd : memref<?xf32>) weight(%w : memref<4096xbf16>) outs dx(%dx : memref<?x4096xbf16>) dweight(%dw : memref<4096xbf16>) {norm.geometry = #norm.row_geometry<regime = registers, threads = 256, lanes = 256, rows = 1, vector = 8, chunks = 2>}
+  return
+}
+
+// -----
+
+func.func @partials_without_dweight(%dy: memref<?x4096xbf16>, %x: memref<?x4096xbf16>, %rstd: memref<?xf32>, %dx: memref<?x4096xbf16>) {
+  // expected-error @+1 {{partials: this kernel has no deterministic partial rows; got partials other than none}}
+  norm.rms_norm_grad dy(%dy : memref<?x4096xbf16>) x(%x : memref<?x4096xbf16>) rstd(%rstd : memref<?xf32>) outs dx(%dx : memref<?x4096xbf16>) {norm.geometry = #norm.row_geometry<regime = registers, threads = 256, lanes = 256, rows = 1, vector = 8, chunks = 2, partials = shared>}
+  return
+}
+
+// -----
+
+func.func @locked_rows(%dy: memref<?x24xbf16>, %x: memref<?x24xbf16>, %mean: memref<?xf32>, %rstd: memref<?xf32>, %w: memref<24xbf16>, %dx: memref<?x24xbf16>, %dw: memref<24xbf16>, %db: memref<24xbf16>) {
+  // expected-error @+1 {{rows: the locked strategy holds a group's lock for one row at a time (rows = 1); got rows = 64}}
+  norm.layer_norm_grad dy(%dy : memref<?x24xbf16>) x(%x : memref<?x24xbf16>) mean(%mean : memref<?xf32>) rstd(%rstd : memref<?xf32>) weight(%w : memref<24xbf16>) outs dx(%dx : memref<?x24xbf16>) dweight(%dw : memref<24xbf16>) dbias(%db : memref<24xbf16>) {strategy = #norm.strategy<locked>, norm.geometry = #norm.row_geometry<regime = registers, threads = 256, lanes = 4, rows = 64, vector = 8, chunks = 1>}
+  return
+}
+
+// -----
+
+func.func @shared_written_wrong(%dy: memref<?x4096xbf16>, %x: memref<?x4096xbf16>, %rstd: memref<?xf32>, %dx: memref<?x4096xbf16>, %w: memref<4096xbf16>, %dw: memref<4096xbf16>) {
+  // expected-error @+1 {{shared: 100 bytes written, the geometry takes 16448 (leave it out: the pass fills it in)}}
+  norm.rms_norm_grad dy(%dy : memref<?x4096xbf16>) x(%x : memref<?x4096xbf16>) rstd(%rstd : memref<?xf32>) weight(%w : memref<4096xbf16>) outs dx(%dx : memref<?x4096xbf16>) dweight(%dw : memref<4096xbf16>) {norm.geometry = #norm.row_geometry<regime = registers, threads = 256, lanes = 256, rows = 1, vector = 8, chunks = 2, partials = shared, shared = 100>}
+  return
+}
+
+// -----
+
+func.func @forward_chunks(%x: memref<?x1000xbf16>, %y: memref<?x1000xbf16>, %rstd: memref<?xf32>) {
+  // expected-error @+1 {{chunks: N = 1000 is 125 chunks over 64 lanes, 2 a lane; got chunks = 1}}
+  norm.rms_norm x(%x : memref<?x1000xbf16>) outs y(%y : memref<?x1000xbf16>) rstd(%rstd : memref<?xf32>) {norm.geometry = #norm.row_geometry<regime = registers, threads = 256, lanes = 64, rows = 4, vector = 8, chunks = 1>}
+  return
+}

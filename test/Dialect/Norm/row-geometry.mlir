@@ -1,0 +1,75 @@
+// RUN: norm-opt %s --split-input-file --verify-diagnostics | FileCheck %s
+
+// #norm.row_geometry round-trips, defaults elided; what holds whatever the
+// row is checked by the attribute's verifier (the rest, against N and the
+// chip, by norm-choose-geometry).
+
+// CHECK-LABEL: func.func @round_trip
+// CHECK: norm.geometry = #norm.row_geometry<regime = registers, threads = 256, lanes = 32, rows = 8, vector = 8, chunks = 4, layout = both, partials = registers, shared = 64>
+func.func @round_trip(%x: tensor<?x1000xbf16>) -> tensor<?x1000xbf16> {
+  %y, %r = norm.rms_norm x(%x : tensor<?x1000xbf16>) {norm.geometry = #norm.row_geometry<regime = registers, threads = 256, lanes = 32, rows = 8, vector = 8, chunks = 4, layout = both, partials = registers, cluster = 1, batch = 1, shared = 64, dynamic_shared = 0>} -> y(tensor<?x1000xbf16>) rstd(tensor<?xf32>)
+  return %y : tensor<?x1000xbf16>
+}
+
+// -----
+
+func.func @rows_times_lanes(%x: tensor<?x1000xbf16>) -> tensor<?x1000xbf16> {
+  // expected-error @+1 {{#norm.row_geometry: rows x lanes must be threads: 4 x 32 != 256}}
+  %y, %r = norm.rms_norm x(%x : tensor<?x1000xbf16>) {norm.geometry = #norm.row_geometry<regime = registers, threads = 256, lanes = 32, rows = 4, vector = 8, chunks = 4>} -> y(tensor<?x1000xbf16>) rstd(tensor<?xf32>)
+  return %y : tensor<?x1000xbf16>
+}
+
+// -----
+
+func.func @lanes_power_of_two(%x: tensor<?x1000xbf16>) -> tensor<?x1000xbf16> {
+  // expected-error @+1 {{#norm.row_geometry: lanes must be a power of two of at most threads (256), got 48}}
+  %y, %r = norm.rms_norm x(%x : tensor<?x1000xbf16>) {norm.geometry = #norm.row_geometry<regime = registers, threads = 256, lanes = 48, rows = 4, vector = 8, chunks = 4>} -> y(tensor<?x1000xbf16>) rstd(tensor<?xf32>)
+  return %y : tensor<?x1000xbf16>
+}
+
+// -----
+
+func.func @looped_one_row(%x: tensor<?x1000xbf16>) -> tensor<?x1000xbf16> {
+  // expected-error @+1 {{#norm.row_geometry: the looped regime takes one row per block (lanes = threads), got rows = 2}}
+  %y, %r = norm.rms_norm x(%x : tensor<?x1000xbf16>) {norm.geometry = #norm.row_geometry<regime = looped, threads = 256, lanes = 128, rows = 2, vector = 8>} -> y(tensor<?x1000xbf16>) rstd(tensor<?xf32>)
+  return %y : tensor<?x1000xbf16>
+}
+
+// -----
+
+func.func @registers_need_chunks(%x: tensor<?x1000xbf16>) -> tensor<?x1000xbf16> {
+  // expected-error @+1 {{#norm.row_geometry: the registers regime needs chunks >= 1, got 0}}
+  %y, %r = norm.rms_norm x(%x : tensor<?x1000xbf16>) {norm.geometry = #norm.row_geometry<regime = registers, threads = 256, lanes = 256, rows = 1, vector = 8>} -> y(tensor<?x1000xbf16>) rstd(tensor<?xf32>)
+  return %y : tensor<?x1000xbf16>
+}
+
+// -----
+
+func.func @global_is_looped(%x: tensor<?x1000xbf16>) -> tensor<?x1000xbf16> {
+  // expected-error @+1 {{#norm.row_geometry: partials = global is the looped regime's}}
+  %y, %r = norm.rms_norm x(%x : tensor<?x1000xbf16>) {norm.geometry = #norm.row_geometry<regime = registers, threads = 256, lanes = 256, rows = 1, vector = 8, chunks = 1, partials = global>} -> y(tensor<?x1000xbf16>) rstd(tensor<?xf32>)
+  return %y : tensor<?x1000xbf16>
+}
+
+// -----
+
+func.func @batch_is_global(%x: tensor<?x1000xbf16>) -> tensor<?x1000xbf16> {
+  // expected-error @+1 {{#norm.row_geometry: batch > 1 only goes with partials = global}}
+  %y, %r = norm.rms_norm x(%x : tensor<?x1000xbf16>) {norm.geometry = #norm.row_geometry<regime = looped, threads = 256, lanes = 256, rows = 1, vector = 8, batch = 4>} -> y(tensor<?x1000xbf16>) rstd(tensor<?xf32>)
+  return %y : tensor<?x1000xbf16>
+}
+
+// -----
+
+func.func @cluster_one_row(%x: tensor<?x1000xbf16>) -> tensor<?x1000xbf16> {
+  // expected-error @+1 {{#norm.row_geometry: a row split over a cluster takes one row in flight (rows = 1), got rows = 2}}
+  %y, %r = norm.rms_norm x(%x : tensor<?x1000xbf16>) {norm.geometry = #norm.row_geometry<regime = registers, threads = 256, lanes = 128, rows = 2, vector = 8, chunks = 1, cluster = 2>} -> y(tensor<?x1000xbf16>) rstd(tensor<?xf32>)
+  return %y : tensor<?x1000xbf16>
+}
+
+// -----
+
+// expected-error @+1 {{'norm.geometry' belongs on a norm op or its 'dx' / 'forward' nest, not on 'func.func'}}
+func.func @not_on_a_function() attributes {norm.geometry = #norm.row_geometry<regime = looped, threads = 256, lanes = 256, rows = 1, vector = 8>} {
+  return
+}
