@@ -56,7 +56,9 @@ CHAIN_PASSES = [
     "--gpu-kernel-outlining",
     "--norm-lower-to-loops", "--canonicalize", "--cse",
     "--norm-split=strategy=locked", "--norm-split=strategy=atomic groups=3",
-    "--norm-map-to-gpu=threads=64", "--norm-map-to-gpu=chip=sm_80",
+    "--norm-choose-geometry", "--norm-choose-geometry=threads=64",
+    "--norm-choose-geometry=chip=sm_80 cluster=1",
+    "--norm-map-to-gpu=chip=sm_80",
 ]
 
 CRASH_MARKERS = [

@@ -409,13 +409,13 @@ std::string mlir::norm::checkGeometry(const Geometry &g, const RowShape &s,
                   << "), past which the row caches spill; use fewer chunks, "
                      "more lanes or regime = looped")
           .text;
-    int64_t chunks = (*s.n + g.vec - 1) / g.vec;
-    int64_t blocks = (*s.n + g.chunksPerLane * g.lanes * g.vec - 1) /
-                     (g.chunksPerLane * g.lanes * g.vec);
-    if (g.cluster == 1 && g.chunksPerLane != (chunks + g.lanes - 1) / g.lanes)
+    int64_t chunks = llvm::divideCeil(*s.n, g.vec);
+    int64_t blocks =
+        llvm::divideCeil(*s.n, g.chunksPerLane * g.lanes * g.vec);
+    if (g.cluster == 1 && g.chunksPerLane != llvm::divideCeil(chunks, g.lanes))
       return (why << "chunks: N = " << *s.n << " is " << chunks
                   << " chunks over " << g.lanes << " lanes, "
-                  << (chunks + g.lanes - 1) / g.lanes
+                  << llvm::divideCeil(chunks, g.lanes)
                   << " a lane; got chunks = " << g.chunksPerLane)
           .text;
     if (g.cluster != blocks)

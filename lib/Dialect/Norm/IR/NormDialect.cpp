@@ -257,8 +257,14 @@ LogicalResult RowGeometryAttr::verify(
     int64_t chunks, RowLayout, RowPartials partials, int64_t cluster,
     int64_t batch, int64_t shared, int64_t dynamicShared) {
   auto fail = [&]() { return emitError() << "#norm.row_geometry: "; };
-  if (threads < 1 || !llvm::isPowerOf2_64(threads))
-    return fail() << "threads must be a power of two, got " << threads;
+  // Bounds far past any chip's, so that every product of them fits.
+  if (threads < 1 || !llvm::isPowerOf2_64(threads) || threads > (1 << 16))
+    return fail() << "threads must be a power of two up to 65536, got "
+                  << threads;
+  if (chunks < 0 || chunks > (1 << 16) || vector > (1 << 8) ||
+      cluster > (1 << 10) || batch > (1 << 10))
+    return fail() << "chunks (at most 65536), vector (256), cluster (1024) "
+                     "or batch (1024) out of range";
   if (lanes < 1 || !llvm::isPowerOf2_64(lanes) || lanes > threads)
     return fail() << "lanes must be a power of two of at most threads ("
                   << threads << "), got " << lanes;
