@@ -14,11 +14,16 @@ implementations and an autograd formula, so ``torch.compile`` keeps them in
 its graph, and they allocate their workspace from torch's allocator on the
 current stream, so a CUDA graph captures them. Kernels are compiled on
 first use per (op, N, dtypes, flags, chip) through norm_mlir.cache.
-Tensors off the GPU (or of other dtypes) take torch's own functions.
+Tensors off the GPU (or of other dtypes), chips older than sm_80 and ROCm
+devices (one warning each) and calls inside torch.func transforms take
+torch's own functions. A backward that builds a graph (create_graph=True)
+computes its gradients with torch ops, so double backward is right; under
+CUDA autocast layer_norm runs in f32 and returns f32, as torch's does.
 """
 
 import math
 import threading
+import warnings
 
 import torch
 
@@ -31,22 +36,74 @@ _modules = {}
 _modules_lock = threading.Lock()
 
 
+def _capability(device):
+    """(major, minor) of a CUDA device (a test replaces it)."""
+    return torch.cuda.get_device_capability(device)
+
+
 def _chip(device):
-    major, minor = torch.cuda.get_device_capability(device)
+    major, minor = _capability(device)
     return "sm_%d%d" % (major, minor)
+
+
+def _capability_of(chip):
+    digits = chip[3:].rstrip("abf")
+    return (int(digits[:-1]), int(digits[-1])) if digits.isdigit() else (0, 0)
+
+
+# ------------------------------------------------- devices we can run on
+#
+# The kernels are PTX for sm_80 and later. Older NVIDIA chips (sm_70, sm_75)
+# and ROCm devices (whose tensors are is_cuda too) take torch's own
+# functions, with one warning per device and process.
+
+_support = {}
+
+
+def _unsupported_reason(device):
+    """Why our kernels cannot run on `device`, a CUDA device, or None."""
+    if device.type != "cuda":
+        return None  # CPU tensors the CPU tests send through the op bodies
+    if getattr(torch.version, "hip", None):
+        return ("a ROCm device (torch %s, HIP %s); the kernels are PTX for "
+                "NVIDIA GPUs" % (torch.__version__, torch.version.hip))
+    if not torch.cuda.is_available():
+        return None  # fake CUDA tensors on a host without a GPU: tracing
+    major, minor = _capability(device)
+    if (major, minor) < (8, 0):
+        return ("compute capability %d.%d (sm_%d%d); the kernels need 8.0 "
+                "or newer" % (major, minor, major, minor))
+    return None
+
+
+@torch.compiler.assume_constant_result
+def _supported(device):
+    """Whether our kernels run on `device` (a CUDA device), decided once
+    per device and process; the first refusal warns. torch.compile takes
+    the answer as a constant of the graph."""
+    ok = _support.get(device)
+    if ok is None:
+        reason = _unsupported_reason(device)
+        ok = _support[device] = reason is None
+        if reason:
+            warnings.warn("norm_mlir: %s is %s: LayerNorm and RMSNorm take "
+                          "torch's own functions there" % (device, reason),
+                          RuntimeWarning, stacklevel=3)
+    return ok
 
 
 def _compiled(spec, chip):
     """The kernels of `spec` (a dict of compile_spec's arguments) for
     `chip`, through the cache: PTX, which the driver builds at load (no
     ptxas on the GPU host); the backward takes the deterministic strategy.
-    A chip the compiler does not know takes sm_80's PTX, which every later
-    chip's driver builds."""
+    A chip from sm_80 on that the compiler does not know (sm_100, sm_120)
+    takes sm_80's PTX, which every later chip's driver builds; older chips
+    never get here (_supported)."""
     strategy = "deterministic" if spec["op"].endswith("_grad") else None
     try:
         return _cache.get(chip=chip, format="ptx", strategy=strategy, **spec)
     except CompileError as ex:
-        if "chip" not in str(ex):
+        if "chip" not in str(ex) or _capability_of(chip) < (8, 0):
             raise
         return _cache.get(chip="sm_80", format="ptx", strategy=strategy,
                           **spec)
@@ -62,6 +119,11 @@ def _module(spec, device):
         m = _modules.get(key)
         if m is not None:
             return m
+    reason = _unsupported_reason(torch.device("cuda", idx))
+    if reason:  # an op called directly (the functions fall back first)
+        raise RuntimeError("norm_mlir: no kernels for cuda:%d, %s; use "
+                           "torch's layer_norm / rms_norm there" % (idx,
+                                                                   reason))
     k = _compiled(spec, _chip(idx))
     with torch.cuda.device(idx):
         torch.cuda.current_stream(idx)  # the primary context is current
@@ -347,21 +409,63 @@ _rms_bwd = _define(
 
 
 # ------------------------------------------------------------- autograd
+#
+# The kernels' gradients carry no graph. A backward that builds one
+# (create_graph=True: double backward, gradient penalties, Hessian-vector
+# products) computes the same gradients with torch ops instead (_graphed),
+# which autograd can differentiate again.
+
+def _building_graph(*ts):
+    """Whether this backward runs under create_graph=True (autograd sets
+    grad mode to it) with something to differentiate."""
+    return torch.is_grad_enabled() and any(
+        t is not None and t.requires_grad for t in ts)
+
+
+def _graphed(dy, x, weight, n, eps, zc, rms):
+    """dx and dweight (None where not asked) of the norm as differentiable
+    torch ops in f32, as the kernels compute them."""
+    with torch.enable_grad():
+        xr = x.reshape(-1, n).float()
+        if not rms:
+            xr = xr - xr.mean(-1, keepdim=True)
+        xhat = xr * torch.rsqrt(xr.square().mean(-1, keepdim=True) + eps)
+        y = xhat
+        if weight is not None:
+            w = weight.reshape(n).float()
+            y = y * (w + 1 if zc else w)
+        wrt = [t for t in (x, weight) if t is not None and t.requires_grad]
+        got = iter(torch.autograd.grad(
+            y, wrt, dy.reshape(-1, n).float(), create_graph=True)
+            if wrt else ())
+    dx = next(got).to(x.dtype) if x.requires_grad else None
+    dw = next(got).to(weight.dtype) if weight is not None and \
+        weight.requires_grad else None
+    return dx, dw
+
 
 def _ln_setup(ctx, inputs, output):
     x, weight, bias, n, eps, zc = inputs
     _, mean, rstd = output
     ctx.save_for_backward(x, weight, mean, rstd)
-    ctx.has_bias, ctx.n, ctx.zc = bias is not None, n, zc
+    ctx.has_bias, ctx.n, ctx.eps, ctx.zc = bias is not None, n, eps, zc
     ctx.wshape = None if weight is None else weight.shape
+    ctx.bshape = None if bias is None else bias.shape
 
 
 def _ln_backward(ctx, dy, dmean, drstd):
     x, weight, mean, rstd = ctx.saved_tensors
+    if _building_graph(dy, x, weight):
+        dx, dwo = _graphed(dy, x, weight, ctx.n, ctx.eps, ctx.zc, False)
+        # The bias's dtype is the weight's, else x's (_ours).
+        dbo = dy.reshape(-1, ctx.n).float().sum(0).to(
+            x.dtype if weight is None else weight.dtype).view(
+                ctx.bshape) if ctx.has_bias else None
+        return dx, dwo, dbo, None, None, None
     bwd = _ln_bwd_impl if _direct(dy, x) else _ln_bwd
     dx, dw, db = bwd(dy, x, mean, rstd, weight, ctx.has_bias, ctx.n, ctx.zc)
     dwo = dw.view(ctx.wshape) if weight is not None else None
-    dbo = db.view(ctx.wshape) if ctx.has_bias else None
+    dbo = db.view(ctx.bshape) if ctx.has_bias else None
     return dx, dwo, dbo, None, None, None
 
 
@@ -373,12 +477,15 @@ def _rms_setup(ctx, inputs, output):
     x, weight, n, eps, zc = inputs
     _, rstd = output
     ctx.save_for_backward(x, weight, rstd)
-    ctx.n, ctx.zc = n, zc
+    ctx.n, ctx.eps, ctx.zc = n, eps, zc
     ctx.wshape = None if weight is None else weight.shape
 
 
 def _rms_backward(ctx, dy, drstd):
     x, weight, rstd = ctx.saved_tensors
+    if _building_graph(dy, x, weight):
+        dx, dw = _graphed(dy, x, weight, ctx.n, ctx.eps, ctx.zc, True)
+        return dx, dw, None, None, None
     bwd = _rms_bwd_impl if _direct(dy, x) else _rms_bwd
     dx, dw = bwd(dy, x, rstd, weight, ctx.n, ctx.zc)
     return dx, (dw.view(ctx.wshape) if weight is not None else None), \
@@ -470,10 +577,33 @@ def _on_device(t):
     return t.is_cuda
 
 
-def _ours(x, *params):
-    return (_on_device(x) and x.dtype in _DT and x.numel() > 0 and
-            all(p is None or (_on_device(p) and p.dtype in _DT and
-                              p.is_contiguous()) for p in params))
+_functorch_active = torch._C._are_functorch_transforms_active
+_HALF = (torch.float16, torch.bfloat16)
+
+
+def _ours(x, weight, bias=None):
+    """Whether a call runs our kernels: a CUDA tensor of f32/f16/bf16 on a
+    chip we support (_supported), contiguous parameters there of one dtype
+    (a bias alone: x's, as the kernels take it), and no torch.func
+    transform active (grad, vmap, jvp... see through the tensors they wrap
+    only in torch's own functions)."""
+    if not (_on_device(x) and x.dtype in _DT and x.numel() > 0):
+        return False
+    for p in (weight, bias):
+        if p is not None and not (_on_device(p) and p.dtype in _DT and
+                                  p.is_contiguous()):
+            return False
+    if bias is not None and bias.dtype is not (
+            x.dtype if weight is None else weight.dtype):
+        return False
+    # is_compiling first: dynamo folds it and never sees the C call.
+    if not torch.compiler.is_compiling() and _functorch_active():
+        return False
+    return _supported(x.device)
+
+
+def _fp32(t):
+    return t.float() if t is not None and t.dtype in _HALF else t
 
 
 def _normalized(normalized_shape):
@@ -495,12 +625,17 @@ def _check(x, shape, weight, bias):
 def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5,
                zero_centered=False):
     """torch.nn.functional.layer_norm, on our kernels for CUDA tensors of
-    f32/f16/bf16. zero_centered: the weight is applied as 1 + weight."""
+    f32/f16/bf16. zero_centered: the weight is applied as 1 + weight.
+    Under CUDA autocast the output is f32, as torch's is."""
     shape = _normalized(normalized_shape)
     _check(x, shape, weight, bias)
     if not _ours(x, weight, bias):
         w = weight + 1 if (zero_centered and weight is not None) else weight
         return torch.nn.functional.layer_norm(x, shape, w, bias, eps)
+    if x.device.type == "cuda" and torch.is_autocast_enabled("cuda"):
+        # torch's layer_norm is on CUDA autocast's fp32 list: its inputs
+        # are cast to f32, so its output is f32 (rms_norm's is not).
+        x, weight, bias = _fp32(x), _fp32(weight), _fp32(bias)
     y, _, _ = _layer_norm_rows(x, weight, bias, math.prod(shape),
                                float(eps), bool(zero_centered))
     return y
@@ -525,15 +660,25 @@ def rms_norm(x, normalized_shape, weight=None, eps=None,
 
 # -------------------------------------------------------------- modules
 
-def _zero_weight(module):
-    """zero_centered modules start at the identity: weight 0 (applied as
-    1 + weight)."""
-    if module.zero_centered and module.weight is not None:
-        with torch.no_grad():
-            module.weight.zero_()
+class _ZeroCentered:
+    """zero_centered for the modules: the weight is applied as 1 + weight,
+    so it starts (and resets: reset_parameters, which meta-device and FSDP2
+    initialisation call) at 0, the identity; repr shows the flag when set."""
+
+    zero_centered = False  # a class default, also for modules patch() swaps
+
+    def reset_parameters(self):
+        super().reset_parameters()
+        if self.zero_centered and self.weight is not None:
+            with torch.no_grad():
+                self.weight.zero_()
+
+    def extra_repr(self):
+        r = super().extra_repr()
+        return r + ", zero_centered=True" if self.zero_centered else r
 
 
-class LayerNorm(torch.nn.LayerNorm):
+class LayerNorm(_ZeroCentered, torch.nn.LayerNorm):
     """torch.nn.LayerNorm (same constructor, parameters and state-dict
     keys) whose forward and backward run our kernels. zero_centered: the
     weight is applied as 1 + weight and initialised to 0."""
@@ -542,15 +687,16 @@ class LayerNorm(torch.nn.LayerNorm):
                  bias=True, device=None, dtype=None, zero_centered=False):
         super().__init__(normalized_shape, eps, elementwise_affine, bias,
                          device, dtype)
-        self.zero_centered = zero_centered
-        _zero_weight(self)
+        self.zero_centered = bool(zero_centered)
+        if self.zero_centered:
+            self.reset_parameters()
 
     def forward(self, x):
         return layer_norm(x, self.normalized_shape, self.weight, self.bias,
                           self.eps, self.zero_centered)
 
 
-class RMSNorm(torch.nn.RMSNorm):
+class RMSNorm(_ZeroCentered, torch.nn.RMSNorm):
     """torch.nn.RMSNorm (same constructor, parameters and state-dict keys)
     whose forward and backward run our kernels. zero_centered (Gemma): the
     weight is applied as 1 + weight and initialised to 0."""
@@ -559,9 +705,11 @@ class RMSNorm(torch.nn.RMSNorm):
                  device=None, dtype=None, zero_centered=False):
         super().__init__(normalized_shape, eps, elementwise_affine, device,
                          dtype)
-        self.zero_centered = zero_centered
-        _zero_weight(self)
+        self.zero_centered = bool(zero_centered)
+        if self.zero_centered:
+            self.reset_parameters()
 
     def forward(self, x):
         return rms_norm(x, self.normalized_shape, self.weight, self.eps,
                         self.zero_centered)
+

@@ -480,3 +480,396 @@ def test_direct_path_only_for_plain_eager_tensors():
         pass
 
     assert not nt._direct(x.as_subclass(Sub))
+
+
+# ------------------------------- emulated kernels: numbers on the CPU
+#
+# The `validated` fixture with each launch, once validated, also computed
+# in float64 from the manifest's argument names (the kernels' formulas), so
+# the wrapper's own arithmetic (shapes, dtypes, which gradient goes where)
+# is checked against torch here; the GPU run checks the kernels.
+
+def _emulate(spec, args):
+    a = dict(args)
+    op = spec["op"]
+    w = a.get("weight")
+    wf = None if w is None else w.double() + (1 if spec["zero_centered"]
+                                               else 0)
+    if not op.endswith("_grad"):
+        x = a["x"].double()
+        if op == "layer_norm":
+            mean = x.mean(-1)
+            a["mean"].copy_(mean)
+            x = x - mean[:, None]
+        rstd = torch.rsqrt(x.square().mean(-1) + spec["eps"])
+        a["rstd"].copy_(rstd)
+        y = x * rstd[:, None]
+        if wf is not None:
+            y = y * wf
+        if "bias" in a:
+            y = y + a["bias"].double()
+        a["y"].copy_(y)
+        return
+    x, dy = a["x"].double(), a["dy"].double()
+    rstd = a["rstd"].double()[:, None]
+    if op == "layer_norm_grad":
+        x = x - a["mean"].double()[:, None]
+    xhat = x * rstd
+    g = dy * wf if wf is not None else dy
+    dx = g - xhat * (g * xhat).mean(-1, keepdim=True)
+    if op == "layer_norm_grad":
+        dx = dx - g.mean(-1, keepdim=True)
+    a["dx"].copy_(dx * rstd)
+    if "dweight" in a:
+        a["dweight"].copy_((dy * xhat).sum(0))
+    if "dbias" in a:
+        a["dbias"].copy_(dy.sum(0))
+
+
+@pytest.fixture
+def emulated(validated, monkeypatch):
+    check = nt._launch
+
+    def launch(mod, args, rows, device):
+        check(mod, args, rows, device)
+        _emulate(mod.spec, args)
+
+    monkeypatch.setattr(nt, "_launch", launch)
+    return validated
+
+
+def _ref_ln(x, shape, w, b, eps, zc=False):
+    w = None if w is None else (w + 1 if zc else w)
+    return torch.nn.functional.layer_norm(x, shape, w, b, eps)
+
+
+def _ref_rms(x, shape, w, eps, zc=False):
+    w = None if w is None else (w + 1 if zc else w)
+    return torch.nn.functional.rms_norm(x, shape, w, eps)
+
+
+def _close(a, b, tol=1e-5):
+    assert a.dtype == b.dtype or b.dtype == torch.float64
+    a, b = a.detach().double(), b.detach().double()
+    err = float((a - b).norm() / b.norm().clamp_min(1e-30))
+    assert err < tol, err
+
+
+def test_emulation_matches_torch(emulated):
+    """The emulation is right (else the tests below prove nothing)."""
+    torch.manual_seed(0)
+    x, w, b = (_leaf(t) for t in _make((4, 9, 96), (96,), "f32", "f32",
+                                       "f32"))
+    g = torch.randn(4, 9, 96)
+    ours = [_leaf(t) for t in (x, w, b)]
+    nt.layer_norm(ours[0], 96, ours[1], ours[2], 1e-5).backward(g)
+    _ref_ln(x, (96,), w, b, 1e-5).backward(g)
+    for a, r in zip(ours, (x, w, b)):
+        _close(a.grad, r.grad)
+    ours = [_leaf(t) for t in (x, w)]
+    nt.rms_norm(ours[0], 96, ours[1], 1e-6).backward(g)
+    x.grad = w.grad = None
+    _ref_rms(x, (96,), w, 1e-6).backward(g)
+    for a, r in zip(ours, (x, w)):
+        _close(a.grad, r.grad)
+
+
+# --------------------------------------------- issue 22: the bugs
+
+def test_bias_without_weight_backward(emulated):
+    """layer_norm(x, shape, None, bias): the backward gives dbias in the
+    bias's shape (it raised TypeError: the bias was viewed as the absent
+    weight's shape), gradients as float64 torch's."""
+    torch.manual_seed(1)
+    x0, _, b0 = _make((3, 5, 16, 12), (16, 12), "f32", None, "f32")
+    x, b = _leaf(x0), _leaf(b0)
+    g = torch.randn(x0.shape)
+    y = nt.layer_norm(x, (16, 12), None, b)
+    y.backward(g)
+    (fs, fnames, _), (bs, bnames, _) = emulated
+    assert fs["weight"] is False and fs["bias"] is True
+    assert "dbias" in bnames and "dweight" not in bnames
+    x64, b64 = x0.double().requires_grad_(), b0.double().requires_grad_()
+    y64 = _ref_ln(x64, (16, 12), None, b64, 1e-5)
+    y64.backward(g.double())
+    _close(y, y64)
+    _close(x.grad, x64.grad)
+    assert b.grad.shape == b.shape and b.grad.dtype == b.dtype
+    _close(b.grad, b64.grad)
+
+
+def test_bias_of_another_dtype_than_the_weight_takes_torch(validated):
+    """The kernels take one parameter dtype: a bias of another (or a lone
+    bias not of x's dtype) goes to torch's function (which decides what
+    it does with it), not to a launch the runtime would refuse."""
+    x = torch.randn(4, 64, dtype=torch.bfloat16)
+    w = torch.randn(64)
+    b = torch.randn(64, dtype=torch.bfloat16)
+    with pytest.raises(RuntimeError, match="expected scalar type"):
+        nt.layer_norm(x, 64, w.bfloat16(), b.float())  # as torch's does
+    assert not nt._ours(x, None, w)
+    assert not nt._ours(x, w, b)
+    assert validated == []
+
+
+@pytest.mark.parametrize("direct", [True, False])
+@pytest.mark.parametrize("norm", ["layer_norm", "rms_norm"])
+def test_double_backward_is_right(emulated, monkeypatch, norm, direct):
+    """create_graph=True (gradient penalties, Hessian-vector products):
+    the gradients carry a graph and the second derivatives are float64
+    torch's, through the eager path and the registered ops (torch.compile's
+    path). The kernels' gradients carried none: silently wrong before."""
+    if not direct:
+        monkeypatch.setattr(nt, "_direct", lambda *ts: False)
+    torch.manual_seed(2)
+    n = 48
+    x0, w0, b0 = _make((6, n), (n,), "f32", "f32", "f32")
+    w0 = 1 + 0.3 * w0
+    g, v = torch.randn(6, n), torch.randn(6, n)
+    u = torch.randn(n)
+
+    def run(fn, dt):
+        x, w, b = (t.detach().to(dt).requires_grad_() for t in (x0, w0, b0))
+        gd = g.detach().to(dt).requires_grad_()
+        y = fn(x, w, b)
+        gx, gw = torch.autograd.grad(y, (x, w), gd, create_graph=True)
+        ((gx * v.to(dt)).sum() + (gw * u.to(dt)).sum()).backward()
+        return gx, gw, x.grad, w.grad, gd.grad
+
+    if norm == "layer_norm":
+        ours = run(lambda x, w, b: nt.layer_norm(x, n, w, b, 1e-5,
+                                                 zero_centered=True),
+                   torch.float32)
+        ref = run(lambda x, w, b: _ref_ln(x, (n,), w, b, 1e-5, True),
+                  torch.float64)
+    else:
+        ours = run(lambda x, w, b: nt.rms_norm(x, n, w, 1e-6), torch.float32)
+        ref = run(lambda x, w, b: _ref_rms(x, (n,), w, 1e-6), torch.float64)
+    for a, r in zip(ours, ref):
+        assert a is not None and a.dtype == torch.float32
+        _close(a, r, 1e-4)
+    # The forward ran our kernel; the graphed backward took torch's ops.
+    assert [c[0]["op"] for c in emulated] == [norm]
+
+
+def test_single_backward_still_takes_the_kernels(emulated):
+    """Only a backward that builds a graph leaves the kernels."""
+    x = torch.randn(5, 32, requires_grad=True)
+    w = torch.randn(32, requires_grad=True)
+    torch.autograd.grad(nt.rms_norm(x, 32, w).sum(), (x, w))
+    with torch.no_grad():
+        gx = torch.randn(5, 32)
+    torch.autograd.grad(nt.layer_norm(x, 32, w), (x,), gx)
+    assert [c[0]["op"] for c in emulated] == [
+        "rms_norm", "rms_norm_grad", "layer_norm", "layer_norm_grad"]
+
+
+@pytest.mark.parametrize("cls", [nt.LayerNorm, nt.RMSNorm])
+def test_zero_centered_reset_parameters(cls):
+    """reset_parameters (what meta-device / FSDP2 initialisation and
+    to_empty + init call) keeps a zero-centred module at the identity:
+    weight 0 in storage, applied as 1; it reset it to 1 (applied as 2)."""
+    torch.manual_seed(3)
+    m = cls(64, zero_centered=True)
+    with torch.no_grad():
+        m.weight.fill_(3)
+    m.reset_parameters()
+    assert torch.count_nonzero(m.weight) == 0
+    x = torch.randn(4, 64)
+    ref = torch.nn.LayerNorm(64) if cls is nt.LayerNorm else \
+        torch.nn.RMSNorm(64)
+    assert torch.allclose(m(x), ref(x))
+    with torch.device("meta"):
+        meta = cls(64, zero_centered=True)
+    assert meta.weight.is_meta
+    meta.to_empty(device="cpu")
+    meta.reset_parameters()
+    assert torch.count_nonzero(meta.weight) == 0
+    # Without zero_centered, torch's reset (weight 1).
+    plain = cls(64)
+    with torch.no_grad():
+        plain.weight.fill_(3)
+    plain.reset_parameters()
+    assert torch.equal(plain.weight, torch.ones(64))
+
+
+def test_zero_centered_shows_in_repr():
+    for cls, torch_cls in ((nt.LayerNorm, torch.nn.LayerNorm),
+                           (nt.RMSNorm, torch.nn.RMSNorm)):
+        assert repr(cls(64, zero_centered=True)) == \
+            repr(torch_cls(64))[:-1] + ", zero_centered=True)"
+        assert repr(cls(64)) == repr(torch_cls(64))
+
+
+@pytest.fixture
+def gpu_of(monkeypatch):
+    """Fake CUDA tensors on a host that claims a GPU of the capability
+    (or ROCm build) a test sets: what _supported decides from."""
+    monkeypatch.setattr(nt, "_support", {})
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    state = {"cap": (9, 0)}
+    monkeypatch.setattr(nt, "_capability", lambda device: state["cap"])
+    return state
+
+
+def _ops_called(fn, *args):
+    gm = make_fx(fn)(*args)
+    return [str(nd.target) for nd in gm.graph.nodes
+            if nd.op == "call_function" and "getitem" not in str(nd.target)]
+
+
+@pytest.mark.parametrize("cap", [(7, 0), (7, 5), "rocm"])
+def test_unsupported_gpus_take_torch_with_one_warning(gpu_of, monkeypatch,
+                                                      cap):
+    """sm_70 / sm_75 (no kernels: the compiler knows sm_80 on) and ROCm
+    (whose tensors are is_cuda) take torch's functions, with one warning
+    per device and process; before, they compiled for an unknown chip
+    (retried as sm_80) or loaded PTX on ROCm."""
+    if cap == "rocm":
+        monkeypatch.setattr(torch.version, "hip", "6.2.41133")
+    else:
+        gpu_of["cap"] = cap
+    import warnings
+    with FakeTensorMode():
+        x = torch.empty(4, 256, device="cuda", dtype=torch.bfloat16)
+        w = torch.empty(256, device="cuda", dtype=torch.bfloat16)
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            targets = _ops_called(lambda x, w: (nt.layer_norm(x, 256, w, w),
+                                                nt.rms_norm(x, 256, w)), x, w)
+            nt.RMSNorm(256, device="cuda")(x)
+    assert not any(t.startswith("norm_mlir") for t in targets), targets
+    assert "aten.native_layer_norm.default" in targets
+    ours = [w for w in seen if "norm_mlir" in str(w.message)]
+    assert len(ours) == 1, [str(w.message) for w in seen]
+    msg = str(ours[0].message)
+    assert "cuda:0" in msg and "torch's own functions" in msg
+    assert ("ROCm" in msg) if cap == "rocm" else ("sm_%d%d" % cap in msg)
+
+
+def test_supported_gpus_take_our_ops(gpu_of):
+    for cap in ((8, 0), (8, 6), (9, 0), (10, 0), (12, 0)):
+        gpu_of["cap"] = cap
+        nt._support.clear()
+        with FakeTensorMode():
+            x = torch.empty(4, 256, device="cuda", dtype=torch.bfloat16)
+            targets = _ops_called(lambda x: nt.layer_norm(x, 256), x)
+        assert targets == ["norm_mlir.layer_norm_fwd.default"], (cap, targets)
+
+
+def test_ops_refuse_unsupported_gpus(gpu_of):
+    """An op called directly on such a device says why (no compile)."""
+    gpu_of["cap"] = (7, 5)
+    spec = nt._spec("rms_norm", 64, torch.empty(1, dtype=torch.bfloat16),
+                    None, False, 1e-6, False)
+    with pytest.raises(RuntimeError, match=r"compute capability 7\.5"):
+        nt._module(spec, torch.device("cuda", 0))
+
+
+def test_unknown_chips_from_sm80_take_sm80_ptx():
+    from norm_mlir import CompileError
+    spec = nt._spec("rms_norm", 64, torch.empty(1, dtype=torch.bfloat16),
+                    None, False, 1e-6, False)
+    assert nt._compiled(spec, "sm_100").chip == "sm_80"
+    assert nt._compiled(spec, "sm_120").chip == "sm_80"
+    with pytest.raises(CompileError, match="sm_75"):
+        nt._compiled(spec, "sm_75")
+
+
+def _with_cuda_autocast(dtype, fn):
+    torch.set_autocast_enabled("cuda", True)
+    old = torch.get_autocast_dtype("cuda")
+    torch.set_autocast_dtype("cuda", dtype)
+    try:
+        return fn()
+    finally:
+        torch.set_autocast_enabled("cuda", False)
+        torch.set_autocast_dtype("cuda", old)
+
+
+@pytest.mark.parametrize("ac", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("xd,wd", [(torch.bfloat16, torch.float32),
+                                   (torch.bfloat16, torch.bfloat16),
+                                   (torch.float16, torch.float32),
+                                   (torch.float32, torch.float32)])
+def test_autocast_dtypes_are_torchs(ac, xd, wd):
+    """Under CUDA autocast our outputs have the dtypes torch's functions
+    give (layer_norm is on autocast's fp32 list: f32 out; rms_norm is not);
+    the kernels still run (f32 for layer_norm; the casts carry the
+    gradients back to each input's dtype: test_torch_gpu.py). Before,
+    layer_norm returned x's dtype."""
+    F = torch.nn.functional
+
+    def run():
+        with FakeTensorMode():
+            x = torch.empty(4, 256, device="cuda", dtype=xd,
+                            requires_grad=True)
+            w = torch.empty(256, device="cuda", dtype=wd, requires_grad=True)
+            got = {}
+            for name, ours, theirs in (
+                    ("ln", lambda: nt.layer_norm(x, 256, w, w),
+                     lambda: F.layer_norm(x, (256,), w, w)),
+                    ("rms", lambda: nt.rms_norm(x, 256, w),
+                     lambda: F.rms_norm(x, (256,), w))):
+                got[name] = (ours().dtype, theirs().dtype)
+            targets = _ops_called(lambda x, w: nt.layer_norm(x, 256, w), x, w)
+            return got, targets
+
+    got, targets = _with_cuda_autocast(ac, run)
+    for name, (ours, theirs) in got.items():
+        assert ours == theirs, (name, ours, theirs)
+    assert got["ln"][0] == torch.float32
+    assert "norm_mlir.layer_norm_fwd.default" in targets
+
+
+@pytest.mark.parametrize("transform", ["grad", "vmap", "jvp", "jacrev",
+                                       "vmap_grad"])
+def test_torch_func_transforms_take_torch(validated, transform):
+    """torch.func transforms (their tensors wrap others: no data pointer
+    for a kernel) run torch's functions, the same numbers; before, the
+    autograd.Function refused them for want of setup_context, or the
+    wrapped tensors' data pointers failed."""
+    import torch.func as tf
+    torch.manual_seed(5)
+    F = torch.nn.functional
+    x = torch.randn(3, 32)
+    w, b = torch.randn(32), torch.randn(32)
+    t = torch.randn(3, 32)
+    for ours, theirs in (
+            (lambda x: nt.layer_norm(x, 32, w, b),
+             lambda x: F.layer_norm(x, (32,), w, b)),
+            (lambda x: nt.rms_norm(x, 32, w, 1e-6),
+             lambda x: F.rms_norm(x, (32,), w, 1e-6))):
+        def run(f):
+            if transform == "grad":
+                return tf.grad(lambda x: f(x).square().sum())(x)
+            if transform == "vmap":
+                return tf.vmap(f)(x)
+            if transform == "jvp":
+                return tf.jvp(f, (x,), (t,))[1]
+            if transform == "jacrev":
+                return tf.jacrev(f)(x[0])
+            return tf.vmap(tf.grad(lambda r: f(r).square().sum()))(x)
+        assert torch.equal(run(ours), run(theirs))
+    assert validated == []  # no launch inside the transforms
+    nt.layer_norm(x, 32, w, b)
+    assert len(validated) == 1  # and ours outside them
+
+
+def test_compile_traces_the_checks_without_breaks(validated):
+    """The device and transform checks fold under torch.compile (dynamo):
+    no graph break, our op in the graph."""
+    x = torch.randn(8, 64, dtype=torch.bfloat16)
+    w = torch.randn(64, dtype=torch.bfloat16)
+
+    def fn(x, w):
+        return nt.rms_norm(x, 64, w) + nt.layer_norm(x, 64, w, w)
+
+    torch._dynamo.reset()
+    try:
+        ex = torch._dynamo.explain(fn)(x, w)
+    finally:
+        torch._dynamo.reset()
+    assert ex.graph_break_count == 0, ex.break_reasons
+    code = "".join(g.code for g in ex.graphs)
+    assert "norm_mlir.rms_norm_fwd" in code and "layer_norm_fwd" in code

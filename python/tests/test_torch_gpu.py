@@ -345,6 +345,130 @@ def test_training_follows_torch_modules(variant):
     assert abs(tail_a - tail_b) / tail_b < 0.02, (tail_a, tail_b)
     assert tail_a < a[0]
 
+# ------------------------------------------------ issue 22: the bugs
+
+@pytest.mark.parametrize("norm", ["layer_norm", "rms_norm"])
+def test_double_backward_against_float64(norm):
+    """create_graph=True: first and second derivatives as float64
+    autograd's (the graphed backward; the first derivatives of a plain
+    backward stay the kernels')."""
+    torch.manual_seed(11)
+    n = 512
+    x0 = torch.randn(64, n, device=DEV)
+    w0 = 1 + 0.2 * torch.randn(n, device=DEV)
+    b0 = 0.1 * torch.randn(n, device=DEV)
+    g, v = torch.randn(64, n, device=DEV), torch.randn(64, n, device=DEV)
+
+    def run(dt, ours):
+        x, w, b = (t.detach().to(dt).requires_grad_() for t in (x0, w0, b0))
+        if norm == "layer_norm":
+            y = nt.layer_norm(x, n, w, b) if ours else ref_ln(x, (n,), w, b,
+                                                             1e-5)
+        else:
+            y = nt.rms_norm(x, n, w, 1e-6) if ours else ref_rms(x, (n,), w,
+                                                                1e-6)
+        gx, gw = torch.autograd.grad(y, (x, w), g.to(dt), create_graph=True)
+        (gx * v.to(dt)).sum().backward()
+        return gx, gw, x.grad, w.grad
+
+    for a, r in zip(run(torch.float32, True), run(torch.float64, False)):
+        assert a is not None and rel(a, r) < 1e-4
+
+
+def test_bias_without_weight_grads():
+    torch.manual_seed(12)
+    n, bf = 1000, torch.bfloat16
+    x = torch.randn(3, 37, n, device=DEV).to(bf)
+    b = (0.1 * torch.randn(n, device=DEV)).to(bf)
+    check_grads(lambda x, b: nt.layer_norm(x, (n,), None, b),
+                lambda x, b: ref_ln(x, (n,), None, b, 1e-5), [x, b], bf,
+                "ln bias only")
+
+
+def test_autocast_matches_torch():
+    """Under torch.autocast("cuda"): output and gradient dtypes as torch's
+    functions give (layer_norm f32 out, rms_norm x's dtype), numbers close;
+    under torch.compile too, without graph breaks."""
+    torch.manual_seed(13)
+    n, F = 768, torch.nn.functional
+    x0 = torch.randn(8, 64, n, device=DEV, dtype=torch.bfloat16)
+    w0 = 1 + 0.2 * torch.randn(n, device=DEV)
+    b0 = 0.1 * torch.randn(n, device=DEV)
+    for ours, theirs in (
+            (lambda x, w, b: nt.layer_norm(x, n, w, b),
+             lambda x, w, b: F.layer_norm(x, (n,), w, b)),
+            (lambda x, w, b: nt.rms_norm(x, n, w, 1e-6),
+             lambda x, w, b: F.rms_norm(x, (n,), w, 1e-6))):
+        outs = []
+        for fn in (ours, theirs):
+            x, w, b = leaves(x0, w0, b0)
+            with torch.autocast("cuda", dtype=torch.bfloat16):
+                y = fn(x, w, b)
+            y.float().square().sum().backward()
+            outs.append((y, x.grad, w.grad))
+        for a, r in zip(*outs):
+            assert a.dtype == r.dtype and rel(a, r) < 2e-2
+    torch._dynamo.reset()
+
+    def step(x, w, b):
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            return nt.layer_norm(x, n, w, b) + nt.rms_norm(x, n, w)
+
+    ex = torch._dynamo.explain(step)(x0, w0, b0)
+    assert ex.graph_break_count == 0, ex.break_reasons
+    y = torch.compile(step)(x0, w0, b0)
+    assert y.dtype == torch.float32
+    assert rel(y, step(x0, w0, b0)) < 1e-2
+
+
+@pytest.mark.parametrize("cls", [nt.LayerNorm, nt.RMSNorm])
+def test_zero_centered_meta_init(cls):
+    """Meta-device construction, to_empty on the GPU, reset_parameters
+    (FSDP2's path): weight 0, the module the identity."""
+    with torch.device("meta"):
+        m = cls(256, zero_centered=True)
+    m.to_empty(device=DEV)
+    m.reset_parameters()
+    assert torch.count_nonzero(m.weight) == 0
+    x = torch.randn(4, 256, device=DEV)
+    ref = torch.nn.LayerNorm(256, device=DEV) if cls is nt.LayerNorm \
+        else torch.nn.RMSNorm(256, device=DEV)
+    assert rel(m(x), ref(x)) < 1e-5
+
+
+def test_torch_func_on_the_gpu():
+    import torch.func as tf
+    torch.manual_seed(14)
+    n, F = 256, torch.nn.functional
+    x = torch.randn(8, n, device=DEV)
+    w = torch.randn(n, device=DEV)
+    got = tf.vmap(tf.grad(lambda r: nt.layer_norm(r, n, w).square().sum()))(x)
+    want = tf.vmap(tf.grad(
+        lambda r: F.layer_norm(r, (n,), w).square().sum()))(x)
+    assert torch.equal(got, want)
+    t = torch.randn_like(x)
+    assert torch.equal(tf.jvp(lambda r: nt.rms_norm(r, n, w), (x,), (t,))[1],
+                       tf.jvp(lambda r: F.rms_norm(r, (n,), w), (x,), (t,))[1])
+
+
+def test_old_chip_falls_back_with_one_warning(monkeypatch):
+    """This GPU taken for an sm_75: torch's functions, one warning."""
+    import warnings
+    monkeypatch.setattr(nt, "_support", {})
+    monkeypatch.setattr(nt, "_capability", lambda device: (7, 5))
+    x = torch.randn(16, 512, device=DEV, requires_grad=True)
+    m = nt.LayerNorm(512, device=DEV)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        y = m(x)
+        y.sum().backward()
+        m(x)
+    ours = [w for w in seen if "norm_mlir" in str(w.message)]
+    assert len(ours) == 1 and "sm_75" in str(ours[0].message)
+    assert torch.equal(y, torch.nn.functional.layer_norm(
+        x, (512,), m.weight, m.bias))
+    assert "NativeLayerNorm" in type(y.grad_fn).__name__
+
 
 def test_readme_example():
     # The README's example, as written there.
