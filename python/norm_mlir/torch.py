@@ -713,3 +713,50 @@ class RMSNorm(_ZeroCentered, torch.nn.RMSNorm):
         return rms_norm(x, self.normalized_shape, self.weight, self.eps,
                         self.zero_centered)
 
+
+# ---------------------------------------------------------------- patch
+
+_SWAPS = ((torch.nn.LayerNorm, LayerNorm), (torch.nn.RMSNorm, RMSNorm))
+
+
+def _patch_refusal(module):
+    """Why patch() leaves `module`, an instance of torch's LayerNorm or
+    RMSNorm (or of a subclass), as it is; None when it swaps it."""
+    if isinstance(module, (LayerNorm, RMSNorm)):
+        return "already norm_mlir's"
+    if type(module) not in (torch.nn.LayerNorm, torch.nn.RMSNorm):
+        return ("%s.%s subclasses torch's %s (its forward or state may "
+                "differ from torch's)" % (
+                    type(module).__module__, type(module).__qualname__,
+                    "LayerNorm" if isinstance(module, torch.nn.LayerNorm)
+                    else "RMSNorm"))
+    shape = tuple(module.normalized_shape)
+    if not shape or math.prod(shape) <= 0:
+        return "normalized_shape %s is empty" % (list(shape),)
+    for name, p in module.named_parameters(recurse=False):
+        if type(p) not in _PLAIN:
+            return ("its %s is a %s (ours take plain tensors; patch before "
+                    "sharding or wrapping)" % (name, type(p).__name__))
+    return None
+
+
+def patch(model):
+    """Swaps every torch.nn.LayerNorm / torch.nn.RMSNorm of `model` (itself
+    included) for ours, in place: the module objects stay (their class
+    becomes norm_mlir's, which only changes forward), so parameters,
+    buffers, hooks, state-dict keys and references to them are unchanged,
+    and an optimiser built before keeps working. Subclasses of torch's
+    norms, norms whose parameters are not plain tensors (DTensor after
+    sharding) and empty shapes are left alone, one warning each with the
+    reason. Returns `model`."""
+    for name, m in model.named_modules():
+        if not isinstance(m, (torch.nn.LayerNorm, torch.nn.RMSNorm)):
+            continue
+        reason = _patch_refusal(m)
+        if reason is None:
+            m.__class__ = dict(_SWAPS)[type(m)]
+        elif not isinstance(m, (LayerNorm, RMSNorm)):
+            warnings.warn("norm_mlir.torch.patch: %s left as it is: %s"
+                          % (name or type(m).__name__, reason),
+                          stacklevel=2)
+    return model

@@ -873,3 +873,154 @@ def test_compile_traces_the_checks_without_breaks(validated):
     assert ex.graph_break_count == 0, ex.break_reasons
     code = "".join(g.code for g in ex.graphs)
     assert "norm_mlir.rms_norm_fwd" in code and "layer_norm_fwd" in code
+
+
+# ---------------------------------------------------------------- patch
+
+class _Block(torch.nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.norm1 = torch.nn.LayerNorm(d)
+        self.fc = torch.nn.Linear(d, d)
+        self.norm2 = torch.nn.RMSNorm(d, eps=1e-6)
+        self.inner = torch.nn.Sequential(torch.nn.LayerNorm(d, bias=False),
+                                         torch.nn.GELU())
+
+    def forward(self, x):
+        x = x + self.fc(self.norm1(x))
+        return self.inner(self.norm2(x))
+
+
+class _Model(torch.nn.Module):
+    def __init__(self, d=32, layers=3):
+        super().__init__()
+        self.blocks = torch.nn.ModuleList(_Block(d) for _ in range(layers))
+        self.plain = torch.nn.LayerNorm(d, elementwise_affine=False)
+        self.rms_plain = torch.nn.RMSNorm(d, elementwise_affine=False)
+        self.grid = torch.nn.LayerNorm((4, d // 4))
+        self.final = torch.nn.RMSNorm(d)
+
+    def forward(self, x):
+        for b in self.blocks:
+            x = b(x)
+        x = self.rms_plain(self.plain(x))
+        x = self.grid(x.view(*x.shape[:-1], 4, -1)).flatten(-2)
+        return self.final(x)
+
+
+def _randomised(model):
+    torch.manual_seed(7)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.normal_()
+    return model
+
+
+def test_patch_swaps_in_place():
+    """Every torch LayerNorm / RMSNorm (nested, in a ModuleList and a
+    Sequential) becomes ours; the module objects, their parameter objects,
+    state-dict keys and values, requires_grad and the forward are those of
+    before (the CPU takes torch's functions: bit for bit)."""
+    model = _randomised(_Model())
+    model.blocks[1].norm1.weight.requires_grad_(False)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    params = {k: p for k, p in model.named_parameters()}
+    grads = {k: p.requires_grad for k, p in model.named_parameters()}
+    norms = {k: m for k, m in model.named_modules()
+             if isinstance(m, (torch.nn.LayerNorm, torch.nn.RMSNorm))}
+    x = torch.randn(2, 5, 32)
+    y0 = model(x)
+    assert nt.patch(model) is model
+    for k, m in model.named_modules():
+        if k in norms:
+            assert m is norms[k]
+            assert type(m) is (nt.LayerNorm if isinstance(
+                m, torch.nn.LayerNorm) else nt.RMSNorm), k
+            assert m.zero_centered is False
+    assert len(norms) == 3 * 3 + 4
+    after = model.state_dict()
+    assert list(after) == list(before)
+    for k in before:
+        assert torch.equal(after[k], before[k]) and \
+            after[k].dtype == before[k].dtype, k
+    for k, p in model.named_parameters():
+        assert p is params[k] and p.requires_grad == grads[k]
+    assert torch.equal(model(x), y0)
+    # A torch model's state dict loads strictly, and ours into torch's.
+    model.load_state_dict(_Model().state_dict())
+    _Model().load_state_dict(model.state_dict())
+
+
+def test_patch_keeps_hooks_optimiser_and_repr():
+    model = _randomised(torch.nn.Sequential(torch.nn.Linear(16, 16),
+                                            torch.nn.LayerNorm(16)))
+    text = repr(model)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    calls = []
+    model[1].register_forward_hook(lambda m, i, o: calls.append(type(m)))
+    nt.patch(model)
+    assert repr(model) == text
+    model(torch.randn(3, 16)).square().sum().backward()
+    opt.step()
+    assert calls == [nt.LayerNorm]
+    assert model[1].weight.grad is not None
+
+
+def test_patch_takes_a_norm_itself_and_a_meta_model():
+    ln = torch.nn.RMSNorm(64)
+    assert nt.patch(ln) is ln and type(ln) is nt.RMSNorm
+    with torch.device("meta"):
+        model = _Model()
+    nt.patch(model)
+    model.to_empty(device="cpu")
+    for m in model.modules():
+        if isinstance(m, (nt.LayerNorm, nt.RMSNorm)):
+            m.reset_parameters()
+            if m.weight is not None:
+                assert torch.equal(m.weight, torch.ones_like(m.weight))
+
+
+def test_patch_routes_to_our_kernels(validated):
+    """After patch the norms launch our kernels (where they run)."""
+    model = _randomised(_Model(d=32, layers=1))
+    nt.patch(model)
+    model(torch.randn(2, 3, 32)).sum().backward()
+    ops = [c[0]["op"] for c in validated]
+    assert ops.count("layer_norm") == 4 and ops.count("rms_norm") == 3
+    assert ops.count("layer_norm_grad") == 4 and \
+        ops.count("rms_norm_grad") == 3
+
+
+def test_patch_leaves_what_it_cannot_take_with_a_reason():
+    """A subclass of torch's norms (its own forward), a parameter of a
+    tensor subclass (DTensor, after sharding), an empty normalized_shape:
+    left, one warning each naming the module and why; ours, already
+    there: left silently."""
+    import warnings
+
+    class MyNorm(torch.nn.LayerNorm):
+        def forward(self, x):
+            return super().forward(x) * 2
+
+    class OddParam(torch.nn.Parameter):
+        pass
+
+    model = torch.nn.Sequential(MyNorm(8), torch.nn.RMSNorm(8),
+                                nt.LayerNorm(8, zero_centered=True),
+                                torch.nn.LayerNorm(8), torch.nn.LayerNorm(0))
+    model[1].weight = OddParam(torch.ones(8))
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        nt.patch(model)
+    msgs = sorted(str(w.message) for w in seen)
+    assert len(msgs) == 3, msgs
+    assert msgs[0].startswith("norm_mlir.torch.patch: 0 left as it is:") \
+        and "MyNorm subclasses torch's LayerNorm" in msgs[0]
+    assert msgs[1].startswith("norm_mlir.torch.patch: 1 left as it is:") \
+        and "OddParam" in msgs[1]
+    assert msgs[2] == ("norm_mlir.torch.patch: 4 left as it is: "
+                       "normalized_shape [0] is empty")
+    assert [type(m) for m in model] == [MyNorm, torch.nn.RMSNorm,
+                                        nt.LayerNorm, nt.LayerNorm,
+                                        torch.nn.LayerNorm]
+    assert model[2].zero_centered is True

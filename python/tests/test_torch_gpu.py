@@ -470,6 +470,32 @@ def test_old_chip_falls_back_with_one_warning(monkeypatch):
     assert "NativeLayerNorm" in type(y.grad_fn).__name__
 
 
+def test_patch_on_the_gpu():
+    """nt.patch of a torch model: the same forward and gradients (within
+    the kernels' rounding), our kernels running."""
+    torch.manual_seed(15)
+    d = 512
+
+    def model():
+        torch.manual_seed(0)
+        return torch.nn.Sequential(
+            torch.nn.Linear(d, d), torch.nn.LayerNorm(d), torch.nn.GELU(),
+            torch.nn.Linear(d, d), torch.nn.RMSNorm(d)).to(DEV)
+
+    theirs, ours = model(), nt.patch(model())
+    assert isinstance(ours[1], nt.LayerNorm) and isinstance(ours[4],
+                                                            nt.RMSNorm)
+    x = torch.randn(64, d, device=DEV)
+    ya, yb = ours(x), theirs(x)
+    assert type(ya.grad_fn).__name__ != type(yb.grad_fn).__name__
+    ya.square().sum().backward()
+    yb.square().sum().backward()
+    assert rel(ya, yb) < 1e-5
+    for (na, a), (nb, b) in zip(ours.named_parameters(),
+                                theirs.named_parameters()):
+        assert na == nb and rel(a.grad, b.grad) < 1e-4, na
+
+
 def test_readme_example():
     # The README's example, as written there.
     import torch
