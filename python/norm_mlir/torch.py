@@ -578,6 +578,7 @@ def _on_device(t):
 
 
 _functorch_active = torch._C._are_functorch_transforms_active
+_forward_ad = torch.autograd.forward_ad  # _current_level >= 0: dual tensors
 _HALF = (torch.float16, torch.bfloat16)
 
 
@@ -585,8 +586,9 @@ def _ours(x, weight, bias=None):
     """Whether a call runs our kernels: a CUDA tensor of f32/f16/bf16 on a
     chip we support (_supported), contiguous parameters there of one dtype
     (a bias alone: x's, as the kernels take it), and no torch.func
-    transform active (grad, vmap, jvp... see through the tensors they wrap
-    only in torch's own functions)."""
+    transform (grad, vmap, jvp...) or forward-mode AD level active: their
+    tensors wrap others or carry tangents, which only torch's own functions
+    see through."""
     if not (_on_device(x) and x.dtype in _DT and x.numel() > 0):
         return False
     for p in (weight, bias):
@@ -597,7 +599,8 @@ def _ours(x, weight, bias=None):
             x.dtype if weight is None else weight.dtype):
         return False
     # is_compiling first: dynamo folds it and never sees the C call.
-    if not torch.compiler.is_compiling() and _functorch_active():
+    if not torch.compiler.is_compiling() and (
+            _functorch_active() or _forward_ad._current_level >= 0):
         return False
     return _supported(x.device)
 

@@ -856,6 +856,28 @@ def test_torch_func_transforms_take_torch(validated, transform):
     assert len(validated) == 1  # and ours outside them
 
 
+def test_forward_mode_ad_takes_torch(validated):
+    """Dual tensors (torch.autograd.forward_ad): torch's functions, the
+    same tangents; before, the autograd.Function had no jvp."""
+    import torch.autograd.forward_ad as fwAD
+    torch.manual_seed(6)
+    F = torch.nn.functional
+    x, t = torch.randn(3, 32), torch.randn(3, 32)
+    w = torch.randn(32)
+    for ours, theirs in ((lambda x: nt.layer_norm(x, 32, w, w),
+                          lambda x: F.layer_norm(x, (32,), w, w)),
+                         (lambda x: nt.rms_norm(x, 32, w),
+                          lambda x: F.rms_norm(x, (32,), w,
+                                               torch.finfo(x.dtype).eps))):
+        got = []
+        for fn in (ours, theirs):
+            with fwAD.dual_level():
+                got.append(fwAD.unpack_dual(fn(fwAD.make_dual(x, t))))
+        assert torch.equal(got[0].primal, got[1].primal)
+        assert torch.equal(got[0].tangent, got[1].tangent)
+    assert validated == []
+
+
 def test_compile_traces_the_checks_without_breaks(validated):
     """The device and transform checks fold under torch.compile (dynamo):
     no graph break, our op in the graph."""
