@@ -58,6 +58,7 @@ def _capability_of(chip):
 # functions, with one warning per device and process.
 
 _support = {}
+_cuda_available = torch.cuda.is_available  # tests replace it (and _capability)
 
 
 def _unsupported_reason(device):
@@ -67,7 +68,7 @@ def _unsupported_reason(device):
     if getattr(torch.version, "hip", None):
         return ("a ROCm device (torch %s, HIP %s); the kernels are PTX for "
                 "NVIDIA GPUs" % (torch.__version__, torch.version.hip))
-    if not torch.cuda.is_available():
+    if not _cuda_available():
         return None  # fake CUDA tensors on a host without a GPU: tracing
     major, minor = _capability(device)
     if (major, minor) < (8, 0):
@@ -88,7 +89,7 @@ def _supported(device):
         if reason:
             warnings.warn("norm_mlir: %s is %s: LayerNorm and RMSNorm take "
                           "torch's own functions there" % (device, reason),
-                          RuntimeWarning, stacklevel=3)
+                          RuntimeWarning, stacklevel=4)
     return ok
 
 

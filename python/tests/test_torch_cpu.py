@@ -706,7 +706,7 @@ def gpu_of(monkeypatch):
     """Fake CUDA tensors on a host that claims a GPU of the capability
     (or ROCm build) a test sets: what _supported decides from."""
     monkeypatch.setattr(nt, "_support", {})
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(nt, "_cuda_available", lambda: True)
     state = {"cap": (9, 0)}
     monkeypatch.setattr(nt, "_capability", lambda device: state["cap"])
     return state
