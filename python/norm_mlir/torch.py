@@ -19,9 +19,14 @@ devices (one warning each) and calls inside torch.func transforms take
 torch's own functions. A backward that builds a graph (create_graph=True)
 computes its gradients with torch ops, so double backward is right; under
 CUDA autocast layer_norm runs in f32 and returns f32, as torch's does.
+The op bodies (rows, outputs, workspace, launch) are C++ where the wheel
+carries libnormtorch.so (python/csrc/torch_ops.cpp), else Python.
 """
 
+import ctypes
+import functools
 import math
+import os
 import threading
 import warnings
 
@@ -242,10 +247,19 @@ def _launch(mod, args, rows, device):
 
 
 def _spec(op, n, x, weight, has_bias, eps, zero_centered):
-    s = {"op": op, "n": int(n), "dtype": _DT[x.dtype],
-         "weight": weight is not None, "zero_centered": bool(zero_centered)}
-    if weight is not None and weight.dtype != x.dtype:
-        s["weight_dtype"] = _DT[weight.dtype]
+    return _spec_of(op, n, _DT[x.dtype],
+                    None if weight is None else _DT[weight.dtype], has_bias,
+                    eps, zero_centered)
+
+
+def _spec_of(op, n, dtype, weight_dtype, has_bias, eps, zero_centered):
+    """compile_spec's arguments for an op on x of `dtype` ("bf16"...) with
+    a weight of `weight_dtype` (None: no weight)."""
+    s = {"op": op, "n": int(n), "dtype": dtype,
+         "weight": weight_dtype is not None,
+         "zero_centered": bool(zero_centered)}
+    if weight_dtype is not None and weight_dtype != dtype:
+        s["weight_dtype"] = weight_dtype
     if op.startswith("layer_norm"):
         s["bias"] = bool(has_bias)
     if eps is not None and not op.endswith("_grad"):
@@ -275,12 +289,13 @@ def _same_device(x, *ts):
 # (docs/Python.md, "Host overhead").
 
 _lib = torch.library.Library("norm_mlir", "DEF")
+_python_impls = {}  # op name -> its Python body (CUDA, without the C++ ones)
 
 
 def _define(schema, impl, fake):
     name = schema.split("(", 1)[0]
     _lib.define(schema)
-    _lib.impl(name, impl, "CUDA")
+    _python_impls[name] = impl
     torch.library.register_fake("norm_mlir::" + name, fake, lib=_lib)
     return getattr(torch.ops.norm_mlir, name).default
 
@@ -409,6 +424,178 @@ _rms_bwd = _define(
     _rms_bwd_impl, _rms_bwd_fake)
 
 
+# ----------------------------------------------------- the C++ op bodies
+#
+# libnormtorch.so (python/csrc/torch_ops.cpp, built into the wheel beside
+# the other two libraries when torch's headers are there at build time):
+# the same four bodies in C++ through torch's stable ABI, calling libnormrt
+# directly on the current stream, with the module table in C++. A key the
+# table misses comes back here once (_Native._resolve: _module, so the
+# kernel cache and the compile are this file's). With it, the ops' CUDA
+# kernels are the C++ bodies and the eager path below calls them below
+# autograd (a redispatch to the CUDA key: no Python between the call and
+# the launch); without it (not built, or NORM_MLIR_NATIVE=0) the Python
+# bodies above serve both, as before.
+
+_OP_NAMES = ("layer_norm", "rms_norm", "layer_norm_grad", "rms_norm_grad")
+_DT_NAMES = ("f32", "f16", "bf16")  # NormrtDtype order
+_ERR = 4096
+
+_RESOLVER = ctypes.CFUNCTYPE(
+    ctypes.c_void_p, ctypes.c_int32, ctypes.c_int64, ctypes.c_int32,
+    ctypes.c_int32, ctypes.c_int32, ctypes.c_int32, ctypes.c_double,
+    ctypes.c_int32, ctypes.c_int32, ctypes.c_void_p, ctypes.c_size_t)
+# Validate mode's callback (tests): module, NormrtTensor array, count,
+# workspace, workspace bytes; non-zero fails the call.
+HOOK = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p,
+                        ctypes.c_int32, ctypes.c_void_p, ctypes.c_size_t)
+
+
+class _Native:
+    """libnormtorch.so, bound (one per process: its table, resolver and
+    mode are the library's globals)."""
+
+    instance = None
+
+    def __init__(self, path):
+        lib = ctypes.CDLL(path)  # after torch: libtorch_cpu.so is loaded
+        vp, sz, cp = ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p
+        for name, args, res in (
+                ("normtorch_init", [cp, vp, sz], ctypes.c_int),
+                ("normtorch_set_resolver", [_RESOLVER], None),
+                ("normtorch_clear", [], None),
+                ("normtorch_cached", [], ctypes.c_int),
+                ("normtorch_set_mode", [ctypes.c_int, HOOK], None),
+                ("normtorch_register", [cp, vp, sz], vp),
+                ("normtorch_unregister", [vp, cp], None),
+                ("normtorch_target_version", [], ctypes.c_uint64),
+                ("normtorch_build_version", [], ctypes.c_uint64)):
+            f = getattr(lib, name)
+            f.argtypes, f.restype = args, res
+        self.lib, self.path = lib, path
+        self.modules = {}  # what the C++ table holds, kept alive here
+        self._lock = threading.Lock()
+        err = ctypes.create_string_buffer(_ERR)
+        if lib.normtorch_init(_libs.runtime_path().encode(), err, _ERR):
+            raise OSError(err.value.decode("utf-8", "replace"))
+        self._resolver = _RESOLVER(self._resolve)  # ctypes keeps no ref
+        lib.normtorch_set_resolver(self._resolver)
+
+    @classmethod
+    def bind(cls, path):
+        if cls.instance is None:
+            cls.instance = cls(path)
+        return cls.instance
+
+    def _resolve(self, op, n, xdt, wdt, bias, zc, eps, dev_type, dev, err,
+                 cap):
+        try:
+            name = _OP_NAMES[op]
+            spec = _spec_of(name, n, _DT_NAMES[xdt],
+                            _DT_NAMES[wdt] if wdt >= 0 else None, bias, eps,
+                            zc)
+            device = torch.device("cuda", dev) if dev_type == 1 else \
+                torch.device("cpu")
+            mod = _module(spec, device)
+            with self._lock:
+                self.modules[(op, n, xdt, wdt, bias, zc, eps, dev_type,
+                              dev)] = mod
+            return mod.handle.value
+        except BaseException as ex:  # noqa: BLE001 (into a C++ exception)
+            msg = str(ex)
+            if not msg.startswith("norm_mlir"):
+                msg = "norm_mlir: %s: %s" % (type(ex).__name__, msg)
+            data = msg.encode("utf-8", "replace")[:cap - 1] + b"\0"
+            ctypes.memmove(err, data, len(data))
+            return None
+
+    def register(self, key):
+        """Registers the C++ bodies for a dispatch key; a handle for
+        unregister."""
+        err = ctypes.create_string_buffer(_ERR)
+        h = self.lib.normtorch_register(key.encode(), err, _ERR)
+        if not h:
+            raise OSError(err.value.decode("utf-8", "replace"))
+        return h
+
+    def unregister(self, handle, key):
+        self.lib.normtorch_unregister(handle, key.encode())
+
+    def set_mode(self, mode, hook=None):
+        """0: launch; 1: normrt_validate instead, then hook (a HOOK)."""
+        self._hook = hook or HOOK()
+        self.lib.normtorch_set_mode(mode, self._hook)
+
+    def clear(self):
+        """Forgets the cached modules (C++ first, then their references)."""
+        self.lib.normtorch_clear()
+        with self._lock:
+            self.modules.clear()
+
+
+def _torch_version():
+    try:
+        return tuple(int(p) for p in
+                     torch.__version__.split("+")[0].split(".")[:2])
+    except ValueError:
+        return (0, 0)
+
+
+def _bind_native():
+    """The C++ bodies registered for CUDA, or None: no libnormtorch.so (a
+    wheel built without torch), NORM_MLIR_NATIVE=0, or a library that does
+    not load here (a warning says why)."""
+    if os.environ.get("NORM_MLIR_NATIVE", "1") == "0" or \
+            _torch_version() < (2, 10):  # the stable ABI it was built for
+        return None
+    path = _libs.find_optional("libnormtorch.so")
+    if path is None:
+        return None
+    try:
+        native = _Native.bind(path)
+        native.register("CUDA")
+        return native
+    except OSError as ex:
+        warnings.warn("norm_mlir: %s not used (%s); the op bodies run in "
+                      "Python" % (path, ex), RuntimeWarning)
+        return None
+
+
+_native = _bind_native()
+if _native is None:
+    for _name, _impl in _python_impls.items():
+        _lib.impl(_name, _impl, "CUDA")
+
+# The bodies the eager path calls: the C++ ones through a redispatch to
+# the CUDA key (below autograd and autocast, as the direct Python calls
+# were), else the Python ones. _use_bodies(keyset) switches (the CPU tests
+# take the CPU key; None: the Python bodies).
+_CUDA_KEYS = torch._C.DispatchKeySet(torch._C.DispatchKey.CUDA)
+
+
+def _redispatcher(op, keyset):
+    handle = getattr(op, "_handle", None)
+    if handle is not None and hasattr(handle, "redispatch_boxed"):
+        return functools.partial(handle.redispatch_boxed, keyset)
+    return functools.partial(op.redispatch, keyset)
+
+
+def _use_bodies(keyset):
+    global _ln_fwd_body, _rms_fwd_body, _ln_bwd_body, _rms_bwd_body
+    if keyset is None:
+        _ln_fwd_body, _rms_fwd_body = _ln_fwd_impl, _rms_fwd_impl
+        _ln_bwd_body, _rms_bwd_body = _ln_bwd_impl, _rms_bwd_impl
+    else:
+        _ln_fwd_body = _redispatcher(_ln_fwd, keyset)
+        _rms_fwd_body = _redispatcher(_rms_fwd, keyset)
+        _ln_bwd_body = _redispatcher(_ln_bwd, keyset)
+        _rms_bwd_body = _redispatcher(_rms_bwd, keyset)
+
+
+_default_keys = _CUDA_KEYS if _native is not None else None
+_use_bodies(_default_keys)
+
+
 # ------------------------------------------------------------- autograd
 #
 # The kernels' gradients carry no graph. A backward that builds one
@@ -463,7 +650,7 @@ def _ln_backward(ctx, dy, dmean, drstd):
             x.dtype if weight is None else weight.dtype).view(
                 ctx.bshape) if ctx.has_bias else None
         return dx, dwo, dbo, None, None, None
-    bwd = _ln_bwd_impl if _direct(dy, x) else _ln_bwd
+    bwd = _ln_bwd_body if _direct(dy, x) else _ln_bwd
     dx, dw, db = bwd(dy, x, mean, rstd, weight, ctx.has_bias, ctx.n, ctx.zc)
     dwo = dw.view(ctx.wshape) if weight is not None else None
     dbo = db.view(ctx.bshape) if ctx.has_bias else None
@@ -487,7 +674,7 @@ def _rms_backward(ctx, dy, drstd):
     if _building_graph(dy, x, weight):
         dx, dw = _graphed(dy, x, weight, ctx.n, ctx.eps, ctx.zc, True)
         return dx, dw, None, None, None
-    bwd = _rms_bwd_impl if _direct(dy, x) else _rms_bwd
+    bwd = _rms_bwd_body if _direct(dy, x) else _rms_bwd
     dx, dw = bwd(dy, x, rstd, weight, ctx.n, ctx.zc)
     return dx, (dw.view(ctx.wshape) if weight is not None else None), \
         None, None, None
@@ -530,7 +717,7 @@ def _wants_grad(*ts):
 class _LayerNormFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, weight, bias, n, eps, zero_centered):
-        out = _ln_fwd_impl(x, weight, bias, n, eps, zero_centered)
+        out = _ln_fwd_body(x, weight, bias, n, eps, zero_centered)
         _ln_setup(ctx, (x, weight, bias, n, eps, zero_centered), out)
         ctx.mark_non_differentiable(out[1], out[2])
         return out
@@ -543,7 +730,7 @@ class _LayerNormFunction(torch.autograd.Function):
 class _RMSNormFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, weight, n, eps, zero_centered):
-        out = _rms_fwd_impl(x, weight, n, eps, zero_centered)
+        out = _rms_fwd_body(x, weight, n, eps, zero_centered)
         _rms_setup(ctx, (x, weight, n, eps, zero_centered), out)
         ctx.mark_non_differentiable(out[1])
         return out
@@ -560,7 +747,7 @@ def _layer_norm_rows(x, weight, bias, n, eps, zero_centered):
     if _wants_grad(x, weight, bias):
         return _LayerNormFunction.apply(x, weight, bias, n, eps,
                                         zero_centered)
-    return _ln_fwd_impl(x, weight, bias, n, eps, zero_centered)
+    return _ln_fwd_body(x, weight, bias, n, eps, zero_centered)
 
 
 def _rms_norm_rows(x, weight, n, eps, zero_centered):
@@ -568,7 +755,7 @@ def _rms_norm_rows(x, weight, n, eps, zero_centered):
         return _rms_fwd(x, weight, n, eps, zero_centered)
     if _wants_grad(x, weight):
         return _RMSNormFunction.apply(x, weight, n, eps, zero_centered)
-    return _rms_fwd_impl(x, weight, n, eps, zero_centered)
+    return _rms_fwd_body(x, weight, n, eps, zero_centered)
 
 
 # ------------------------------------------------------------ functions

@@ -6,15 +6,26 @@ against the compiled manifest, and the custom ops under fake CUDA tensors
 (what torch.compile traces). test_torch_gpu.py checks the numbers on a GPU.
 """
 
+import atexit
+import contextlib
+import ctypes
+import importlib.util
 import inspect
 import math
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
 
 import pytest
 
 torch = pytest.importorskip("torch")
 
+import norm_mlir  # noqa: E402
 import norm_mlir.torch as nt  # noqa: E402
-from norm_mlir import _libs, cache  # noqa: E402
+from norm_mlir import _libs, _runtime, cache  # noqa: E402
 from torch._subclasses.fake_tensor import FakeTensorMode  # noqa: E402
 from torch.fx.experimental.proxy_tensor import make_fx  # noqa: E402
 
@@ -140,16 +151,129 @@ def test_rows_are_views_where_the_kernels_allow():
 
 
 # -------------------------------------- real bodies, launches validated
+#
+# Two sets of op bodies: Python's (torch.py) and the C++ ones of
+# libnormtorch.so (python/csrc/torch_ops.cpp; built here into a temporary
+# directory when no built copy is found, a few seconds). The `validated`
+# fixture runs each test on both.
 
-@pytest.fixture
-def validated(monkeypatch):
-    """The ops' real bodies on CPU tensors (registered for the CPU here;
-    the package registers them for CUDA only): kernels compiled for sm_90
-    as on the GPU (nt._compiled), each launch replaced by normrt_validate
-    against the manifest (every check normrt_launch makes: names, dtypes,
-    shapes, strides, aliasing, the workspace; no driver). Records
-    (spec, argument names, rows) per launch."""
-    calls = []
+_NATIVE = {}
+
+
+def _native_ext():
+    """The bound C++ bodies (nt._Native), or None where they cannot be
+    built (no C++ compiler or torch headers; NORM_MLIR_REQUIRE_NATIVE=1
+    makes that a failure)."""
+    if "ext" not in _NATIVE:
+        ext = nt._native
+        if ext is None:
+            path = _libs.find_optional("libnormtorch.so")
+            if path is None:
+                path = _build_native(tempfile.mkdtemp(prefix="normtorch-"))
+            ext = nt._Native.bind(path) if path else None
+        _NATIVE["ext"] = ext
+    if _NATIVE["ext"] is None and os.environ.get("NORM_MLIR_REQUIRE_NATIVE"):
+        pytest.fail("libnormtorch.so could not be built")
+    return _NATIVE["ext"]
+
+
+def _build_native(out_dir):
+    spec = importlib.util.spec_from_file_location(
+        "build_ext", os.path.join(os.path.dirname(__file__), "..", "csrc",
+                                  "build_ext.py"))
+    if spec is None or not os.path.isfile(spec.origin):
+        return None  # an installed package's tests without python/csrc
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    path = mod.build(out_dir)
+    atexit.register(shutil.rmtree, out_dir, True)
+    return path
+
+
+def _needs_native():
+    ext = _native_ext()
+    if ext is None:
+        pytest.skip("libnormtorch.so not available (no compiler or torch "
+                    "headers)")
+    return ext
+
+
+_DESC_DTYPES = {0: torch.float32, 1: torch.float16, 2: torch.bfloat16}
+
+
+def _tensor_at(d):
+    """The CPU tensor a NormrtTensor describes (its memory, not a copy)."""
+    dtype = _DESC_DTYPES[d.dtype]
+    sizes = list(d.sizes[:d.rank])
+    strides = list(d.strides[:d.rank])
+    if not d.data or 0 in sizes:
+        return torch.empty(sizes, dtype=dtype)
+    span = 1 + sum((s - 1) * st for s, st in zip(sizes, strides))
+    nbytes = span * torch.empty((), dtype=dtype).element_size()
+    buf = (ctypes.c_char * nbytes).from_address(d.data)
+    base = torch.frombuffer(buf, dtype=torch.uint8).view(dtype)
+    return base.as_strided(sizes, strides)
+
+
+def _dry_run(handle, array, count, ws, ws_bytes):
+    """normrt_dry_run's text: the launches normrt_launch would make."""
+    f = _libs.runtime().lib.normrt_dry_run
+    f.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32,
+                  ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p,
+                  ctypes.c_size_t, ctypes.POINTER(ctypes.c_size_t)]
+    f.restype = ctypes.c_int
+    n = ctypes.c_size_t()
+    buf = ctypes.create_string_buffer(1 << 16)
+    assert f(handle, array, count, ws or None, ws_bytes, buf, len(buf),
+             ctypes.byref(n)) == 0
+    assert n.value < len(buf)
+    return buf.value.decode()
+
+
+def normalized(plan):
+    """A dry run with each address replaced by its order of first
+    appearance: launches of two runs compare equal when they run the same
+    kernels, grids and blocks on the same arguments (by position, size,
+    stride and which buffer), wherever torch put the buffers."""
+    seen = {}
+    return re.sub(r"0x[0-9a-f]+",
+                  lambda m: "p%d" % seen.setdefault(m.group(0), len(seen)),
+                  plan)
+
+
+class _Calls(list):
+    """(spec, argument names, rows) per launch; .details per launch:
+    "args" (name, data pointer, sizes, strides) and "plan" (the dry run);
+    .after: functions called with (spec, [(name, tensor)]) after each
+    validated launch (the emulation); .kind: "python" or "native"."""
+
+    def __init__(self, kind):
+        super().__init__()
+        self.kind, self.details, self.after = kind, [], []
+
+    def clear(self):
+        super().clear()
+        self.details.clear()
+
+    def record(self, mod, pairs, array, count, ws, ws_bytes, rows):
+        self.append((mod.spec, [name for name, _ in pairs], rows))
+        self.details.append({
+            "args": [(name, t.data_ptr(), tuple(t.shape), tuple(t.stride()))
+                     for name, t in pairs],
+            "plan": _dry_run(mod.handle, array, count, ws, ws_bytes)})
+        for f in self.after:
+            f(mod.spec, pairs)
+
+
+@contextlib.contextmanager
+def validation(kind, monkeypatch):
+    """The ops' real bodies, Python's or C++ ("python" / "native"), on CPU
+    tensors (registered for the CPU here; the package registers them for
+    CUDA only), kernels compiled for sm_90 as on the GPU (nt._compiled),
+    each launch replaced by normrt_validate against the manifest (every
+    check normrt_launch makes: names, dtypes, shapes, strides, aliasing,
+    the workspace; no driver). Records each launch (_Calls)."""
+    calls = _Calls(kind)
     rt = _libs.runtime()
 
     def module(spec, device):
@@ -157,26 +281,66 @@ def validated(monkeypatch):
         mod.spec = spec
         return mod
 
-    def launch(mod, args, rows, device):
-        ws_bytes = mod.workspace_bytes(rows)
-        ws = torch.empty(ws_bytes + 16, dtype=torch.uint8)
-        ptr = (ws.data_ptr() + 15) // 16 * 16
-        mod.validate(nt._arguments(mod, args), ptr if ws_bytes else 0,
-                     ws_bytes)
-        calls.append((mod.spec, [name for name, _ in args], rows))
-
     monkeypatch.setattr(nt, "_module", module)
-    monkeypatch.setattr(nt, "_launch", launch)
     monkeypatch.setattr(nt, "_on_device", lambda t: True)
     monkeypatch.setattr(nt, "_kernels_by_key", {})
-    lib = torch.library.Library("norm_mlir", "IMPL")
-    for name in ("layer_norm_fwd", "rms_norm_fwd", "layer_norm_bwd",
-                 "rms_norm_bwd"):
-        short = {"layer_norm": "ln", "rms_norm": "rms"}[name[:-4]]
-        lib.impl(name, getattr(nt, "_%s_%s_impl" % (short, name[-3:])),
-                 "CPU")
-    yield calls
-    lib._destroy()
+    if kind == "python":
+        def launch(mod, args, rows, device):
+            ws_bytes = mod.workspace_bytes(rows)
+            ws = torch.empty(ws_bytes + 16, dtype=torch.uint8)
+            ptr = (ws.data_ptr() + 15) // 16 * 16 if ws_bytes else 0
+            arr = nt._arguments(mod, args)
+            mod.validate(arr, ptr, ws_bytes)
+            calls.record(mod, args, arr.array, arr.count, ptr, ws_bytes, rows)
+
+        monkeypatch.setattr(nt, "_launch", launch)
+        lib = torch.library.Library("norm_mlir", "IMPL")
+        for name, impl in nt._python_impls.items():
+            lib.impl(name, impl, "CPU")
+        nt._use_bodies(None)
+        try:
+            yield calls
+        finally:
+            lib._destroy()
+            nt._use_bodies(nt._default_keys)
+        return
+    ext = _needs_native()
+    errors = []
+
+    def hook(handle, tensors, count, ws, ws_bytes):
+        try:
+            mods = {m.handle.value: m for m in ext.modules.values()}
+            arr = ctypes.cast(tensors, ctypes.POINTER(_runtime.Tensor))
+            pairs = [(arr[i].name.decode(), _tensor_at(arr[i]))
+                     for i in range(count)]
+            rows = dict(pairs).get("x", pairs[0][1]).shape[0]
+            calls.record(mods[handle], pairs, tensors, count, ws, ws_bytes,
+                         rows)
+            return 0
+        except BaseException as ex:  # noqa: BLE001 (raised at the end)
+            errors.append(ex)
+            return 1
+
+    ext.clear()
+    cb = nt.HOOK(hook)
+    ext.set_mode(1, cb)
+    reg = ext.register("CPU")
+    nt._use_bodies(torch._C.DispatchKeySet(torch._C.DispatchKey.CPU))
+    try:
+        yield calls
+    finally:
+        ext.unregister(reg, "CPU")
+        ext.set_mode(0)
+        ext.clear()
+        nt._use_bodies(nt._default_keys)
+    if errors:
+        raise errors[0]
+
+
+@pytest.fixture(params=["python", "native"])
+def validated(request, monkeypatch):
+    with validation(request.param, monkeypatch) as calls:
+        yield calls
 
 
 def _leaf(t):
@@ -240,34 +404,36 @@ def test_rms_norm_launches_validate(validated, case):
     assert x.grad.shape == x.shape
 
 
-def test_strided_rows_reach_the_kernels_uncopied(validated, monkeypatch):
+def test_strided_rows_reach_the_kernels_uncopied(validated):
     """A column slice of a wider tensor goes to the forward and backward
     kernels as strided rows (the runtime accepts the stride), not copied."""
     n = 512
     wide = torch.randn(64, n + 64, dtype=torch.bfloat16)
     x = wide[:, 32:32 + n].requires_grad_(True)
     w = torch.randn(n, dtype=torch.bfloat16, requires_grad=True)
-    seen = []
-    real = nt._arguments
-
-    def spy(mod, args):
-        seen.extend((name, t.data_ptr(), t.stride()) for name, t in args)
-        return real(mod, args)
-
-    monkeypatch.setattr(nt, "_arguments", spy)
     nt.rms_norm(x, (n,), w, 1e-6).sum().backward()
-    xs = [s for s in seen if s[0] == "x"]
+    xs = [a for d in validated.details for a in d["args"] if a[0] == "x"]
     assert len(xs) == 2
-    assert all(p == x.data_ptr() and st == (n + 64, 1) for _, p, st in xs)
+    assert all(p == x.data_ptr() and st == (n + 64, 1) for _, p, _, st in xs)
 
 
 def test_rejected_launches_raise(validated):
-    """The validation is real, also through the reused descriptors: a
-    weight of another dtype than the compiled kernels' is refused, after
-    a launch of the same op went through."""
+    """The validation is real, also through the reused descriptors (the
+    Python bodies) and the C++ bodies' own: a weight of another dtype than
+    the compiled kernels' is refused, after a launch of the same op went
+    through; a short rstd too."""
     from norm_mlir._runtime import RuntimeLaunchError
     x = torch.randn(8, 64, dtype=torch.bfloat16)
     w = torch.randn(64, dtype=torch.bfloat16)
+    if validated.kind == "native":
+        y, r = nt._rms_fwd_body(x, w, 64, 1e-6, False)
+        dy = torch.randn_like(x)
+        nt._rms_bwd_body(dy, x, r, w, 64, False)
+        with pytest.raises(RuntimeError, match="normrt_validate.*rstd"):
+            nt._rms_bwd_body(dy, x, r[:4], w, 64, False)
+        nt._rms_bwd_body(dy, x, r, w, 64, False)  # and the good one again
+        assert len(validated) == 3
+        return
     spec = nt._spec("rms_norm", 64, x, w, False, 1e-6, False)
     mod = nt._module(spec, x.device)
     y, r = torch.empty_like(x), torch.empty(8)
@@ -281,9 +447,10 @@ def test_rejected_launches_raise(validated):
     nt._launch(mod, good, 8, x.device)  # and the good one again
 
 
-def test_descriptors_are_rewritten_per_call(validated):
-    """Reused descriptor arrays carry each call's pointers, sizes and
-    strides; another dtype, rank or name builds them again."""
+def test_descriptors_are_rewritten_per_call():
+    """The Python bodies' reused descriptor arrays carry each call's
+    pointers, sizes and strides; another dtype, rank or name builds them
+    again."""
     a = torch.randn(6, 32)
     b = torch.randn(9, 64)[:, :32]
     key = object()
@@ -309,10 +476,16 @@ def test_descriptors_are_rewritten_per_call(validated):
 
 
 def test_ops_refuse_other_devices(validated):
+    """Python's bodies raise ValueError, the C++ ones RuntimeError (what a
+    C++ exception becomes), with the same words."""
     x = torch.randn(4, 64)
-    with pytest.raises(ValueError, match="one device"):
-        nt._ln_fwd_impl(x, torch.empty(64, device="meta"), None, 64, 1e-5,
+    with pytest.raises((ValueError, RuntimeError), match="cpu and meta; "
+                       "all must be on one device"):
+        nt._ln_fwd_body(x, torch.empty(64, device="meta"), None, 64, 1e-5,
                         False)
+    with pytest.raises((ValueError, RuntimeError), match="one device"):
+        nt._rms_bwd_body(x, x, torch.empty(4, device="meta"), None, 64,
+                         False)
 
 
 def test_ops_have_no_cpu_kernel():
@@ -449,6 +622,7 @@ def test_eager_path_launches_what_the_ops_launch(validated, monkeypatch):
         return [c for c in validated]
 
     eager = run()
+    eager_plans = [normalized(d["plan"]) for d in validated.details]
     validated.clear()
     monkeypatch.setattr(nt, "_direct", lambda *ts: False)
     ops = run()
@@ -456,6 +630,239 @@ def test_eager_path_launches_what_the_ops_launch(validated, monkeypatch):
         "layer_norm", "layer_norm_grad", "rms_norm", "rms_norm_grad",
         "layer_norm"]
     assert eager == ops
+    assert eager_plans == [normalized(d["plan"]) for d in validated.details]
+
+
+# ------------------------------------------- the C++ bodies against Python's
+
+_WIDE = torch.randn(40, 3, 448)
+SAME_CASES = {  # x, normalized shape, weight / bias dtypes ("x": x's), zc
+    "bf16, f32 parameters": (torch.randn(3, 20, 256).bfloat16(), (256,),
+                             "f32", "f32", False),
+    "f32": (torch.randn(301, 1000), (1000,), "x", "x", False),
+    "f16, no parameters": (torch.randn(7, 384).half(), (384,), None, None,
+                           False),
+    "bias alone": (torch.randn(6, 192), (192,), None, "x", False),
+    "zero-centred, no bias": (torch.randn(2, 9, 512).bfloat16(), (512,),
+                              "f32", None, True),
+    "2-d normalized shape": (torch.randn(5, 7, 16, 48).bfloat16(), (16, 48),
+                             "x", "x", False),
+    "rank 1": (torch.randn(768).half(), (768,), "x", "x", False),
+    "column slice (strided rows)": (_WIDE[:, 0, 64:64 + 320], (320,), "x",
+                                    "x", False),
+    "column slice, 3-d": (_WIDE[:, :, 64:64 + 320], (320,), "x", "x", False),
+    "every other row": (torch.randn(30, 128)[::2], (128,), "x", "x", False),
+    "transposed (copied)": (torch.randn(128, 12).t(), (128,), "x", "x",
+                            False),
+    "inner stride 2 (copied)": (torch.randn(9, 256)[:, ::2], (128,), "x",
+                                "x", False),
+    "permuted 3-d (copied)": (torch.randn(5, 4, 96).transpose(0, 1), (96,),
+                              "x", "x", False),
+}
+
+
+def _same_case_run(kind, monkeypatch, case):
+    """Forward and backward of both norms on `case` under one path, with
+    the launches emulated: (calls, normalized plans, outputs, gradients)."""
+    x0, shape, wd, bd, zc = case
+    torch.manual_seed(11)
+    dt = {"x": x0.dtype, "f32": torch.float32, None: None}
+    w0 = None if wd is None else torch.randn(shape).to(dt[wd])
+    b0 = None if bd is None else torch.randn(shape).to(dt[bd])
+    g = torch.randn(x0.shape).to(x0.dtype)
+    out = []
+    with monkeypatch.context() as mp, validation(kind, mp) as calls:
+        calls.after.append(_emulate)
+        # x keeps its layout (a clone would make strided rows contiguous).
+        x, w, b = x0.detach().requires_grad_(True), _leaf(w0), _leaf(b0)
+        y = nt.layer_norm(x, shape, w, b, 1e-5, zero_centered=zc)
+        y.backward(g)
+        out += [y, x.grad] + [t.grad for t in (w, b) if t is not None]
+        if bd is None:
+            x, w = x0.detach().requires_grad_(True), _leaf(w0)
+            y = nt.rms_norm(x, shape, w, 1e-6, zero_centered=zc)
+            y.backward(g)
+            out += [y, x.grad] + ([w.grad] if w is not None else [])
+        with torch.no_grad():
+            out.append(nt.layer_norm(x0, shape, w0, b0, 1e-5,
+                                     zero_centered=zc))
+        plans = [normalized(d["plan"]) for d in calls.details]
+        return list(calls), plans, out
+
+
+@pytest.mark.parametrize("what", list(SAME_CASES))
+def test_cpp_and_python_bodies_launch_the_same(monkeypatch, what):
+    """The C++ bodies make exactly the Python bodies' launches: the same
+    kernels, grids, blocks and arguments (normrt_dry_run's plan, addresses
+    by order of first appearance: the same buffer in the same place),
+    rows passed uncopied in both or copied in both; and with the kernels
+    emulated, the same outputs and gradients, bit for bit."""
+    _needs_native()
+    case = SAME_CASES[what]
+    py = _same_case_run("python", monkeypatch, case)
+    cc = _same_case_run("native", monkeypatch, case)
+    assert py[0] == cc[0]
+    assert py[1] == cc[1]
+    x, n = case[0], math.prod(case[1])
+    strides = re.search(r"launch \S+ .*?: \[p0 p0 0 (\d+) (\d+) (\d+) 1\]",
+                        py[1][0]).groups()
+    assert int(strides[2]) == nt._rows(x, n).stride(0)
+    for a, b in zip(py[2], cc[2]):
+        assert a.shape == b.shape and a.dtype == b.dtype and \
+            a.stride() == b.stride()
+        assert torch.equal(a, b)
+    # The layouts reach the kernels uncopied, or copied, as labelled.
+    assert ("(copied)" not in what) == (
+        nt._rows(x, n).data_ptr() == x.data_ptr())
+
+
+def test_cpp_table_resolves_each_key_once(monkeypatch):
+    """The C++ table asks Python once per (op, N, dtypes, flags, eps,
+    device); normtorch_clear forgets them."""
+    ext = _needs_native()
+    with validation("native", monkeypatch) as calls:
+        asked = []
+        module = nt._module
+        monkeypatch.setattr(nt, "_module", lambda spec, device: (
+            asked.append(spec["op"]), module(spec, device))[1])
+        x = torch.randn(4, 64, requires_grad=True)
+        w = torch.randn(64, requires_grad=True)
+        for _ in range(3):
+            nt.layer_norm(x, 64, w).sum().backward()
+            nt.rms_norm(x, 64, w, 1e-6).sum().backward()
+        nt.rms_norm(x, 64, w, 1e-5).sum().backward()  # another eps
+        assert asked == ["layer_norm", "layer_norm_grad", "rms_norm",
+                         "rms_norm_grad", "rms_norm"]
+        assert ext.lib.normtorch_cached() == 5 and len(ext.modules) == 5
+        assert len(calls) == 14
+        ext.clear()
+        assert ext.lib.normtorch_cached() == 0 and not ext.modules
+        nt.layer_norm(x, 64, w)
+        assert asked[-1] == "layer_norm" and len(asked) == 6
+
+
+def test_cpp_bodies_report_python_errors(monkeypatch):
+    """A miss whose compile (or load) fails raises at the call, with
+    Python's message; the next call asks again."""
+    _needs_native()
+    with validation("native", monkeypatch):
+        def broken(spec, device):
+            raise norm_mlir.CompileError("no kernels for this one")
+
+        monkeypatch.setattr(nt, "_module", broken)
+        x = torch.randn(4, 64)
+        with pytest.raises(RuntimeError, match="CompileError: no kernels "
+                           "for this one"):
+            nt.layer_norm(x, 64)
+        with pytest.raises(RuntimeError, match="no kernels for this one"):
+            nt._ln_fwd(x, None, None, 64, 1e-5, False)
+
+
+_FAKE_DRIVER_RUN = """
+import sys, torch
+import norm_mlir.torch as nt
+from norm_mlir import _libs
+kind, ext_path = sys.argv[1], sys.argv[2]
+rt = _libs.runtime()
+
+
+def module(spec, device):  # loaded through the fake driver, as on a GPU
+    k = nt._compiled(spec, "sm_90")
+    return rt.load(k.image, k.manifest_text)
+
+
+nt._module = module
+nt._on_device = lambda t: True
+if kind == "python":
+    nt._raw_stream = lambda idx: 0
+    torch.cuda.current_device = lambda: 0
+    lib = torch.library.Library("norm_mlir", "IMPL")
+    for name, impl in nt._python_impls.items():
+        lib.impl(name, impl, "CPU")
+    nt._use_bodies(None)
+else:
+    nt._Native.bind(ext_path).register("CPU")
+    nt._use_bodies(torch._C.DispatchKeySet(torch._C.DispatchKey.CPU))
+torch.manual_seed(0)
+for m, n in ((8, 1024), (300, 768), (0, 256)):
+    x = torch.randn(m, n, dtype=torch.bfloat16, requires_grad=True)
+    w = torch.randn(n, requires_grad=True)
+    b = torch.randn(n, requires_grad=True)
+    g = torch.randn(m, n, dtype=torch.bfloat16)
+    nt.layer_norm(x, (n,), w, b).backward(g)
+    nt.rms_norm(x, (n,), w.bfloat16().detach().requires_grad_()).backward(g)
+print("done", kind, flush=True)
+"""
+
+
+def test_cpp_bodies_launch_through_the_driver():
+    """Launch mode, not validation: the C++ bodies call normrt_launch
+    (workspace from torch's allocator, the stream) and the CUDA driver
+    launches what the Python bodies' launches do. The repository's fake
+    driver (libnormrt-fake-cuda.so, $NORMRT_LIBCUDA) prints each
+    cuLaunchKernel; both paths, in fresh processes, print the same."""
+    ext = _needs_native()
+    fake = _libs.find_optional("libnormrt-fake-cuda.so")
+    if fake is None:
+        pytest.skip("no libnormrt-fake-cuda.so (a build tree's lib/)")
+    out = {}
+    for kind in ("python", "native"):
+        env = dict(os.environ, NORMRT_LIBCUDA=fake, NORM_MLIR_NATIVE="0",
+                   PYTHONPATH=os.pathsep.join(
+                       [os.path.dirname(os.path.dirname(nt.__file__))] +
+                       os.environ.get("PYTHONPATH", "").split(os.pathsep)))
+        r = subprocess.run([sys.executable, "-c", _FAKE_DRIVER_RUN, kind,
+                            ext.path], env=env, capture_output=True,
+                           text=True, timeout=300)
+        assert r.returncode == 0, r.stderr[-3000:]
+        assert "done " + kind in r.stdout
+        out[kind] = [ln for ln in r.stdout.splitlines()
+                     if ln.startswith("fake cuLaunchKernel")]
+    # 2 sizes x (LN forward 1 + backward 2, RMS 1 + 2) launches; M = 0
+    # launches nothing (its dweight / dbias are cleared).
+    assert len(out["python"]) == 12, out["python"]
+    assert out["python"] == out["native"]
+
+
+def test_package_binds_the_cpp_bodies(tmp_path):
+    """With libnormtorch.so beside the other two libraries, importing
+    norm_mlir.torch registers its bodies as the ops' CUDA kernels and the
+    eager path calls them; NORM_MLIR_NATIVE=0 keeps the Python bodies."""
+    ext = _needs_native()
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    for name, path in (("libnormcompile.so", _libs.find("libnormcompile.so")),
+                       ("libnormrt.so", _libs.runtime_path()),
+                       ("libnormtorch.so", ext.path)):
+        os.symlink(path, lib / name)
+    code = ("import torch, norm_mlir.torch as nt\n"
+            "dump = torch._C._dispatch_dump('norm_mlir::layer_norm_fwd')\n"
+            "cuda = [l for l in dump.splitlines() if l.startswith('CUDA:')]\n"
+            "print(nt._native is not None, type(nt._ln_bwd_body).__name__, "
+            "cuda[0].split()[3].rsplit('/', 1)[-1].split(':')[0])\n")
+    got = []
+    for flag in ("1", "0"):
+        env = dict(os.environ, NORM_MLIR_LIB_DIR=str(lib),
+                   NORM_MLIR_NATIVE=flag, PYTHONPATH=os.pathsep.join(
+                       [os.path.dirname(os.path.dirname(nt.__file__))] +
+                       os.environ.get("PYTHONPATH", "").split(os.pathsep)))
+        r = subprocess.run([sys.executable, "-c", code], env=env,
+                           capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr[-3000:]
+        got.append(r.stdout.split())
+    assert got == [["True", "partial", "torch_ops.cpp"],
+                   ["False", "function", "torch.py"]]
+
+
+def test_cpp_bodies_refuse_bad_shapes(validated):
+    """What x.view / reshape refuse in the Python bodies, the C++ ones
+    refuse too (no launch)."""
+    x = torch.randn(8, 100)
+    with pytest.raises(RuntimeError):
+        nt._ln_fwd_body(x, None, None, 64, 1e-5, False)
+    with pytest.raises(RuntimeError):
+        nt._rms_fwd_body(x, torch.randn(99), 100, 1e-5, False)
+    assert validated == []
 
 
 def test_outputs_are_not_views(validated):
@@ -527,14 +934,8 @@ def _emulate(spec, args):
 
 
 @pytest.fixture
-def emulated(validated, monkeypatch):
-    check = nt._launch
-
-    def launch(mod, args, rows, device):
-        check(mod, args, rows, device)
-        _emulate(mod.spec, args)
-
-    monkeypatch.setattr(nt, "_launch", launch)
+def emulated(validated):
+    validated.after.append(_emulate)
     return validated
 
 
