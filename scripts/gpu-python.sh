@@ -8,12 +8,29 @@
 #   bash scripts/gpu-python.sh
 #
 # Installs the wheel (no index, no dependencies: torch is the machine's)
-# into a temporary directory, checks that norm_mlir is imported from there
-# (not from python/ in the checkout), runs python/tests (CPU and GPU files)
-# bench/first_use.py cold, then warm with cProfile of the first call, and
-# bench/host_split.py (the host time of a small forward + backward, by
-# pieces).
-# Exit status: pytest's, or 1 when the wheel is missing or will not install.
+# into a temporary directory, checks that norm_mlir and its libraries are
+# imported from there (not from python/ in the checkout) and that the ops'
+# CUDA kernels are the C++ bodies (libnormtorch.so), runs python/tests (CPU
+# and GPU files), bench/first_use.py cold, then warm with cProfile of the
+# first call, bench/host_split.py (the host time of a small forward +
+# backward, by pieces) and bench/train_step.py (training steps with
+# torch's norms against ours, and the host time per call against torch's
+# ops).
+#
+# Environment:
+#   TRAIN_STEP        quick (default: --quick, configurations started in
+#                     the first TRAIN_STEP_BUDGET_S seconds, default 60),
+#                     full (every width, norm, precision and mode: far more
+#                     than one device call; split it with TRAIN_STEP_ARGS),
+#                     or none
+#   TRAIN_STEP_ARGS   more arguments for train_step.py (--widths 512 1024,
+#                     --modes eager, --budget-s 500, ...)
+#   TRAIN_STEP_OUT    its markdown (default $OUT/train_step.md, else
+#                     .dev/gpu/out/train_step.md)
+#   GPU_PYTHON_ONLY   train_step: install and check the wheel, then run
+#                     train_step.py alone (no tests, first_use, host_split)
+# Exit status: pytest's, else train_step.py's; 1 when the wheel is
+# missing, will not install, or lacks the C++ op bodies.
 #
 #===----------------------------------------------------------------------===#
 set -u -o pipefail
@@ -39,12 +56,42 @@ import os, sys
 import norm_mlir, norm_mlir._libs as L
 site = os.path.realpath(sys.argv[1])
 for p in (norm_mlir.__file__, L.find("libnormcompile.so"),
-          L.find("libnormrt.so")):
+          L.find("libnormrt.so"), L.find("libnormtorch.so")):
     assert os.path.realpath(p).startswith(site + os.sep), p
-print("norm_mlir %s from %s; toolkit %s" % (
-    norm_mlir.__version__, os.path.dirname(norm_mlir.__file__),
-    norm_mlir.find_toolkit()))
+import torch
+import norm_mlir.torch as nt
+assert nt._native is not None, "libnormtorch.so did not bind"
+dump = torch._C._dispatch_dump("norm_mlir::layer_norm_fwd")
+assert "torch_ops.cpp" in [l for l in dump.splitlines()
+                           if l.startswith("CUDA:")][0], dump
+print("norm_mlir %s from %s; toolkit %s; op bodies C++ (%s, stable ABI "
+      "%#x, built against %#x)" % (
+          norm_mlir.__version__, os.path.dirname(norm_mlir.__file__),
+          norm_mlir.find_toolkit(), os.path.basename(nt._native.path),
+          nt._native.lib.normtorch_target_version(),
+          nt._native.lib.normtorch_build_version()))
 EOF
+TRAIN_OUT=${TRAIN_STEP_OUT:-${OUT:-.dev/gpu/out}/train_step.md}
+train_step() {
+  local mode=${TRAIN_STEP:-quick} args=()
+  case $mode in
+    none) return 0 ;;
+    quick) args=(--quick --budget-s "${TRAIN_STEP_BUDGET_S:-60}") ;;
+    full) ;;
+    *) echo "gpu-python: TRAIN_STEP=$mode: quick, full or none"; return 1 ;;
+  esac
+  mkdir -p "$(dirname "$TRAIN_OUT")"
+  echo "=== training steps, torch's norms against ours (train_step.py," \
+       "$mode) -> $TRAIN_OUT"
+  # TRAIN_STEP_ARGS split into words on purpose.
+  # shellcheck disable=SC2086
+  python3 bench/train_step.py "${args[@]}" ${TRAIN_STEP_ARGS:-} \
+    --out "$TRAIN_OUT"
+}
+if [[ ${GPU_PYTHON_ONLY:-} == train_step ]]; then
+  train_step
+  exit $?
+fi
 python3 -m pytest -q -rs -p no:cacheprovider --durations=8 python/tests
 rc=$?
 echo "=== first use, cold cache"
@@ -53,4 +100,5 @@ echo "=== first use, warm cache, first call profiled"
 python3 bench/first_use.py --warm --profile
 echo "=== host time, by pieces"
 python3 bench/host_split.py
+train_step || { ((rc)) || rc=1; }
 exit $rc

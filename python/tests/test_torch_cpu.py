@@ -9,6 +9,7 @@ against the compiled manifest, and the custom ops under fake CUDA tensors
 import atexit
 import contextlib
 import ctypes
+import functools
 import importlib.util
 import inspect
 import math
@@ -215,9 +216,16 @@ def _tensor_at(d):
     return base.as_strided(sizes, strides)
 
 
+@functools.lru_cache(None)
+def _dry_run_lib():
+    """libnormrt through a CDLL of its own (its own argtypes: the package's
+    binding keeps its)."""
+    return ctypes.CDLL(_libs.runtime_path())
+
+
 def _dry_run(handle, array, count, ws, ws_bytes):
     """normrt_dry_run's text: the launches normrt_launch would make."""
-    f = _libs.runtime().lib.normrt_dry_run
+    f = _dry_run_lib().normrt_dry_run
     f.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32,
                   ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p,
                   ctypes.c_size_t, ctypes.POINTER(ctypes.c_size_t)]
