@@ -834,16 +834,17 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5,
 
 def rms_norm(x, normalized_shape, weight=None, eps=None,
              zero_centered=False):
-    """torch.nn.functional.rms_norm (eps None: torch.finfo(x.dtype).eps),
-    on our kernels for CUDA tensors of f32/f16/bf16. zero_centered: the
-    weight is applied as 1 + weight (Gemma)."""
+    """torch.nn.functional.rms_norm, on our kernels for CUDA tensors of
+    f32/f16/bf16. eps None is torch's default: the epsilon of the type it
+    computes in (f32's for f16 / bf16 x, not x's own, whatever its docs
+    say). zero_centered: the weight is applied as 1 + weight (Gemma)."""
     shape = _normalized(normalized_shape)
     _check(x, shape, weight, None)
-    if eps is None:
-        eps = torch.finfo(x.dtype).eps
     if not _ours(x, weight):
         w = weight + 1 if (zero_centered and weight is not None) else weight
         return torch.nn.functional.rms_norm(x, shape, w, eps)
+    if eps is None:
+        eps = torch.finfo(torch.float32 if x.dtype in _HALF else x.dtype).eps
     y, _ = _rms_norm_rows(x, weight, math.prod(shape), float(eps),
                           bool(zero_centered))
     return y

@@ -110,10 +110,28 @@ def test_off_the_gpu_is_torch():
                            F.layer_norm(x, (48,), w, b, 1e-3))
         assert torch.equal(nt.layer_norm(x, 48, w, b, zero_centered=True),
                            F.layer_norm(x, (48,), w + 1, b))
-        assert torch.equal(nt.rms_norm(x, (48,), w),
-                           F.rms_norm(x, (48,), w, torch.finfo(dt).eps))
+        assert torch.equal(nt.rms_norm(x, (48,), w), F.rms_norm(x, (48,), w))
         assert torch.equal(nt.rms_norm(x, [7, 48], None, 1e-6),
                            F.rms_norm(x, (7, 48), None, 1e-6))
+
+
+def test_rms_norm_default_eps_is_torchs():
+    """eps=None is what torch's rms_norm and RMSNorm use: the epsilon of
+    the type they compute in, f32's for f16 / bf16 x (1.2e-7, not bf16's
+    7.8e-3, which moves small rows' outputs by whole units of bf16); ours
+    took x's own (torch's docs say so; its code does not)."""
+    torch.manual_seed(4)
+    for dt in (torch.bfloat16, torch.float16, torch.float32, torch.float64):
+        x = (torch.randn(6, 64) * 0.01).to(dt)
+        w = torch.randn(64).to(dt)
+        want = torch.finfo(torch.float32 if dt in (
+            torch.bfloat16, torch.float16) else dt).eps
+        assert torch.equal(torch.nn.RMSNorm(64, dtype=dt)(x),
+                           torch.nn.functional.rms_norm(x, (64,), None, want))
+        assert torch.equal(nt.rms_norm(x, 64, w),
+                           torch.nn.functional.rms_norm(x, (64,), w, want))
+        assert torch.equal(nt.RMSNorm(64, dtype=dt)(x),
+                           torch.nn.RMSNorm(64, dtype=dt)(x))
 
 
 def test_shape_errors():
@@ -406,7 +424,8 @@ def test_rms_norm_launches_validate(validated, case):
     y = nt.rms_norm(x, nshape, w, None, zero_centered=zc)
     y.backward(torch.randn_like(y))
     (fs, fnames, _), (bs, bnames, _) = validated
-    assert fs["eps"] == torch.finfo(x.dtype).eps
+    # torch's default eps: f32's for f16 / bf16 (its compute type).
+    assert fs["eps"] == torch.finfo(torch.float32).eps
     assert (fs["op"], bs["op"]) == ("rms_norm", "rms_norm_grad")
     assert ("dweight" in bnames) == (w is not None)
     assert x.grad.shape == x.shape

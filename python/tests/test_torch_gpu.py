@@ -496,6 +496,78 @@ def test_patch_on_the_gpu():
         assert na == nb and rel(a.grad, b.grad) < 1e-4, na
 
 
+# ------------------------------------------------- the C++ op bodies
+
+def test_wheel_bodies_are_cpp():
+    """Where the package carries libnormtorch.so (the wheel built with
+    torch there), its bodies are the ops' CUDA kernels and the eager
+    path's; NORM_MLIR_NATIVE=0 is the only way to the Python bodies."""
+    import os
+    from norm_mlir import _libs
+    if _libs.find_optional("libnormtorch.so") is None or \
+            os.environ.get("NORM_MLIR_NATIVE") == "0":
+        pytest.skip("no libnormtorch.so here")
+    assert nt._native is not None and nt._default_keys is not None
+    dump = torch._C._dispatch_dump("norm_mlir::rms_norm_bwd")
+    assert "torch_ops.cpp" in [ln for ln in dump.splitlines()
+                               if ln.startswith("CUDA:")][0], dump
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "strided", "copied"])
+def test_cpp_and_python_bodies_agree(layout):
+    """The C++ bodies (eager path and registered ops) give the Python
+    bodies' outputs and gradients bit for bit: the same kernels on the
+    same arguments (the CPU tests compare the launch plans)."""
+    if nt._native is None:
+        pytest.skip("no libnormtorch.so")
+    torch.manual_seed(9)
+    n, bf = 768, torch.bfloat16
+    base = torch.randn(300, n + 64, device=DEV, dtype=bf)
+    x0 = {"contiguous": base[:, :n].contiguous(),
+          "strided": base[:, 32:32 + n],
+          "copied": base[:, :n].t().contiguous().t()}[layout]
+    w0 = torch.randn(n, device=DEV)
+    b0 = torch.randn(n, device=DEV)
+    g = torch.randn(300, n, device=DEV, dtype=bf)
+
+    def run():
+        out = []
+        x, w, b = (t.detach().requires_grad_(True) for t in (x0, w0, b0))
+        y = nt.layer_norm(x, n, w, b)
+        y.backward(g)
+        out += [y, x.grad, w.grad, b.grad]
+        x, w = x0.detach().requires_grad_(True), w0.bfloat16().requires_grad_()
+        y = nt.rms_norm(x, n, w, 1e-6, zero_centered=True)
+        y.backward(g)
+        out += [y, x.grad, w.grad]
+        return out
+
+    cpp = run()
+    direct = nt._direct
+    try:
+        nt._direct = lambda *ts: False  # the registered ops: C++ kernels
+        ops = run()
+    finally:
+        nt._direct = direct
+    nt._use_bodies(None)
+    try:
+        py = run()
+    finally:
+        nt._use_bodies(nt._default_keys)
+    for a, b, c in zip(cpp, ops, py):
+        assert torch.equal(a, c) and torch.equal(b, c)
+
+
+def test_rms_norm_default_eps_on_the_gpu():
+    """eps=None as torch's RMSNorm on CUDA: f32's epsilon for bf16 x
+    (small rows show it: bf16's eps would shrink them about tenfold)."""
+    torch.manual_seed(10)
+    x = (torch.randn(64, 512, device=DEV) * 0.01).bfloat16()
+    ours = nt.RMSNorm(512, device=DEV, dtype=torch.bfloat16)(x)
+    theirs = torch.nn.RMSNorm(512, device=DEV, dtype=torch.bfloat16)(x)
+    assert rel(ours, theirs) < 2e-2
+
+
 def test_readme_example():
     # The README's example, as written there.
     import torch
