@@ -652,8 +652,12 @@ def _ln_backward(ctx, dy, dmean, drstd):
         return dx, dwo, dbo, None, None, None
     bwd = _ln_bwd_body if _direct(dy, x) else _ln_bwd
     dx, dw, db = bwd(dy, x, mean, rstd, weight, ctx.has_bias, ctx.n, ctx.zc)
-    dwo = dw.view(ctx.wshape) if weight is not None else None
-    dbo = db.view(ctx.bshape) if ctx.has_bias else None
+    # dweight / dbias are [n]: viewed as the parameters only when those
+    # have more dimensions (a view costs a couple of microseconds).
+    dwo = None if weight is None else dw if weight.dim() == 1 else \
+        dw.view(ctx.wshape)
+    dbo = None if not ctx.has_bias else db if len(ctx.bshape) == 1 else \
+        db.view(ctx.bshape)
     return dx, dwo, dbo, None, None, None
 
 
@@ -676,8 +680,9 @@ def _rms_backward(ctx, dy, drstd):
         return dx, dw, None, None, None
     bwd = _rms_bwd_body if _direct(dy, x) else _rms_bwd
     dx, dw = bwd(dy, x, rstd, weight, ctx.n, ctx.zc)
-    return dx, (dw.view(ctx.wshape) if weight is not None else None), \
-        None, None, None
+    dwo = None if weight is None else dw if weight.dim() == 1 else \
+        dw.view(ctx.wshape)
+    return dx, dwo, None, None, None
 
 
 torch.library.register_autograd("norm_mlir::rms_norm_fwd", _rms_backward,
@@ -740,13 +745,27 @@ class _RMSNormFunction(torch.autograd.Function):
         return _rms_backward(ctx, dy, drstd)
 
 
+def _c_apply(cls):
+    """cls.apply without torch.autograd.Function.apply's Python layer (the
+    unwrapping of dead torch.func wrappers and default arguments: the
+    direct path only takes plain tensors, outside transforms, with every
+    argument given), a few microseconds a call."""
+    try:
+        return super(torch.autograd.Function, cls).apply
+    except AttributeError:  # a torch without _C._FunctionBase.apply
+        return cls.apply
+
+
+_ln_apply = _c_apply(_LayerNormFunction)
+_rms_apply = _c_apply(_RMSNormFunction)
+
+
 def _layer_norm_rows(x, weight, bias, n, eps, zero_centered):
     """y, mean, rstd through the fastest path the call allows."""
     if not _direct(x, weight, bias):
         return _ln_fwd(x, weight, bias, n, eps, zero_centered)
     if _wants_grad(x, weight, bias):
-        return _LayerNormFunction.apply(x, weight, bias, n, eps,
-                                        zero_centered)
+        return _ln_apply(x, weight, bias, n, eps, zero_centered)
     return _ln_fwd_body(x, weight, bias, n, eps, zero_centered)
 
 
@@ -754,7 +773,7 @@ def _rms_norm_rows(x, weight, n, eps, zero_centered):
     if not _direct(x, weight):
         return _rms_fwd(x, weight, n, eps, zero_centered)
     if _wants_grad(x, weight):
-        return _RMSNormFunction.apply(x, weight, n, eps, zero_centered)
+        return _rms_apply(x, weight, n, eps, zero_centered)
     return _rms_fwd_body(x, weight, n, eps, zero_centered)
 
 
