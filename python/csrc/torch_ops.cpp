@@ -405,6 +405,7 @@ using Hook = int (*)(const void *module, const NormrtTensor *tensors,
 
 std::mutex tableMutex;
 std::unordered_map<Key, Entry, KeyHash> table;
+std::atomic<uint64_t> generation{0}; // bumped by normtorch_clear
 std::atomic<Resolver> resolver{nullptr};
 std::atomic<int> mode{0}; // 0: launch, 1: validate (+ hook)
 std::atomic<Hook> hook{nullptr};
@@ -473,10 +474,29 @@ void sameDevice(const Meta &x, std::initializer_list<const Meta *> others) {
 
 // ---------------------------------------------------------------- launch
 
-void launch(const Entry &e, const Args &a, int64_t rows, const Meta &x) {
-  size_t wsBytes = 0;
-  if (e.workspace && rt.workspaceBytes(e.module, rows, &wsBytes) != 0)
+/// normrt_workspace_bytes(module, rows), remembered per thread for the
+/// last (module, rows): a training loop's backward repeats its M, so the
+/// runtime is asked once, not at every call.
+size_t workspaceBytes(const NormrtModule *module, int64_t rows) {
+  thread_local const NormrtModule *lastModule = nullptr;
+  thread_local int64_t lastRows = -1;
+  thread_local uint64_t lastGeneration = 0;
+  thread_local size_t lastBytes = 0;
+  uint64_t gen = generation.load(std::memory_order_acquire);
+  if (module == lastModule && rows == lastRows && gen == lastGeneration)
+    return lastBytes;
+  size_t bytes = 0;
+  if (rt.workspaceBytes(module, rows, &bytes) != 0)
     fail(std::string("normrt_workspace_bytes: ") + rt.lastError());
+  lastModule = module;
+  lastRows = rows;
+  lastGeneration = gen;
+  lastBytes = bytes;
+  return bytes;
+}
+
+void launch(const Entry &e, const Args &a, int64_t rows, const Meta &x) {
+  size_t wsBytes = e.workspace ? workspaceBytes(e.module, rows) : 0;
   std::optional<Tensor> ws;
   void *wsPtr = nullptr;
   if (wsBytes) {
@@ -695,6 +715,7 @@ NORMTORCH_API void normtorch_set_resolver(Resolver r) { resolver.store(r); }
 NORMTORCH_API void normtorch_clear(void) {
   std::lock_guard<std::mutex> g(tableMutex);
   table.clear();
+  generation.fetch_add(1, std::memory_order_acq_rel);
 }
 
 NORMTORCH_API int normtorch_cached(void) {

@@ -743,6 +743,24 @@ def test_cpp_and_python_bodies_launch_the_same(monkeypatch, what):
         nt._rows(x, n).data_ptr() == x.data_ptr())
 
 
+def test_workspace_follows_the_rows(validated):
+    """One backward module at changing M: each launch gets the workspace
+    its M needs (the C++ bodies remember the last M's bytes per thread)."""
+    n, ms = 256, (8, 3000, 8, 1, 3000, 0)
+    w = torch.randn(n)
+    for m in ms:
+        x = torch.randn(m, n)
+        rstd = torch.rand(m) + 0.5
+        nt._rms_bwd_body(torch.randn(m, n), x, rstd, w, n, False)
+    mod = nt._module(nt._spec("rms_norm_grad", n, x, w, False, None, False),
+                     x.device)
+    got = [re.match(r"m (\d+) groups \d+ workspace (\d+)",
+                    d["plan"]).groups() for d in validated.details]
+    assert got == [(str(m), str(mod.workspace_bytes(m) if m else 0))
+                   for m in ms]
+    assert len(set(got)) == 4
+
+
 def test_cpp_table_resolves_each_key_once(monkeypatch):
     """The C++ table asks Python once per (op, N, dtypes, flags, eps,
     device); normtorch_clear forgets them."""
