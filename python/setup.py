@@ -64,6 +64,9 @@ def build_torch_ext(src, dst):
     """libnormtorch.so into dst: src's copy (NORM_MLIR_PREBUILT), else
     built by python/csrc/build_ext.py; None when left out."""
     want = os.environ.get("NORM_MLIR_TORCH_EXT", "")
+    stale = os.path.join(dst, TORCH_EXT)  # a previous build's, in build/
+    if os.path.exists(stale):
+        os.remove(stale)
     if want == "0":
         return None
     if os.path.isfile(os.path.join(src, TORCH_EXT)):
