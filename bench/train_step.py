@@ -133,7 +133,9 @@ def make_step(model, mode, precision, device):
         loss.backward()
         opt.step()
         opt.zero_grad(set_to_none=True)
-        return loss.detach()
+        # A copy: under CUDA graphs the output is overwritten at the next
+        # replay (and reading it then raises).
+        return loss.detach().clone()
     return step
 
 
@@ -515,11 +517,12 @@ def main(argv=None):
                     b, t, layers), "norm": norm, "precision": prec,
                     "mode": mode, "skipped": "skipped (budget)"})
                 continue
+            t0 = time.perf_counter()
             r = run_config(w, norm, prec, mode, args, device)
             results.append(r)
             failed |= "error" in r
-            print("%-5d %-10s %-8s %-15s %s" % (
-                w, norm, prec, mode,
+            print("%-5d %-10s %-8s %-15s (%3.0f s) %s" % (
+                w, norm, prec, mode, time.perf_counter() - t0,
                 r.get("error") or "torch %.2f ms, ours %.2f ms (%.3fx), "
                 "loss %.4f / %.4f" % (r["torch_ms"], r["ours_ms"],
                                       r["torch_ms"] / r["ours_ms"],

@@ -19,7 +19,7 @@
 #
 # Environment:
 #   TRAIN_STEP        quick (default: --quick, configurations started in
-#                     the first TRAIN_STEP_BUDGET_S seconds, default 60),
+#                     the first TRAIN_STEP_BUDGET_S seconds, default 45),
 #                     full (every width, norm, precision and mode: far more
 #                     than one device call; split it with TRAIN_STEP_ARGS),
 #                     or none
@@ -88,7 +88,7 @@ train_step() {
   local mode=${TRAIN_STEP:-quick} args=()
   case $mode in
     none) return 0 ;;
-    quick) args=(--quick --budget-s "${TRAIN_STEP_BUDGET_S:-60}") ;;
+    quick) args=(--quick --budget-s "${TRAIN_STEP_BUDGET_S:-45}") ;;
     full) ;;
     *) echo "gpu-python: TRAIN_STEP=$mode: quick, full or none"; return 1 ;;
   esac
