@@ -53,7 +53,7 @@ import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import configs as C  # noqa: E402
-import normrt  # noqa: E402
+import gpu_env as E  # noqa: E402
 
 IMPLS = ("ours deterministic", "ours grouped_atomic", "torch eager",
          "torch.compile", "liger", "triton lesson", "torch add x+dy")
@@ -94,14 +94,17 @@ def launch_plan(rt, gpu_dir, entry, cfg, m):
     from gpu_check import fake_tensors, FAKE_WS
     import re
     with open(os.path.join(gpu_dir, entry["manifest"])) as f:
-        rc, mod, msg = rt.load_manifest_only(f.read())
+        rc, mod, msg = E.status(rt.load_manifest_only, f.read())
     if rc:
         return "manifest rejected: %s" % msg
     try:
-        rc, wsb, msg = mod.workspace_bytes(m)
-        rc, plan = mod.dry_run(fake_tensors(C.Case(cfg, m)), FAKE_WS, wsb)
+        rc, wsb, msg = E.status(mod.workspace_bytes, m)
+        if not rc:
+            rc, plan, msg = E.status(mod.dry_run,
+                                     fake_tensors(C.Case(cfg, m)), FAKE_WS,
+                                     wsb)
         if rc:
-            return "dry run failed: %s" % plan
+            return "dry run failed: %s" % msg
         steps = []
         for line in plan.splitlines():
             k = re.match(r"launch (\S+) grid (\d+) block (\d+)", line)
@@ -117,8 +120,8 @@ def launch_plan(rt, gpu_dir, entry, cfg, m):
 
 def dry_run(args, index):
     from gpu_check import manifest_problems, load_manifest
-    lib = normrt.find_library(args.gpu_dir)
-    rt = normrt.Runtime(lib) if lib else None
+    lib = E.find_library(args.gpu_dir)
+    rt = E.Runtime(lib) if lib else None
     bad = 0
     out("%-16s %-5s %7s %6s %12s %12s" % ("op", "dtype", "M", "N", "min MB",
                                             "floor us"))
@@ -156,7 +159,7 @@ def dry_run(args, index):
                         k.get("registers"), res.get("registers", "?"),
                         res.get("spill_stores", "?"),
                         res.get("spill_loads", "?")))
-            if rt is not None and rt.has_offline:
+            if rt is not None:
                 out("  %-44s launches: %s" % (
                     "", launch_plan(rt, args.gpu_dir, e, cfg, m)))
     out("planned rows: %d (%d shapes x %d implementations)" % (
@@ -180,10 +183,10 @@ class Ours:
 
     def __init__(self, rt, gpu_dir, entry, t, image="auto"):
         import torch
-        rc, mod, msg, self.image, tried = normrt.load_config(
+        rc, mod, msg, self.image, tried = E.load_config(
             rt, gpu_dir, entry, image)
         if rc:
-            raise normrt.NormrtError("normrt_module_load_files", rc, msg)
+            raise E.RuntimeLaunchError("normrt_module_load_files", rc, msg)
         if tried:
             out("  (fell back to %s: %s)" % (os.path.basename(self.image),
                                             "; ".join(tried)))
@@ -191,9 +194,7 @@ class Ours:
         with open(os.path.join(gpu_dir, entry["manifest"])) as f:
             manifest = json.load(f)
         m = t["x"].shape[0]
-        rc, nb, msg = mod.workspace_bytes(m)
-        if rc:
-            raise normrt.NormrtError("normrt_workspace_bytes", rc, msg)
+        nb = mod.workspace_bytes(m)
         self.ws = torch.empty(max(nb, 1), device="cuda", dtype=torch.uint8)
         self.ws_bytes = nb
         names = [a["name"] for a in manifest["arguments"]]
@@ -211,17 +212,15 @@ class Ours:
                          "dbias": torch.empty_like(t["weight"])}
         src = dict(t)
         src.update(self.outs)
-        self.tensors = [normrt.torch_tensor(a["name"], src[a["name"]])
+        self.tensors = [E.torch_tensor(a["name"], src[a["name"]])
                         for a in manifest["arguments"]]
         self.has_bias = "dbias" in names
         self.has_mean = "mean" in names
         self.stream = torch.cuda.current_stream().cuda_stream
 
     def run(self):
-        rc, msg = self.mod.launch(self.tensors, self.ws.data_ptr(),
-                                  self.ws_bytes, self.stream)
-        if rc:
-            raise normrt.NormrtError("normrt_launch", rc, msg)
+        self.mod.launch(self.tensors, self.ws.data_ptr(), self.ws_bytes,
+                        self.stream)
         if self.forward:
             return (self.outs["y"],
                     self.outs["mean"] if self.has_mean else None,
@@ -293,8 +292,8 @@ class Bench:
         self.args, self.index = args, index
         self.tdt = {"f32": torch.float32, "f16": torch.float16,
                     "bf16": torch.bfloat16}
-        lib = normrt.find_library(args.gpu_dir)
-        self.rt = normrt.Runtime(lib) if lib else None
+        lib = E.find_library(args.gpu_dir)
+        self.rt = E.Runtime(lib) if lib else None
         self.lib = lib
         self.rows = []
         self.t0 = time.time()

@@ -24,7 +24,7 @@ import time
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import normrt  # noqa: E402
+import gpu_env as E  # noqa: E402
 
 GPU_DIR = os.environ.get("NORM_GPU_DIR", ".dev/gpu")
 CONFIG = (sys.argv[1] if len(sys.argv) > 1
@@ -42,9 +42,9 @@ def main():
     t0 = time.time()
     torch.manual_seed(int.from_bytes(os.urandom(4), "little"))
     dev = "cuda"
-    rt = normrt.Runtime(normrt.find_library(GPU_DIR))
+    rt = E.Runtime(E.find_library(GPU_DIR))
     entry = json.load(open(os.path.join(GPU_DIR, "configs.json")))["configs"][CONFIG]
-    rc, mod, msg, path, _ = normrt.load_config(rt, GPU_DIR, entry)
+    rc, mod, msg, path, _ = E.load_config(rt, GPU_DIR, entry)
     if rc:
         print("big_check: FAIL load %s: %s" % (CONFIG, msg))
         return 1
@@ -66,14 +66,14 @@ def main():
     dx = torch.full_like(x, float("nan"))
     dw = torch.full((N,), float("nan"), device=dev, dtype=torch.bfloat16)
     db = torch.full((N,), float("nan"), device=dev, dtype=torch.bfloat16)
-    rc, ws_bytes, msg = mod.workspace_bytes(M)
+    ws_bytes = mod.workspace_bytes(M)
     ws = torch.empty(max(ws_bytes, 1), device=dev, dtype=torch.uint8)
-    T = normrt.torch_tensor
+    T = E.torch_tensor
     tensors = [T("dy", dy), T("x", x), T("mean", mean), T("rstd", rstd),
                T("weight", w), T("dx", dx), T("dweight", dw), T("dbias", db)]
     torch.cuda.synchronize()
-    rc, msg = mod.launch(tensors, ws.data_ptr(), ws_bytes,
-                         torch.cuda.current_stream().cuda_stream)
+    rc, _, msg = E.status(mod.launch, tensors, ws.data_ptr(), ws_bytes,
+                          torch.cuda.current_stream().cuda_stream)
     torch.cuda.synchronize()
     if rc:
         print("big_check: FAIL launch: %s" % msg)

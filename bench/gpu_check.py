@@ -64,7 +64,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import configs as C  # noqa: E402
-import normrt  # noqa: E402
+import gpu_env as E  # noqa: E402
 
 UNIT = {"f32": 2.0 ** -24, "f16": 2.0 ** -11, "bf16": 2.0 ** -8}
 
@@ -79,6 +79,10 @@ def manifest_problems(cfg, manifest):
     """Differences between what the checks expect and the manifest; also
     outputs no kernel writes and dangling parameter references."""
     probs = []
+    if manifest.get("format_version") != E.FORMAT_VERSION:
+        probs.append("format_version %s, but the runtime reads %d (compile "
+                     "the kernels again)" % (manifest.get("format_version"),
+                                             E.FORMAT_VERSION))
     exp = cfg.expected_args()
     got = manifest.get("arguments", [])
     if [a[0] for a in exp] != [a.get("name") for a in got]:
@@ -91,6 +95,10 @@ def manifest_problems(cfg, manifest):
                 probs.append("argument '%s' is %s %s %s, expected %s %s %s" % (
                     name, a.get("role"), a.get("dtype"), a.get("shape"),
                     role, dt, shape))
+            # The checks name each argument by its kind.
+            if a.get("kind") != name:
+                probs.append("argument '%s' has kind %r, expected %r" % (
+                    name, a.get("kind"), name))
     nws = len(manifest.get("workspaces", []))
     used = set()
     for k in manifest.get("kernels", []):
@@ -144,7 +152,7 @@ def fake_tensors(case):
     cfg, m, n, lay = case.cfg, case.m, case.cfg.n, case.layout
     mem, descs = FakeMemory(), {}
     for name, role, dt, shape in cfg.expected_args(m):
-        es, code = ESIZE[dt], normrt.DTYPE_CODES[dt]
+        es, code = ESIZE[dt], E.DTYPE_CODES[dt]
         if name == "dx" and case.inplace:
             continue
         if len(shape) == 2:
@@ -159,7 +167,7 @@ def fake_tensors(case):
             descs[name] = (ptr, code, [ext], [1])
     if case.inplace:
         descs["dx"] = descs["dy"]
-    return [normrt.make_tensor(name, *descs[name])
+    return [E.make_tensor(name, *descs[name])
             for name, _, _, _ in cfg.expected_args(m)]
 
 
@@ -179,18 +187,17 @@ def offline_error_checks(mod, cfg):
     m, n = 64, cfg.n
     good = {t.name.decode(): t for t in fake_tensors(C.Case(cfg, m))}
     order = [a[0] for a in cfg.expected_args(m)]
-    rc, wsb, msg = mod.workspace_bytes(m)
-    xd, wd = normrt.DTYPE_CODES[cfg.dtype], normrt.DTYPE_CODES[
-        cfg.weight_dtype]
+    wsb = mod.workspace_bytes(m)
+    xd, wd = E.DTYPE_CODES[cfg.dtype], E.DTYPE_CODES[cfg.weight_dtype]
     P = 0x7d0000000000
-    mk = normrt.make_tensor
+    mk = E.make_tensor
     checks = [
-        ("wrong dtype", "x", {"x": mk("x", P, normrt.NORMRT_F16, [m, n],
-                                       [n, 1])}, None),
+        ("wrong dtype", "x", {"x": mk("x", P, E.F16, [m, n], [n, 1])},
+         None),
         ("wrong shape", "weight", {"weight": mk("weight", P, wd, [n - 1],
                                                 [1])}, None),
-        ("wrong rows", "mean", {"mean": mk("mean", P, normrt.NORMRT_F32,
-                                           [m - 1], [1])}, None),
+        ("wrong rows", "mean", {"mean": mk("mean", P, E.F32, [m - 1],
+                                           [1])}, None),
         ("inner stride 2", "dx", {"dx": mk("dx", P, xd, [m, n],
                                            [2 * n, 2])}, None),
         ("wrong rank", "dweight", {"dweight": mk("dweight", P, wd, [1, n],
@@ -207,12 +214,12 @@ def offline_error_checks(mod, cfg):
         tl = [repl[k] if k in repl else good[k] for k in order
               if not (k in repl and repl[k] is None)]
         p, sz = wsarg if wsarg is not None else (FAKE_WS, wsb)
-        rc, msg = mod.validate(tl, p, sz)
+        rc, _, msg = E.status(mod.validate, tl, p, sz)
         probs = refusal_problems(rc, msg, name)
         bad += bool(probs)
         out("%s error-path %s (%s): rc=%d (%s) %r%s" % (
             "FAIL" if probs else "ok  ", what, name, rc,
-            normrt.ERROR_NAMES.get(rc, "?"), msg,
+            E.ERROR_NAMES.get(rc, "?"), msg,
             " -- " + "; ".join(probs) if probs else ""))
     return bad
 
@@ -227,7 +234,7 @@ def offline_validate(args, index, cases, rt):
             continue
         if c.cfg.name not in mods:
             with open(os.path.join(args.gpu_dir, e["manifest"])) as f:
-                rc, mod, msg = rt.load_manifest_only(f.read())
+                rc, mod, msg = E.status(rt.load_manifest_only, f.read())
             if rc:
                 out("VALIDATE %s: manifest rejected: %d %s" % (c.cfg.name,
                                                              rc, msg))
@@ -238,30 +245,30 @@ def offline_validate(args, index, cases, rt):
         mod = mods[c.cfg.name]
         if mod is None:
             continue
-        rc, wsb, msg = mod.workspace_bytes(c.m)
+        rc, wsb, msg = E.status(mod.workspace_bytes, c.m)
         if rc:
             out("VALIDATE %s: workspace_bytes -> %d %s" % (c.name, rc, msg))
             bad += 1
             continue
-        rc, msg = mod.validate(fake_tensors(c), FAKE_WS, wsb)
+        rc, _, msg = E.status(mod.validate, fake_tensors(c), FAKE_WS, wsb)
         if rc:
             out("VALIDATE %s: normrt_validate -> %d (%s) %s" % (
-                c.name, rc, normrt.ERROR_NAMES.get(rc, "?"), msg))
+                c.name, rc, E.ERROR_NAMES.get(rc, "?"), msg))
             bad += 1
     out("normrt_validate: %d of %d cases rejected" % (bad, len(cases)))
     e = index["configs"].get(C.ERROR_PATH_CFG.name)
     if e is not None:
         with open(os.path.join(args.gpu_dir, e["manifest"])) as f:
-            rc, mod, msg = rt.load_manifest_only(f.read())
+            rc, mod, msg = E.status(rt.load_manifest_only, f.read())
         if mod:
             nb = offline_error_checks(mod, C.ERROR_PATH_CFG)
             out("error path (offline): %d of 10 checks failed" % nb)
             bad += nb
             c = C.Case(C.ERROR_PATH_CFG, 16384, "strided", inplace=True)
-            rc, wsb, _ = mod.workspace_bytes(c.m)
-            rc, plan = mod.dry_run(fake_tensors(c), FAKE_WS, wsb)
-            out("normrt_dry_run %s:\n  %s" % (c.name, plan.strip().replace(
-                "\n", "\n  ")))
+            rc, plan, msg = E.status(mod.dry_run, fake_tensors(c), FAKE_WS,
+                                     mod.workspace_bytes(c.m))
+            out("normrt_dry_run %s:\n  %s" % (c.name, (plan or msg).strip(
+                ).replace("\n", "\n  ")))
             mod.close()
     for mod in mods.values():
         if mod:
@@ -296,33 +303,31 @@ def dry_run(args, index, cases):
     e = index["configs"].get(C.ERROR_PATH_CFG.name)
     if e is None:
         out("NOT COMPILED %s (error-path checks)" % C.ERROR_PATH_CFG.name)
-    lib = normrt.find_library(args.gpu_dir)
+    lib = E.find_library(args.gpu_dir)
     nvalid = 0
     if lib:
         try:
-            rt = normrt.Runtime(lib)
-            out("runtime %s: symbols bound; last_error=%r" % (
+            rt = E.Runtime(lib)
+            out("runtime %s: symbols bound, schema agrees; last_error=%r" % (
                 lib, rt.last_error()))
-            if rt.has_offline:
-                nvalid = offline_validate(args, index, cases, rt)
-            else:
-                out("runtime has no normrt_validate: tensors not checked")
+            nvalid = offline_validate(args, index, cases, rt)
             if e is not None and args.dry_run_load:
-                rc, mod, msg, _, _ = normrt.load_config(rt, args.gpu_dir, e,
-                                                        args.image)
+                rc, mod, msg, _, _ = E.load_config(rt, args.gpu_dir, e,
+                                                   args.image)
                 out("normrt_module_load_files(%s) -> %d (%s) %s" % (
                     C.ERROR_PATH_CFG.name, rc,
-                    normrt.ERROR_NAMES.get(rc, "?"), msg))
+                    E.ERROR_NAMES.get(rc, "?"), msg))
                 if mod:
-                    rc, nb, msg = mod.workspace_bytes(16384)
-                    out("normrt_workspace_bytes(M=16384) -> %d, %d bytes %s"
+                    rc, nb, msg = E.status(mod.workspace_bytes, 16384)
+                    out("normrt_workspace_bytes(M=16384) -> %d, %s bytes %s"
                         % (rc, nb, msg))
                     mod.close()
-        except (OSError, AttributeError) as ex:
+        except (OSError, RuntimeError) as ex:
             out("runtime %s: cannot bind: %s" % (lib, ex))
+            nvalid += 1
     else:
-        out("runtime: libnormrt.so not found (NORMRT_LIB, %s, build/lib)"
-            % args.gpu_dir)
+        out("runtime: libnormrt.so not found (%s)"
+            % E.where_searched(args.gpu_dir))
     out("dry run: %d configurations with manifest problems, %d not "
         "compiled, %d validation failures" % (len(bad), len(set(missing)),
                                               nvalid))
@@ -595,7 +600,7 @@ def run_case(ctx, case, mod, manifest, ws, ws_bytes, other=None):
     bufs, inputs, outputs, refs, scales, bounds = build_case(ctx, case)
     # Snapshots of every input allocation (padding included).
     snap = {k: ctx.fetch(bufs[k], whole=True, keep=True) for k in inputs}
-    tensors = [normrt.torch_tensor(a["name"], bufs[a["name"]].v)
+    tensors = [E.torch_tensor(a["name"], bufs[a["name"]].v)
                for a in manifest["arguments"]]
 
     def launch_once(mod=mod):
@@ -611,10 +616,11 @@ def run_case(ctx, case, mod, manifest, ws, ws_bytes, other=None):
             w = T.empty(ws_bytes, device="cuda", dtype=T.uint8)
         ws_ptr = w.data_ptr() if w is not None else 0
         T.cuda.synchronize()
-        rc, msg = mod.launch(tensors, ws_ptr, ws_bytes, ctx.stream)
+        rc, _, msg = E.status(mod.launch, tensors, ws_ptr, ws_bytes,
+                              ctx.stream)
         if rc != 0:
             raise CaseFailure("normrt_launch -> %d (%s): %s" % (
-                rc, normrt.ERROR_NAMES.get(rc, "?"), msg))
+                rc, E.ERROR_NAMES.get(rc, "?"), msg))
         T.cuda.synchronize()  # raises on an asynchronous CUDA error
         del w
         return {k: ctx.fetch(bufs[k], keep=True) for k in refs}
@@ -679,7 +685,7 @@ def error_path_checks(ctx, index, gpu_dir, results):
         results.append(("error-path", "FAIL", "configuration %s not compiled"
                         % cfg.name, 0.0))
         return
-    rc, mod, msg, _, _ = normrt.load_config(ctx.rt, gpu_dir, e, ctx.image)
+    rc, mod, msg, _, _ = E.load_config(ctx.rt, gpu_dir, e, ctx.image)
     if rc:
         results.append(("error-path", "FAIL", "module load -> %d: %s" % (
             rc, msg), 0.0))
@@ -688,9 +694,9 @@ def error_path_checks(ctx, index, gpu_dir, results):
     m, n = 64, cfg.n
     case = C.Case(cfg, m)
     bufs, inputs, outputs, refs, scales, bounds = build_case(ctx, case)
-    rc, wsb, msg = mod.workspace_bytes(m)
+    wsb = mod.workspace_bytes(m)
     ws = T.empty(max(wsb, 64) + 64, device="cuda", dtype=T.uint8)
-    good = {a["name"]: normrt.torch_tensor(a["name"], bufs[a["name"]].v)
+    good = {a["name"]: E.torch_tensor(a["name"], bufs[a["name"]].v)
             for a in manifest["arguments"]}
     order = [a["name"] for a in manifest["arguments"]]
     wide = T.empty(m, 2 * n, device="cuda", dtype=ctx.tdt[cfg.dtype])
@@ -699,17 +705,17 @@ def error_path_checks(ctx, index, gpu_dir, results):
     short_mean = T.zeros(m - 1, device="cuda", dtype=T.float32)
     rank2_dw = T.empty(1, n, device="cuda", dtype=ctx.tdt[cfg.weight_dtype])
     checks = [
-        ("wrong dtype", "x", dict(x=normrt.torch_tensor("x", f16x)), None),
+        ("wrong dtype", "x", dict(x=E.torch_tensor("x", f16x)), None),
         ("wrong shape", "weight",
-         dict(weight=normrt.torch_tensor("weight", short_w)), None),
+         dict(weight=E.torch_tensor("weight", short_w)), None),
         ("wrong rows", "mean",
-         dict(mean=normrt.torch_tensor("mean", short_mean)), None),
+         dict(mean=E.torch_tensor("mean", short_mean)), None),
         ("inner stride 2", "dx",
-         dict(dx=normrt.torch_tensor("dx", wide[:, ::2])), None),
+         dict(dx=E.torch_tensor("dx", wide[:, ::2])), None),
         ("wrong rank", "dweight",
-         dict(dweight=normrt.torch_tensor("dweight", rank2_dw)), None),
-        ("null pointer", "dy", dict(dy=normrt.make_tensor(
-            "dy", 0, normrt.DTYPE_CODES[cfg.dtype], [m, n], [n, 1])), None),
+         dict(dweight=E.torch_tensor("dweight", rank2_dw)), None),
+        ("null pointer", "dy", dict(dy=E.make_tensor(
+            "dy", 0, E.DTYPE_CODES[cfg.dtype], [m, n], [n, 1])), None),
         ("missing tensor", "rstd", dict(rstd=None), None),
         ("workspace too small", "workspace", {}, (ws.data_ptr(), wsb - 16)),
         ("workspace NULL", "workspace", {}, (0, 0)),
@@ -731,20 +737,20 @@ def error_path_checks(ctx, index, gpu_dir, results):
         ctx.poison(bufs["dx"])
         T.cuda.synchronize()
         p, s = wsarg if wsarg is not None else (ws.data_ptr(), wsb)
-        rc, msg = mod.launch(tl, p, s, ctx.stream)
+        rc, _, msg = E.status(mod.launch, tl, p, s, ctx.stream)
         T.cuda.synchronize()
         probs = refusal_problems(rc, msg, name)
         if not bool(T.isnan(bufs["dx"].v).all()):
             probs.append("dx was written: a kernel ran")
-        line = "rc=%d (%s) %r" % (rc, normrt.ERROR_NAMES.get(rc, "?"), msg)
+        line = "rc=%d (%s) %r" % (rc, E.ERROR_NAMES.get(rc, "?"), msg)
         results.append(("error-path %s (%s)" % (what, name),
                         "FAIL" if probs else "PASS",
                         ("; ".join(probs) + " | " if probs else "") + line,
                         time.time() - t0))
         out("%-4s %-60s %s" % (results[-1][1], results[-1][0], results[-1][2]))
     # The module still works after the rejected calls.
-    rc, msg = mod.launch([good[k] for k in order], ws.data_ptr(), wsb,
-                         ctx.stream)
+    rc, _, msg = E.status(mod.launch, [good[k] for k in order],
+                          ws.data_ptr(), wsb, ctx.stream)
     T.cuda.synchronize()
     ok = rc == 0 and bool(T.isfinite(bufs["dx"].v).all())
     results.append(("error-path valid launch after errors",
@@ -933,7 +939,7 @@ def main():
     if args.dry_run:
         return dry_run(args, index, cases)
 
-    started = normrt.start_on_gpu(args.gpu_dir, "gpu_check", out, args.seed)
+    started = E.start_on_gpu(args.gpu_dir, "gpu_check", out, args.seed)
     if not started:
         return 2
     torch, rt, seed = started
@@ -982,7 +988,7 @@ def main():
             out("config %s: device memory free %.1f of %.1f GiB" % (
                 cname, free / 2**30, total / 2**30))
         t0 = time.time()
-        rc, mod, msg, image, tried = normrt.load_config(
+        rc, mod, msg, image, tried = E.load_config(
             rt, args.gpu_dir, entry, args.image)
         if tried and not rc:
             out("note: %s: fell back to %s after: %s" % (
@@ -992,7 +998,7 @@ def main():
         if rc:
             for c in ccases:
                 results.append((c.name, "FAIL", "normrt_module_load_files -> "
-                                "%d (%s): %s" % (rc, normrt.ERROR_NAMES.get(
+                                "%d (%s): %s" % (rc, E.ERROR_NAMES.get(
                                     rc, "?"), msg), 0.0))
                 out("FAIL %s: module load -> %d: %s" % (c.name, rc, msg))
             continue
@@ -1004,7 +1010,7 @@ def main():
             if not os.path.exists(os.path.join(args.gpu_dir, alt["manifest"])):
                 mod.close()
                 continue  # compared configurations only
-            orc, other, omsg, _, _ = normrt.load_config(
+            orc, other, omsg, _, _ = E.load_config(
                 rt, args.gpu_dir, alt, "ptx")
             if orc:
                 for c in ccases:
@@ -1014,7 +1020,7 @@ def main():
                 continue
         ws_bytes, ws_err = 0, None
         for c in ccases:
-            rc, nb, msg = mod.workspace_bytes(c.m)
+            rc, nb, msg = E.status(mod.workspace_bytes, c.m)
             if rc:
                 ws_err = "normrt_workspace_bytes(%d) -> %d: %s" % (c.m, rc,
                                                                    msg)

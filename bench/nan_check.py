@@ -58,7 +58,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import configs as C  # noqa: E402
-import normrt  # noqa: E402
+import gpu_env as E  # noqa: E402
 
 SENTINEL = -1.5 * 2.0 ** 100  # exact in bf16, f16 and f32
 CLASS_NAMES = ("finite", "nan", "+inf", "-inf")
@@ -266,14 +266,15 @@ class Checker:
             v.fill_(poison)
         allt = dict(t)
         allt.update(outs)
-        tensors = [normrt.torch_tensor(a["name"], allt[a["name"]])
+        tensors = [E.torch_tensor(a["name"], allt[a["name"]])
                    for a in manifest["arguments"]]
         T.cuda.synchronize()
-        rc, msg = mod.launch(tensors, ws.data_ptr() if ws is not None else 0,
-                             ws_bytes, self.stream)
+        rc, _, msg = E.status(mod.launch, tensors,
+                              ws.data_ptr() if ws is not None else 0,
+                              ws_bytes, self.stream)
         if rc:
             raise RuntimeError("normrt_launch -> %d (%s): %s" % (
-                rc, normrt.ERROR_NAMES.get(rc, "?"), msg))
+                rc, E.ERROR_NAMES.get(rc, "?"), msg))
         T.cuda.synchronize()  # raises on an asynchronous CUDA error
         return outs
 
@@ -299,14 +300,14 @@ class Checker:
         import json
         with open(os.path.join(self.gpu_dir, e["manifest"])) as f:
             manifest = json.load(f)
-        rc, mod, msg, _, _ = normrt.load_config(self.rt, self.gpu_dir, e,
-                                                self.image)
+        rc, mod, msg, _, _ = E.load_config(self.rt, self.gpu_dir, e,
+                                           self.image)
         if rc:
             for s in scen:
                 results.append(row(s, "FAIL", "module load: %s" % msg))
             return
         try:
-            rc, ws_bytes, msg = mod.workspace_bytes(m)
+            rc, ws_bytes, msg = E.status(mod.workspace_bytes, m)
             if rc:
                 raise RuntimeError("normrt_workspace_bytes: " + msg)
             ws = None
@@ -569,7 +570,7 @@ def main():
         return 2
     if args.dry_run:
         return dry_run(args, index)
-    started = normrt.start_on_gpu(args.gpu_dir, "nan_check", out, args.seed)
+    started = E.start_on_gpu(args.gpu_dir, "nan_check", out, args.seed)
     if not started:
         return 2
     torch, rt, seed = started

@@ -16,7 +16,7 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import normrt  # noqa: E402
+import gpu_env as E  # noqa: E402
 
 GPU_DIR = os.environ.get("NORM_GPU_DIR", ".dev/gpu")
 DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
@@ -33,23 +33,23 @@ def main():
         entry = json.load(open(os.path.join(GPU_DIR, "configs.json")))[
             "configs"][name]
     manifest = json.load(open(os.path.join(GPU_DIR, entry["manifest"])))
-    rt = normrt.Runtime(normrt.find_library(GPU_DIR))
-    rc, mod, msg, _, _ = normrt.load_config(rt, GPU_DIR, entry)
+    rt = E.Runtime(E.find_library(GPU_DIR))
+    rc, mod, msg, _, _ = E.load_config(rt, GPU_DIR, entry)
     if rc:
         sys.exit("profile_one: load failed: " + msg)
     tensors, keep = [], []
     for a in manifest["arguments"]:
         shape = [m if d == "?" else d for d in a["shape"]]
         t = torch.randn(*shape, device="cuda").to(DTYPES[a["dtype"]])
-        if a["name"] == "rstd":
+        if a["kind"] == "rstd":
             t = t.abs() + 0.5
         keep.append(t)
-        tensors.append(normrt.torch_tensor(a["name"], t))
-    rc, ws_bytes, msg = mod.workspace_bytes(m)
+        tensors.append(E.torch_tensor(a["name"], t))
+    ws_bytes = mod.workspace_bytes(m)
     ws = torch.empty(max(ws_bytes, 1), device="cuda", dtype=torch.uint8)
     for _ in range(repeats):
-        rc, msg = mod.launch(tensors, ws.data_ptr(), ws_bytes,
-                             torch.cuda.current_stream().cuda_stream)
+        rc, _, msg = E.status(mod.launch, tensors, ws.data_ptr(), ws_bytes,
+                              torch.cuda.current_stream().cuda_stream)
         if rc:
             sys.exit("profile_one: launch failed: " + msg)
     torch.cuda.synchronize()

@@ -1,19 +1,28 @@
-"""Builds the norm-mlir wheel: the package plus two shared libraries.
+"""Builds the norm-mlir wheel: the package plus three shared libraries.
 
 `pip wheel ./python` runs CMake on the repository root (the parent of this
 directory) with MLIR and LLVM linked statically (NORM_LINK_MLIR_DYLIB=OFF)
 and builds libnormcompile.so (the compiler, C API of norm-c/Compile.h) and
-libnormrt.so (the runtime); both are stripped and shipped in
-norm_mlir/_lib. The wheel is tagged py3-none-<platform>: the package binds
-the libraries with ctypes, so one wheel serves every CPython >= 3.10.
+libnormrt.so (the runtime); then libnormtorch.so, the C++ bodies of
+norm_mlir.torch's ops (python/csrc/torch_ops.cpp, torch's stable ABI: one
+build for every torch >= 2.10), with one compiler call against the torch
+that `python3 -I` imports (pip's isolated build environment hides it
+otherwise), left out with a message when there is none. All are stripped
+and shipped in norm_mlir/_lib. The wheel is tagged py3-none-<platform>:
+the package binds the libraries with ctypes, so one wheel serves every
+CPython >= 3.10.
 
 Environment:
   NORM_MLIR_BUILD_DIR   the CMake build directory (default <root>/build-py)
-  NORM_MLIR_PREBUILT    a directory that already holds both libraries:
-                        copied as they are, no CMake
+  NORM_MLIR_PREBUILT    a directory that already holds both libraries (and
+                        libnormtorch.so, else it is built): copied as they
+                        are, no CMake
   MLIR_DIR              MLIR's CMake package (default: LLVM 22's, Debian)
+  NORM_MLIR_TORCH_EXT   0: leave libnormtorch.so out; 1: fail without it
+  NORM_MLIR_TORCH_DIR   the torch package to build it against
 """
 
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -29,6 +38,7 @@ except ImportError:  # setuptools < 70
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 LIBS = ("libnormcompile.so", "libnormrt.so")
+TORCH_EXT = "libnormtorch.so"
 
 
 def build_libraries():
@@ -50,6 +60,30 @@ def build_libraries():
     return os.path.join(build, "lib")
 
 
+def build_torch_ext(src, dst):
+    """libnormtorch.so into dst: src's copy (NORM_MLIR_PREBUILT), else
+    built by python/csrc/build_ext.py; None when left out."""
+    want = os.environ.get("NORM_MLIR_TORCH_EXT", "")
+    stale = os.path.join(dst, TORCH_EXT)  # a previous build's, in build/
+    if os.path.exists(stale):
+        os.remove(stale)
+    if want == "0":
+        return None
+    if os.path.isfile(os.path.join(src, TORCH_EXT)):
+        out = os.path.join(dst, TORCH_EXT)
+        shutil.copyfile(os.path.join(src, TORCH_EXT), out)
+        return out
+    spec = importlib.util.spec_from_file_location(
+        "build_ext", os.path.join(HERE, "csrc", "build_ext.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    out = mod.build(dst)
+    if out is None and want == "1":
+        raise RuntimeError("NORM_MLIR_TORCH_EXT=1 but libnormtorch.so could "
+                           "not be built (no torch >= 2.10 or no compiler)")
+    return out
+
+
 class BuildPy(build_py):
     def run(self):
         super().run()
@@ -58,9 +92,15 @@ class BuildPy(build_py):
         os.makedirs(dst, exist_ok=True)
         strip = shutil.which("llvm-strip-22") or shutil.which("llvm-strip") \
             or shutil.which("strip")
+        outs = []
         for name in LIBS:
             out = os.path.join(dst, name)
             shutil.copyfile(os.path.join(src, name), out)
+            outs.append(out)
+        ext = build_torch_ext(src, dst)
+        if ext:
+            outs.append(ext)
+        for out in outs:
             os.chmod(out, 0o755)
             if strip:
                 subprocess.check_call([strip, "--strip-unneeded", out])

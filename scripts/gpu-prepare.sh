@@ -162,9 +162,10 @@ python3 bench/gpu_check.py --dry-run --gpu-dir "$OUTDIR" >"$OUTDIR/dry-run.txt" 
   echo "--- nan_check.py --dry-run"
   python3 bench/nan_check.py --dry-run --gpu-dir "$OUTDIR" || true
 } >>"$OUTDIR/dry-run.txt" 2>&1
-# Manifests against what the checks expect, and (when the runtime has
-# normrt_validate) every case's tensors and the error path, offline.
-probs='^(MANIFEST|NOT COMPILED|VALIDATE|FAIL error-path)'
+# Manifests against what the checks expect, every case's tensors and the
+# error path, offline, through the package's binding (bench/gpu_env.py),
+# which refuses a libnormrt.so whose schema it disagrees with.
+probs='^(MANIFEST|NOT COMPILED|VALIDATE|FAIL error-path|runtime .*: cannot bind)'
 nbad=$(grep -cE "$probs" "$OUTDIR/dry-run.txt" || true)
 if ((nbad)); then
   warn "$nbad problems in the offline checks: see $OUTDIR/dry-run.txt"

@@ -3,7 +3,9 @@
 #
 # Runs ON THE GPU MACHINE, in the repository root, with .dev/gpu carried
 # (made by scripts/gpu-prepare.sh on the build machine: kernels, manifests,
-# configs.json, libnormrt.so). Needs python3 with torch and triton, and
+# configs.json, libnormrt.so, which the scripts load through the package's
+# ctypes binding, python/norm_mlir/_runtime.py, imported from this checkout
+# by bench/gpu_env.py). Needs python3 with torch and triton, and
 # compute-sanitizer for the last three steps. Steps, each under a timeout
 # taken from one overall budget (GPU_RUN_BUDGET_S, default 510 s: the
 # whole run stays under 540 s of wall time):
@@ -126,6 +128,19 @@ with open(".dev/gpu/configs.json") as f:
 print("kernels: %d configurations from commit %s (%s uncommitted files), %s"
       % (len(d["configs"]), d.get("git_head"), d.get("git_dirty"),
          d.get("generated_utc")))
+# The scripts' runtime: the package's binding over the carried library
+# (bench/gpu_env.py), which refuses a library whose schema disagrees.
+import sys
+sys.path.insert(0, "bench")
+try:
+    import gpu_env
+    lib = gpu_env.find_library(".dev/gpu")
+    if not lib:
+        raise OSError("libnormrt.so not found")
+    gpu_env.Runtime(lib)
+    print("runtime: %s through norm_mlir._runtime (schema agrees)" % lib)
+except Exception as e:
+    print("runtime: %s" % e)
 EOF
 } >"$OUT/summary.txt"
 cat "$OUT/summary.txt"

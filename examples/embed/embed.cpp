@@ -151,8 +151,7 @@ int main(int argc, char **argv) {
     auto object = cast<gpu::ObjectAttr>(binary.getObjects().getValue().front());
     SmallVector<norm::ManifestArgument> args;
     for (norm::NormArgRole role : norm::normFunctionArguments(f.spec))
-      args.push_back({norm::normArgKeyword(role).str(),
-                      norm::isOutputRole(role) ? "output" : "input"});
+      args.push_back(norm::manifestArgumentOf(role));
     std::string manifest = llvm::formatv(
         "{0:2}", llvm::json::Value(norm::buildManifest(fn, options, args)));
     if (!write(outDir + "/" + f.name + ".ptx", object.getObject().getValue()) ||

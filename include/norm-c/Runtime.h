@@ -79,17 +79,21 @@ enum {
 /// 12.4+), its parameter count against the manifest.
 ///
 /// The manifest's consistency, checked once here (NORMRT_ERROR_MANIFEST,
-/// "manifest: <entry>: ..."): 'weight', 'bias', 'dweight' and 'dbias' have
-/// shape [N]; the kernel list is not empty; no kernel takes one argument
-/// twice; a "dx" kernel takes every row argument (rank 2 or more, a leading
-/// "?", 'mean', 'rstd'), a "forward" kernel every argument; every argument
-/// is a parameter of some kernel; and a "cluster" (1 to 8 blocks per
-/// cluster; G * cluster blocks are launched) above 1 only goes with grid
-/// "programs". Arguments have rank 1 to
-/// NORMRT_MAX_RANK; "?" (a dynamic extent) stands only for row extents:
-/// every extent but N, the last, and all of those of 'mean' and 'rstd',
-/// which have exactly the row extents ([?, ?] for an 'x' of [?, ?, N]).
-/// Every row argument has as many row extents.
+/// "manifest: <entry>: ..."): its format_version is the one this library
+/// reads and it has no key the schema does not list
+/// (normrt_manifest_schema); every argument has a known "kind" (at most one
+/// of each but "other") with a role it allows; the arguments of kind
+/// 'weight', 'bias', 'dweight' and 'dbias' have shape [N]; the kernel list
+/// is not empty; no kernel takes one argument twice; a "dx" kernel takes
+/// every row argument (rank 2 or more, a leading "?", kind 'mean' or
+/// 'rstd'), a "forward" kernel every argument; every argument is a
+/// parameter of some kernel; and a "cluster" (1 to 8 blocks per cluster;
+/// G * cluster blocks are launched) above 1 only goes with grid "programs".
+/// Arguments have rank 1 to NORMRT_MAX_RANK; "?" (a dynamic extent) stands
+/// only for row extents: every extent but N, the last, and all of those of
+/// the statistics (kind 'mean', 'rstd'), which have exactly the row extents
+/// ([?, ?] for an 'x' of [?, ?, N]). Every row argument has as many row
+/// extents. The rules follow from the arguments' kinds, never their names.
 NORMRT_API int normrt_module_load(const void *image, size_t image_size,
                                   const char *manifest_json,
                                   NormrtModule **module);
@@ -131,10 +135,11 @@ NORMRT_API int normrt_workspace_bytes(const NormrtModule *module, int64_t rows,
 /// Tensors bind to arguments by name, in any order; a tensor whose name is
 /// NULL binds to the argument at its own index. Every extent the manifest
 /// gives must match the tensor's. The rows are the leading extents, all
-/// but N (the last), of 'x' (else of the first row argument): M is their
-/// product, B * S for [B, S, N]. The row extents of every row argument
-/// (rank 2 or more, a leading "?" in the manifest, 'mean', 'rstd': those
-/// have only row extents) must equal them one by one, not only in their
+/// but N (the last), of the argument of kind 'x' (else of the first row
+/// argument): M is their product, B * S for [B, S, N]. The row extents of
+/// every row argument (rank 2 or more, a leading "?" in the manifest, kind
+/// 'mean' or 'rstd': those have only row extents) must equal them one by
+/// one, not only in their
 /// product, even where the manifest writes a number. A rank-2 view's row
 /// stride must be at least N when it has more than one row; a view with
 /// more than one row extent (rank 3 or more, or statistics of rank 2) must
@@ -144,9 +149,10 @@ NORMRT_API int normrt_workspace_bytes(const NormrtModule *module, int64_t rows,
 ///
 /// Aliasing: a view spans the bytes from its first element to one past its
 /// last (a strided view includes the gaps between its rows). No output may
-/// overlap an input or another output, except that `dx` may be `dy` itself:
-/// the same pointer, dtype, shape and strides (the stride of an extent of 1
-/// is not compared); an output that only partly overlaps is refused too.
+/// overlap an input or another output, except that `dx` (kind 'dx') may be
+/// `dy` (kind 'dy') itself: the same pointer, dtype, shape and strides (the
+/// stride of an extent of 1 is not compared); an output that only partly
+/// overlaps is refused too.
 /// The workspace bytes the launch uses (normrt_workspace_bytes from
 /// `workspace`) may overlap no argument (NORMRT_ERROR_WORKSPACE). Inputs
 /// may overlap each other. The message names both, e.g. "'dx' overlaps 'x'
@@ -221,6 +227,20 @@ NORMRT_API int normrt_module_argument(const NormrtModule *module, int32_t index,
 
 /// The message of the last failed call on this thread ("" if none).
 NORMRT_API const char *normrt_last_error(void);
+
+/// The launch manifest's schema and this header's constants, as one JSON
+/// object (valid for the life of the process; never fails):
+///   "format_version"  the manifest version this library reads
+///   "objects"         per JSON object of a manifest ("manifest", "spec",
+///                     "argument", "workspace", "kernel", "param"), its
+///                     fields: {"type", "required", "min", "max" (integers),
+///                     "attribute" (its key in #norm.kernel)}
+///   "argument_kinds"  per argument "kind": {"shape", "roles"}
+///   "enums"           the names of dtypes, kernel kinds, grid rules, ...
+///   "c_api"           NORMRT_MAX_RANK, the NormrtDtype and status codes,
+///                     and NormrtTensor's size and field offsets
+/// A binding in another language checks its own view against it.
+NORMRT_API const char *normrt_manifest_schema(void);
 
 #ifdef __cplusplus
 }

@@ -274,8 +274,7 @@ FailureOr<func::FuncOp> norm::buildSpecFunction(
   if (failed(fn))
     return failure();
   for (NormArgRole role : normFunctionArguments(*spec))
-    args.push_back({normArgKeyword(role).str(),
-                    isOutputRole(role) ? "output" : "input"});
+    args.push_back(manifestArgumentOf(role));
   manifestSpec = ManifestSpec{text.op, spec->n, text.dtype, text.weightDtype};
   return fn;
 }

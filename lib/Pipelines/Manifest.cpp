@@ -27,18 +27,75 @@ llvm::StringRef key(const manifest::Field &f) {
   return llvm::StringRef(f.key.data(), f.key.size());
 }
 std::string str(std::string_view s) { return std::string(s); }
+
+/// A launch record's field as JSON.
+template <typename T>
+llvm::json::Value toJson(const T &value) {
+  if constexpr (std::is_same_v<T, std::string> || std::is_same_v<T, int64_t>)
+    return value;
+  else if constexpr (std::is_same_v<T, std::optional<bool>>)
+    return *value;
+  else if constexpr (std::is_same_v<T, manifest::KernelKind> ||
+                     std::is_same_v<T, manifest::GridRule>)
+    return str(manifest::toString(value));
+  else
+    static_assert(manifest::kUnhandledFieldType<T>,
+                  "a kernel field of an unhandled type");
+}
+
+/// What a norm op's operand of `role` is, in the manifest's terms.
+manifest::ArgumentKind argumentKindOf(norm::NormArgRole role) {
+  using manifest::ArgumentKind;
+  using norm::NormArgRole;
+  switch (role) {
+  case NormArgRole::Dy:
+    return ArgumentKind::Dy;
+  case NormArgRole::X:
+    return ArgumentKind::X;
+  case NormArgRole::Mean:
+  case NormArgRole::MeanOut:
+    return ArgumentKind::Mean;
+  case NormArgRole::Rstd:
+  case NormArgRole::RstdOut:
+    return ArgumentKind::Rstd;
+  case NormArgRole::Weight:
+    return ArgumentKind::Weight;
+  case NormArgRole::Bias:
+    return ArgumentKind::Bias;
+  case NormArgRole::Dresidual:
+    return ArgumentKind::Dresidual;
+  case NormArgRole::Dx:
+    return ArgumentKind::Dx;
+  case NormArgRole::Dweight:
+    return ArgumentKind::Dweight;
+  case NormArgRole::Dbias:
+    return ArgumentKind::Dbias;
+  case NormArgRole::Y:
+    return ArgumentKind::Y;
+  case NormArgRole::XhatOut:
+    return ArgumentKind::Xhat;
+  }
+  llvm_unreachable("unknown NormArgRole");
+}
 } // namespace
+
+norm::ManifestArgument norm::manifestArgumentOf(NormArgRole role) {
+  manifest::Role io =
+      isOutputRole(role) ? manifest::Role::Output : manifest::Role::Input;
+  return {normArgKeyword(role).str(), str(manifest::toString(io)),
+          argumentKindOf(role)};
+}
 
 llvm::json::Object
 norm::buildManifest(func::FuncOp func, const NormToGPUBinaryOptions &options,
                     ArrayRef<ManifestArgument> argsFromSpec,
                     const std::optional<ManifestSpec> &specIn) {
   llvm::json::Object m;
-  m[key(field::kFormatVersion)] = manifest::kFormatVersion;
-  m[key(field::kFunction)] = func.getName().str();
-  m[key(field::kChip)] = options.chip.getValue();
-  m[key(field::kFormat)] = options.format.getValue();
-  m[key(field::kThreads)] = options.threads.getValue();
+  m[key(field::kManifestFormatVersion)] = manifest::kFormatVersion;
+  m[key(field::kManifestFunction)] = func.getName().str();
+  m[key(field::kManifestChip)] = options.chip.getValue();
+  m[key(field::kManifestFormat)] = options.format.getValue();
+  m[key(field::kManifestThreads)] = options.threads.getValue();
   if (specIn) {
     llvm::json::Object spec;
     spec[key(field::kSpecOp)] = specIn->op;
@@ -53,7 +110,7 @@ norm::buildManifest(func::FuncOp func, const NormToGPUBinaryOptions &options,
             strategy.value_or(norm::ReductionStrategy::Deterministic))
             .str();
     spec[key(field::kSpecGroups)] = options.groups.getValue();
-    m[key(field::kSpec)] = std::move(spec);
+    m[key(field::kManifestSpec)] = std::move(spec);
   }
 
   auto dtypeOf = [](Type t) -> std::string {
@@ -97,13 +154,18 @@ norm::buildManifest(func::FuncOp func, const NormToGPUBinaryOptions &options,
       continue;
     argumentIndex[arg] = arguments.size();
     llvm::json::Object a;
-    a[key(field::kName)] = i < argsFromSpec.size() ? argsFromSpec[i].name
-                                                   : ("arg" + Twine(i)).str();
-    if (i < argsFromSpec.size() && !argsFromSpec[i].role.empty())
-      a[key(field::kRole)] = argsFromSpec[i].role;
+    ManifestArgument given =
+        i < argsFromSpec.size()
+            ? argsFromSpec[i]
+            : ManifestArgument{("arg" + Twine(i)).str(), "",
+                               manifest::ArgumentKind::Other};
+    a[key(field::kArgumentName)] = given.name;
+    a[key(field::kArgumentKind)] = str(manifest::toString(given.kind));
+    if (!given.role.empty())
+      a[key(field::kArgumentRole)] = given.role;
     auto t = cast<MemRefType>(arg.getType());
-    a[key(field::kDtype)] = dtypeOf(t.getElementType());
-    a[key(field::kShape)] = shapeOf(t);
+    a[key(field::kArgumentDtype)] = dtypeOf(t.getElementType());
+    a[key(field::kArgumentShape)] = shapeOf(t);
     // The strides the kernels compute with: none for an identity layout
     // (they assume contiguous rows and ignore the tensor's strides).
     if (!t.getLayout().isIdentity()) {
@@ -116,12 +178,12 @@ norm::buildManifest(func::FuncOp func, const NormToGPUBinaryOptions &options,
                              ? llvm::json::Value(
                                    str(manifest::kRowsExtentName))
                              : llvm::json::Value(s));
-        a[key(field::kStrides)] = std::move(list);
+        a[key(field::kArgumentStrides)] = std::move(list);
       }
     }
     arguments.push_back(std::move(a));
   }
-  m[key(field::kArguments)] = std::move(arguments);
+  m[key(field::kManifestArguments)] = std::move(arguments);
 
   // Workspaces: the host allocations, in order. Which ones the runtime
   // clears follows from the kernels (those no `zero` kernel takes) and from
@@ -133,7 +195,7 @@ norm::buildManifest(func::FuncOp func, const NormToGPUBinaryOptions &options,
       return;
     llvm::json::Object w;
     auto t = alloc.getType();
-    w[key(field::kDtype)] = dtypeOf(t.getElementType());
+    w[key(field::kWorkspaceDtype)] = dtypeOf(t.getElementType());
     llvm::json::Array shape;
     for (int64_t d : t.getShape()) {
       // The only run-time workspace extent is the number of groups.
@@ -141,70 +203,59 @@ norm::buildManifest(func::FuncOp func, const NormToGPUBinaryOptions &options,
                           ? llvm::json::Value(str(manifest::kGroupsExtentName))
                           : llvm::json::Value(d));
     }
-    w[key(field::kShape)] = std::move(shape);
+    w[key(field::kWorkspaceShape)] = std::move(shape);
     if (norm::isWrittenWhole(alloc))
-      w[key(field::kWritten)] = true;
+      w[key(field::kWorkspaceWritten)] = true;
     workspaceIndex[alloc] = workspaces.size();
     workspaces.push_back(std::move(w));
   });
-  m[key(field::kWorkspaces)] = std::move(workspaces);
+  m[key(field::kManifestWorkspaces)] = std::move(workspaces);
 
   // Kernels, in launch order, with their parameters.
   DenseMap<StringRef, norm::KernelAttr> records;
   if (auto list = func->getAttrOfType<ArrayAttr>("norm.kernels"))
     for (Attribute r : list)
       if (auto k = dyn_cast<norm::KernelAttr>(r))
-        records[k.getName()] = k;
+        records[k.getRecord().name] = k;
   llvm::json::Array kernels;
   func.walk([&](gpu::LaunchFuncOp launch) {
     llvm::json::Object k;
-    k[key(field::kName)] = launch.getKernelName().str();
+    // The record's fields, each written when present (an optional integer
+    // when not 0: `cluster` only above 1, as the mapping records it).
     norm::KernelAttr r = records.lookup(launch.getKernelName());
-    if (r) {
-      k[key(field::kKind)] = str(manifest::toString(r.getKind()));
-      k[key(field::kBlock)] = r.getBlock();
-      k[key(field::kGrid)] = str(manifest::toString(r.getGrid()));
-      auto optional = [&](const manifest::Field &f, int64_t v) {
-        if (v)
-          k[key(f)] = v;
-      };
-      optional(field::kColumns, r.getColumns());
-      optional(field::kLanes, r.getLanes());
-      optional(field::kRows, r.getRows());
-      optional(field::kVector, r.getVector());
-      if (r.getRegisters())
-        k[key(field::kRegisters)] = *r.getRegisters();
-      // Written only above 1, so the manifests of kernels without clusters
-      // are as before.
-      if (r.getCluster() > 1)
-        k[key(field::kCluster)] = r.getCluster();
-      optional(field::kDynamicShared, r.getShared());
-    }
+    if (r)
+      r.getRecord().forEachField(
+          [&](const manifest::Field &f, const auto &value) {
+            if (manifest::isPresent(f, value))
+              k[key(f)] = toJson(value);
+          });
+    k[key(field::kKernelName)] = launch.getKernelName().str();
     // The grid: a constant, or the rule the record names. For a clustered
     // kernel both count programs (clusters): where G * cluster folded to a
     // constant (a fixed G), the constant written is G, and the runtime
     // launches G * cluster blocks.
-    int64_t cluster = r && r.getCluster() > 1 ? r.getCluster() : 1;
+    int64_t cluster =
+        r && r.getRecord().cluster > 1 ? r.getRecord().cluster : 1;
     if (auto c = getConstantIntValue(launch.getGridSizeX()))
-      k[key(field::kGrid)] = *c / cluster;
+      k[key(field::kKernelGrid)] = *c / cluster;
     llvm::json::Array params;
     for (Value v : launch.getKernelOperands()) {
       llvm::json::Object p;
       if (argumentIndex.count(v)) {
-        p[key(field::kArgument)] = argumentIndex[v];
+        p[key(field::kParamArgument)] = argumentIndex[v];
       } else if (workspaceIndex.count(v)) {
-        p[key(field::kWorkspace)] = workspaceIndex[v];
+        p[key(field::kParamWorkspace)] = workspaceIndex[v];
       } else {
-        p[key(field::kUnsupported)] = true;
+        p[key(field::kParamUnsupported)] = true;
       }
       if (auto t = dyn_cast<MemRefType>(v.getType()))
-        p[key(field::kRank)] = t.getRank();
+        p[key(field::kParamRank)] = t.getRank();
       params.push_back(std::move(p));
     }
-    k[key(field::kParams)] = std::move(params);
+    k[key(field::kKernelParams)] = std::move(params);
     kernels.push_back(std::move(k));
   });
-  m[key(field::kKernels)] = std::move(kernels);
+  m[key(field::kManifestKernels)] = std::move(kernels);
   return m;
 }
 
@@ -225,10 +276,10 @@ norm::manifestArgumentsFromOps(ModuleOp module) {
       auto it = llvm::find_if(roles, [&](auto &r) { return r.first == a; });
       // An argument of the author's own code keeps the position name.
       if (it == roles.end())
-        args.push_back({("arg" + Twine(a.getArgNumber())).str(), ""});
+        args.push_back({("arg" + Twine(a.getArgNumber())).str(), "",
+                        manifest::ArgumentKind::Other});
       else
-        args.push_back({normArgKeyword(it->second).str(),
-                        isOutputRole(it->second) ? "output" : "input"});
+        args.push_back(manifestArgumentOf(it->second));
     }
     result[f.getName()] = std::move(args);
   });

@@ -2,13 +2,17 @@
 //
 // Part of mlir-norm.
 //
-// The fields, their JSON types, requiredness and integer ranges, and the
-// enum names come from norm/Support/ManifestSchema.h; what is left here are
-// the checks across fields and entries.
+// The fields, their JSON types, requiredness and integer ranges, the enum
+// names and the argument kinds come from norm/Support/ManifestSchema.h,
+// read through FieldReader (a key the schema does not list is an error);
+// what is left here is what the fields mean: the arguments' kinds, and the
+// checks across fields and entries.
 //
 //===----------------------------------------------------------------------===//
 
 #include "norm/Runtime/Manifest.h"
+
+#include "FieldReader.h"
 
 #include "norm/Runtime/Json.h"
 
@@ -18,10 +22,9 @@ using namespace mlir::norm::runtime;
 namespace manifest = mlir::norm::manifest;
 namespace field = mlir::norm::manifest::field;
 using mlir::norm::manifest::Field;
-using mlir::norm::manifest::FieldType;
 
 // A kernel parameter may have the rank of any argument.
-static_assert(field::kRank.max == kMaxRank,
+static_assert(field::kParamRank.max == kMaxRank,
               "the schema's parameter ranks and the runtime's argument ranks");
 
 const char *mlir::norm::runtime::dtypeName(Dtype dtype) {
@@ -46,18 +49,29 @@ int32_t Manifest::findArgument(std::string_view name) const {
   return -1;
 }
 
-namespace {
-
-/// The per-column vectors, whose extent is N.
-bool isVectorName(std::string_view name) {
-  return name == "weight" || name == "bias" || name == "dweight" ||
-         name == "dbias";
+int32_t Manifest::findKind(ArgumentKind kind) const {
+  for (size_t i = 0; kind != ArgumentKind::Other && i < arguments.size(); ++i)
+    if (arguments[i].kind == kind)
+      return int32_t(i);
+  return -1;
 }
+
+namespace {
 
 /// The per-row statistics: the row extents alone ([M], or [B, S] for a
 /// rank-3 'x'), no N.
-bool isRowStatisticName(std::string_view name) {
-  return name == "mean" || name == "rstd";
+bool isStatistic(const ArgumentSpec &a) {
+  return manifest::info(a.kind).shape == ArgumentShape::Statistic;
+}
+
+/// The per-column vectors, whose extent is N.
+bool isVector(const ArgumentSpec &a) {
+  return manifest::info(a.kind).shape == ArgumentShape::Vector;
+}
+
+/// "arguments[i] ('name')".
+std::string argumentWhere(size_t i, const ArgumentSpec &a) {
+  return "arguments[" + std::to_string(i) + "] ('" + a.name + "')";
 }
 
 /// "[?, 4096]".
@@ -69,44 +83,27 @@ std::string formatShape(const std::vector<int64_t> &shape) {
   return s + "]";
 }
 
-/// Reads one manifest; every check failure records the first error with the
-/// path of the entry it is about.
-class ManifestReader {
+/// Reads one manifest, object by object; every check failure records the
+/// first error with the path of the entry it is about.
+class ManifestReader : public FieldReader {
 public:
   explicit ManifestReader(Manifest &m) : m(m) {}
 
   bool read(const JsonValue &root);
-  std::string error;
 
 private:
-  bool fail(const std::string &where, const std::string &what) {
-    if (error.empty())
-      error = "manifest: " + (where.empty() ? "" : where + ": ") + what;
-    return false;
-  }
-
-  static std::string kindOf(const JsonValue &v) {
-    return JsonValue::describe(v.getKind());
-  }
-
-  /// `f` of `object`, checked against its schema type (and range); `out` is
-  /// null if it is absent and optional. False after a failure.
-  bool get(const JsonValue &object, const Field &f, const std::string &where,
-           const JsonValue *&out);
-  bool getString(const JsonValue &object, const Field &f,
-                 const std::string &where, std::string &out);
-  bool getInteger(const JsonValue &object, const Field &f,
-                  const std::string &where, int64_t &out);
-
-  bool readDtype(const JsonValue &object, const std::string &where, Dtype &out);
-  /// The "shape" of `object`: rank 1 to `maxRank`, positive extents up to
-  /// `maxExtent`, or the string `symbolName` (read as `symbol`); in a shape
-  /// of rank 2 or more, the last extent is the symbol only if
+  /// The dtype field `f` of `object`.
+  bool readDtype(const JsonValue &object, const Field &f,
+                 const std::string &where, Dtype &out);
+  /// The shape field `f` of `object`: rank 1 to `maxRank`, positive extents
+  /// up to `maxExtent`, or the string `symbolName` (read as `symbol`); in a
+  /// shape of rank 2 or more, the last extent is the symbol only if
   /// `trailingSymbol`.
-  bool readShape(const JsonValue &object, const std::string &where,
-                 std::string_view symbolName, int64_t symbol,
-                 bool trailingSymbol, size_t maxRank, int64_t maxExtent,
-                 const char *expected, std::vector<int64_t> &out);
+  bool readShape(const JsonValue &object, const Field &f,
+                 const std::string &where, std::string_view symbolName,
+                 int64_t symbol, bool trailingSymbol, size_t maxRank,
+                 int64_t maxExtent, const char *expected,
+                 std::vector<int64_t> &out);
   bool readArgument(const JsonValue &v, size_t index);
   bool readWorkspace(const JsonValue &v, size_t index);
   bool readKernel(const JsonValue &v, size_t index);
@@ -122,81 +119,10 @@ private:
 
 } // namespace
 
-bool ManifestReader::get(const JsonValue &object, const Field &f,
-                         const std::string &where, const JsonValue *&out) {
-  std::string key = "\"" + std::string(f.key) + "\"";
-  out = object.get(f.key);
-  // Arrays and objects have one message for absent and mistyped.
-  switch (f.type) {
-  case FieldType::Array:
-    if (out ? out->isArray() : !f.required)
-      return true;
-    return fail(where, key + " must be an array");
-  case FieldType::Object:
-    if (!out || out->isObject())
-      return out || !f.required ? true : fail(where, "missing " + key);
-    return fail(where.empty() ? std::string(f.key) : where + "." + std::string(f.key),
-                "must be an object, got " + kindOf(*out));
-  default:
-    break;
-  }
-  if (!out)
-    return f.required ? fail(where, "missing " + key) : true;
-  const char *expected = nullptr;
-  switch (f.type) {
-  case FieldType::String:
-    if (!out->isString())
-      expected = "a string";
-    break;
-  case FieldType::Integer:
-    if (!out->isInteger())
-      expected = "an integer";
-    break;
-  case FieldType::Bool:
-    if (!out->isBool())
-      expected = "a boolean";
-    break;
-  case FieldType::GridValue:
-    if (!out->isInteger() && !out->isString())
-      expected = "an integer or a string";
-    break;
-  default:
-    break;
-  }
-  if (expected)
-    return fail(where, key + " must be " + expected + ", got " + kindOf(*out));
-  if (out->isInteger() &&
-      (out->getInteger() < f.min || out->getInteger() > f.max))
-    return fail(where, key + " must be in [" + std::to_string(f.min) + ", " +
-                           std::to_string(f.max) + "], got " +
-                           std::to_string(out->getInteger()));
-  return true;
-}
-
-bool ManifestReader::getString(const JsonValue &object, const Field &f,
-                               const std::string &where, std::string &out) {
-  const JsonValue *v;
-  if (!get(object, f, where, v))
-    return false;
-  if (v)
-    out = v->getString();
-  return true;
-}
-
-bool ManifestReader::getInteger(const JsonValue &object, const Field &f,
-                                const std::string &where, int64_t &out) {
-  const JsonValue *v;
-  if (!get(object, f, where, v))
-    return false;
-  if (v)
-    out = v->getInteger();
-  return true;
-}
-
-bool ManifestReader::readDtype(const JsonValue &object,
+bool ManifestReader::readDtype(const JsonValue &object, const Field &f,
                                const std::string &where, Dtype &out) {
   std::string name;
-  if (!getString(object, field::kDtype, where, name))
+  if (!getString(object, f, where, name))
     return false;
   if (std::optional<Dtype> d = manifest::parseDtype(name)) {
     out = *d;
@@ -206,14 +132,14 @@ bool ManifestReader::readDtype(const JsonValue &object,
                          manifest::listNames(manifest::kDtypeNames) + ")");
 }
 
-bool ManifestReader::readShape(const JsonValue &object,
+bool ManifestReader::readShape(const JsonValue &object, const Field &f,
                                const std::string &where,
                                std::string_view symbolName, int64_t symbol,
                                bool trailingSymbol, size_t maxRank,
                                int64_t maxExtent, const char *expected,
                                std::vector<int64_t> &out) {
   const JsonValue *shape;
-  if (!get(object, field::kShape, where, shape))
+  if (!get(object, f, where, shape))
     return false;
   const std::vector<JsonValue> &dims = shape->getArray();
   if (dims.empty() || dims.size() > maxRank)
@@ -244,32 +170,59 @@ bool ManifestReader::readArgument(const JsonValue &v, size_t index) {
   if (!v.isObject())
     return fail(where, "must be an object, got " + kindOf(v));
   ArgumentSpec a;
-  if (!getString(v, field::kName, where, a.name))
+  if (!getString(v, field::kArgumentName, where, a.name))
     return false;
   if (a.name.empty())
     return fail(where, "empty \"name\"");
   where += " ('" + a.name + "')";
+  if (!checkKeys(v, manifest::Object::Argument, where))
+    return false;
   if (m.findArgument(a.name) >= 0)
     return fail(where, "duplicate argument name");
-  std::string role(manifest::kRoleInput);
-  if (!getString(v, field::kRole, where, role))
+
+  // The kind, and the role it allows.
+  std::string kind;
+  if (!getString(v, field::kArgumentKind, where, kind))
     return false;
-  if (role != manifest::kRoleInput && role != manifest::kRoleOutput)
-    return fail(where, "\"role\" must be input or output, got '" + role + "'");
-  a.output = role == manifest::kRoleOutput;
-  if (!readDtype(v, where, a.dtype))
+  std::optional<ArgumentKind> parsed = manifest::parseArgumentKind(kind);
+  if (!parsed)
+    return fail(where, "unknown kind '" + kind + "' (expected " +
+                           manifest::listArgumentKinds() + ")");
+  a.kind = *parsed;
+  if (int32_t other = m.findKind(a.kind); other >= 0)
+    return fail(where, "kind '" + kind + "' again (" +
+                           argumentWhere(other, m.arguments[other]) +
+                           " has it); only 'other' may be repeated");
+  std::string role(manifest::toString(manifest::Role::Input));
+  if (!getString(v, field::kArgumentRole, where, role))
+    return false;
+  std::optional<manifest::Role> parsedRole = manifest::parseRole(role);
+  if (!parsedRole)
+    return fail(where, "\"role\" must be " +
+                           manifest::listNames(manifest::kRoleNames) +
+                           ", got '" + role + "'");
+  a.output = *parsedRole == manifest::Role::Output;
+  const manifest::ArgumentKindInfo &info = manifest::info(a.kind);
+  if (a.output ? !info.output : !info.input)
+    return fail(where,
+                "kind '" + kind + "' is " +
+                    (info.output ? "an output" : "an input") +
+                    ", but \"role\" is " + role +
+                    (v.get(field::kArgumentRole.key) ? "" : " (absent)"));
+
+  if (!readDtype(v, field::kArgumentDtype, where, a.dtype))
     return false;
   if (a.dtype == Dtype::I32)
     return fail(where, "dtype i32 is not supported for an argument");
   // A dynamic trailing extent would be a dynamic N, which "?" cannot tell
   // apart from a row extent: only the row extents may be dynamic, which are
   // all of them for the statistics ([B, S] of a rank-3 'x').
-  if (!readShape(v, where, manifest::kRowsExtentName, kRowsExtent,
-                 /*trailingSymbol=*/isRowStatisticName(a.name), kMaxRank,
+  if (!readShape(v, field::kArgumentShape, where, manifest::kRowsExtentName,
+                 kRowsExtent, /*trailingSymbol=*/isStatistic(a), kMaxRank,
                  INT64_MAX, "positive integers or \"?\"", a.shape))
     return false;
   const JsonValue *strides;
-  if (!get(v, field::kStrides, where, strides))
+  if (!get(v, field::kArgumentStrides, where, strides))
     return false;
   if (strides) {
     const std::vector<JsonValue> &list = strides->getArray();
@@ -297,16 +250,19 @@ bool ManifestReader::readWorkspace(const JsonValue &v, size_t index) {
   std::string where = "workspaces[" + std::to_string(index) + "]";
   if (!v.isObject())
     return fail(where, "must be an object, got " + kindOf(v));
-  WorkspaceSpec w;
-  if (!readDtype(v, where, w.dtype))
+  if (!checkKeys(v, manifest::Object::Workspace, where))
     return false;
-  if (!readShape(v, where, manifest::kGroupsExtentName, kGroupsExtent,
+  WorkspaceSpec w;
+  if (!readDtype(v, field::kWorkspaceDtype, where, w.dtype))
+    return false;
+  if (!readShape(v, field::kWorkspaceShape, where, manifest::kGroupsExtentName,
+                 kGroupsExtent,
                  /*trailingSymbol=*/true, kMaxWorkspaceRank,
                  manifest::kMaxWorkspaceExtent,
                  "positive integers (at most 2^40) or \"groups\"", w.shape))
     return false;
   const JsonValue *written = nullptr;
-  if (!get(v, field::kWritten, where, written))
+  if (!get(v, field::kWorkspaceWritten, where, written))
     return false;
   w.written = written && written->getBool();
   m.workspaces.push_back(std::move(w));
@@ -317,15 +273,17 @@ bool ManifestReader::readParam(const JsonValue &v, const std::string &where,
                                KernelParam &out) {
   if (!v.isObject())
     return fail(where, "must be an object, got " + kindOf(v));
-  if (v.get(field::kUnsupported.key))
+  if (!checkKeys(v, manifest::Object::Param, where))
+    return false;
+  if (v.get(field::kParamUnsupported.key))
     return fail(where, "a parameter that is neither a function argument nor "
                        "a workspace; norm-compile could not describe it");
-  const JsonValue *arg = v.get(field::kArgument.key);
-  const JsonValue *ws = v.get(field::kWorkspace.key);
+  const JsonValue *arg = v.get(field::kParamArgument.key);
+  const JsonValue *ws = v.get(field::kParamWorkspace.key);
   if (bool(arg) == bool(ws))
     return fail(where, "needs exactly one of \"argument\" and \"workspace\"");
   out.isWorkspace = ws != nullptr;
-  const Field &f = ws ? field::kWorkspace : field::kArgument;
+  const Field &f = ws ? field::kParamWorkspace : field::kParamArgument;
   std::string key(f.key);
   size_t count = ws ? m.workspaces.size() : m.arguments.size();
   int64_t index = 0;
@@ -336,7 +294,7 @@ bool ManifestReader::readParam(const JsonValue &v, const std::string &where,
                            std::to_string(count) + " " + key + "s)");
   out.index = int32_t(index);
   int64_t rank = 0;
-  if (!getInteger(v, field::kRank, where, rank))
+  if (!getInteger(v, field::kParamRank, where, rank))
     return false;
   size_t expected =
       ws ? m.workspaces[index].shape.size() : m.arguments[index].shape.size();
@@ -353,65 +311,24 @@ bool ManifestReader::readKernel(const JsonValue &v, size_t index) {
   if (!v.isObject())
     return fail(where, "must be an object, got " + kindOf(v));
   KernelSpec k;
-  if (!getString(v, field::kName, where, k.name))
+  if (!getString(v, field::kKernelName, where, k.name))
     return false;
   if (k.name.empty())
     return fail(where, "empty \"name\"");
   where += " ('" + k.name + "')";
-  const JsonValue *kind;
-  if (!get(v, field::kKind, where, kind))
+  if (!checkKeys(v, manifest::Object::Kernel, where) ||
+      !readKernelRecord(v, where, k, k.gridConstant))
     return false;
-  if (kind && !(k.kind = manifest::parseKernelKind(kind->getString())))
-    return fail(where, "unknown kind '" + kind->getString() + "' (expected " +
-                           manifest::listNames(manifest::kKernelKindNames) +
-                           ")");
-  if (!getInteger(v, field::kBlock, where, k.block))
-    return false;
-
-  const JsonValue *grid;
-  if (!get(v, field::kGrid, where, grid))
-    return false;
-  if (grid->isInteger()) {
-    k.grid = GridRule::Constant;
-    k.gridConstant = grid->getInteger();
-  } else {
-    // A constant grid is a number, never the rule's name.
-    std::optional<GridRule> rule = manifest::parseGridRule(grid->getString());
-    if (!rule || *rule == GridRule::Constant)
-      return fail(where, "unknown grid rule '" + grid->getString() +
-                             "' (expected a number, " +
-                             manifest::listNames(manifest::kGridRuleNames, 1) +
-                             ")");
-    k.grid = *rule;
-  }
-  if (k.grid == GridRule::RowBlocks) {
-    Field rows = field::kRows;
-    rows.required = true;
-    if (!getInteger(v, rows, where, k.rows))
-      return false;
-  }
-  k.columns = k.block;
-  if (!getInteger(v, field::kColumns, where, k.columns))
-    return false;
+  if (std::string e =
+          manifest::checkKernelRecord(k, manifest::Syntax::Manifest);
+      !e.empty())
+    return fail(where, e);
   if (k.grid == GridRule::Columns && m.n <= 0)
     return fail(where, "grid 'columns' needs N, but no argument has a static "
                        "trailing extent");
-  // Clusters split a program's rows across blocks: only the `programs`
-  // rule, or a constant number of programs (a fixed G), launches G of them
-  // (G * cluster blocks).
-  if (!getInteger(v, field::kCluster, where, k.cluster))
-    return false;
-  if (!getInteger(v, field::kDynamicShared, where, k.dynamicSharedBytes))
-    return false;
-  if (k.cluster > 1 && k.grid != GridRule::Programs &&
-      k.grid != GridRule::Constant)
-    return fail(where, "\"cluster\": " + std::to_string(k.cluster) +
-                           " needs grid 'programs' or a constant number of "
-                           "programs (clusters of blocks), got grid '" +
-                           std::string(manifest::toString(k.grid)) + "'");
 
   const JsonValue *params;
-  if (!get(v, field::kParams, where, params))
+  if (!get(v, field::kKernelParams, where, params))
     return false;
   for (size_t i = 0; i < params->getArray().size(); ++i) {
     KernelParam p;
@@ -481,44 +398,61 @@ bool ManifestReader::checkKernelParams() {
 bool ManifestReader::read(const JsonValue &root) {
   if (!root.isObject())
     return fail("", "the top level must be an object, got " + kindOf(root));
-  if (!getInteger(root, field::kFormatVersion, "", m.formatVersion))
+  if (!getInteger(root, field::kManifestFormatVersion, "", m.formatVersion))
     return false;
   if (m.formatVersion != manifest::kFormatVersion)
     return fail("", "format_version " + std::to_string(m.formatVersion) +
                         " is not supported (this runtime reads " +
-                        std::to_string(manifest::kFormatVersion) + ")");
-  if (!getString(root, field::kFunction, "", m.function) ||
-      !getString(root, field::kChip, "", m.chip) ||
-      !getString(root, field::kFormat, "", m.format))
+                        std::to_string(manifest::kFormatVersion) + ")" +
+                        (m.formatVersion < manifest::kFormatVersion
+                             ? ": an older norm-compile wrote it; compile "
+                               "the kernels again (version 2 gives every "
+                               "argument a \"kind\")"
+                             : ""));
+  if (!checkKeys(root, manifest::Object::Manifest, "") ||
+      !getString(root, field::kManifestFunction, "", m.function) ||
+      !getString(root, field::kManifestChip, "", m.chip) ||
+      !getString(root, field::kManifestFormat, "", m.format))
+    return false;
+  int64_t threads = 0;
+  if (!getInteger(root, field::kManifestThreads, "", threads))
     return false;
 
   int64_t specN = 0;
   const JsonValue *spec;
-  if (!get(root, field::kSpec, "", spec))
+  if (!get(root, field::kManifestSpec, "", spec))
     return false;
-  if (spec && (!getInteger(*spec, field::kSpecGroups, "spec", m.fixedGroups) ||
-               !getInteger(*spec, field::kSpecN, "spec", specN)))
-    return false;
+  if (spec) {
+    std::string ignored;
+    if (!checkKeys(*spec, manifest::Object::Spec, "spec") ||
+        !getString(*spec, field::kSpecOp, "spec", ignored) ||
+        !getString(*spec, field::kSpecDtype, "spec", ignored) ||
+        !getString(*spec, field::kSpecWeightDtype, "spec", ignored) ||
+        !getString(*spec, field::kSpecStrategy, "spec", ignored) ||
+        !getInteger(*spec, field::kSpecGroups, "spec", m.fixedGroups) ||
+        !getInteger(*spec, field::kSpecN, "spec", specN))
+      return false;
+  }
 
   const JsonValue *arguments;
-  if (!get(root, field::kArguments, "", arguments))
+  if (!get(root, field::kManifestArguments, "", arguments))
     return false;
   for (size_t i = 0; i < arguments->getArray().size(); ++i)
     if (!readArgument(arguments->getArray()[i], i))
       return false;
   // N and the argument M is read from: the rank-2-or-more arguments but
-  // the statistics, whose extents are all rows.
+  // the statistics, whose extents are all rows; 'x' if there is one.
   for (size_t i = 0; i < m.arguments.size(); ++i) {
     const ArgumentSpec &a = m.arguments[i];
-    if (a.shape.size() < 2 || isRowStatisticName(a.name))
+    if (a.shape.size() < 2 || isStatistic(a))
       continue;
     if (m.n && a.shape.back() != m.n)
       return fail(
-          "arguments[" + std::to_string(i) + "] ('" + a.name + "')",
+          argumentWhere(i, a),
           "trailing extent " + std::to_string(a.shape.back()) +
               " but an earlier row argument has N = " + std::to_string(m.n));
     m.n = a.shape.back();
-    if (m.rowsArgument < 0 || a.name == "x")
+    if (m.rowsArgument < 0 || a.kind == ArgumentKind::X)
       m.rowsArgument = int32_t(i);
   }
   if (m.rowsArgument < 0)
@@ -536,12 +470,13 @@ bool ManifestReader::read(const JsonValue &root) {
   if (m.rowsArgument < 0)
     return fail("", "no row argument (rank 2 or more, or with a leading "
                     "\"?\") to take M from");
-  // Which arguments follow M and which N; the vectors' extent is checked
-  // here, once, the row arguments' row extents at every launch.
+  // Which arguments follow M and which N, by their kind; the vectors'
+  // extent is checked here, once, the row arguments' row extents at every
+  // launch.
   for (size_t i = 0; i < m.arguments.size(); ++i) {
     ArgumentSpec &a = m.arguments[i];
-    a.vector = isVectorName(a.name);
-    bool statistic = isRowStatisticName(a.name);
+    a.vector = isVector(a);
+    bool statistic = isStatistic(a);
     a.rows = !a.vector &&
              (a.shape.size() >= 2 || a.shape[0] == kRowsExtent || statistic);
     if (a.rows)
@@ -549,7 +484,7 @@ bool ManifestReader::read(const JsonValue &root) {
           int32_t(statistic || a.shape.size() == 1 ? a.shape.size()
                                                    : a.shape.size() - 1);
     if (a.vector && (a.shape.size() != 1 || a.shape[0] != m.n))
-      return fail("arguments[" + std::to_string(i) + "] ('" + a.name + "')",
+      return fail(argumentWhere(i, a),
                   "a per-column vector must have shape [N] = [" +
                       (m.n ? std::to_string(m.n) : std::string("?")) +
                       "], got " + formatShape(a.shape) +
@@ -569,26 +504,26 @@ bool ManifestReader::read(const JsonValue &root) {
     auto dims = [](int32_t k) {
       return std::to_string(k) + (k == 1 ? " row extent" : " row extents");
     };
-    return fail("arguments[" + std::to_string(i) + "] ('" + a.name + "')",
+    return fail(argumentWhere(i, a),
                 "shape " + formatShape(a.shape) + " has " + dims(a.rowRank) +
                     " but the rows argument '" + rowsArg.name + "' " +
                     formatShape(rowsArg.shape) + " has " +
                     dims(rowsArg.rowRank) +
-                    (isRowStatisticName(a.name)
+                    (isStatistic(a)
                          ? "; the statistics have exactly the row extents, " +
                                formatShape(rowDims)
                          : "; every row argument has the same row extents"));
   }
 
   const JsonValue *workspaces;
-  if (!get(root, field::kWorkspaces, "", workspaces))
+  if (!get(root, field::kManifestWorkspaces, "", workspaces))
     return false;
   for (size_t i = 0; workspaces && i < workspaces->getArray().size(); ++i)
     if (!readWorkspace(workspaces->getArray()[i], i))
       return false;
 
   const JsonValue *kernels;
-  if (!get(root, field::kKernels, "", kernels))
+  if (!get(root, field::kManifestKernels, "", kernels))
     return false;
   for (size_t i = 0; i < kernels->getArray().size(); ++i)
     if (!readKernel(kernels->getArray()[i], i))

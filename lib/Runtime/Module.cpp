@@ -118,7 +118,7 @@ Status resolveKernels(NormrtModule &m) {
                                std::to_string(k.block) +
                                " threads but runs at most " +
                                std::to_string(maxThreads) + " on this device");
-    if (k.dynamicSharedBytes > 0) {
+    if (k.shared > 0) {
       // Opt in to the dynamic shared memory the kernel is launched with;
       // with its static shared memory it must fit the device's opt-in
       // limit per block.
@@ -131,21 +131,21 @@ Status resolveKernels(NormrtModule &m) {
               &staticBytes, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f))
         return driverError(d, "cuFuncGetAttribute", r,
                            "kernel '" + k.name + "'");
-      if (int64_t(staticBytes) + k.dynamicSharedBytes > int64_t(optIn))
+      if (int64_t(staticBytes) + k.shared > int64_t(optIn))
         return Status::error(
             NORMRT_ERROR_DRIVER,
             "kernel '" + k.name + "' needs " +
-                std::to_string(staticBytes + k.dynamicSharedBytes) +
+                std::to_string(staticBytes + k.shared) +
                 " bytes of shared memory a block (" +
-                std::to_string(k.dynamicSharedBytes) +
+                std::to_string(k.shared) +
                 " of them dynamic) but device " + std::to_string(m.device) +
                 " gives a block at most " + std::to_string(optIn));
       if (CUresult r = d.cuFuncSetAttribute(
               f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-              int(k.dynamicSharedBytes)))
+              int(k.shared)))
         return driverError(d, "cuFuncSetAttribute", r,
                            "kernel '" + k.name + "': " +
-                               std::to_string(k.dynamicSharedBytes) +
+                               std::to_string(k.shared) +
                                " bytes of dynamic shared memory");
     }
     if (d.cuFuncGetParamInfo && k.numScalarParams() > 0) {
@@ -285,7 +285,7 @@ Status mlir::norm::runtime::launchModule(const NormrtModule &module,
       pointers.push_back(&p);
     if (CUresult r = d.cuLaunchKernel(
             module.functions[l.kernel], l.grid, 1, 1, l.block, 1, 1,
-            unsigned(module.manifest.kernels[l.kernel].dynamicSharedBytes),
+            unsigned(module.manifest.kernels[l.kernel].shared),
             cuStream, pointers.data(), nullptr))
       return driverError(d, "cuLaunchKernel", r,
                          "launching '" +

@@ -77,7 +77,8 @@ Status gridOf(const Manifest &manifest, const KernelSpec &k, int64_t m,
     g = m / k.rows + (m % k.rows > 0);
     break;
   case GridRule::Columns:
-    g = manifest.n / k.columns + (manifest.n % k.columns > 0);
+    g = manifest.n / k.columnsPerBlock() +
+        (manifest.n % k.columnsPerBlock() > 0);
     break;
   case GridRule::WorkspaceRows:
     for (const KernelParam &p : k.params)

@@ -261,7 +261,8 @@ Status mlir::norm::runtime::checkOverlaps(
   std::vector<ByteRange> ranges(count);
   for (size_t i = 0; i < count; ++i)
     ranges[i] = byteRange(manifest.arguments[i], *bound[i]);
-  int32_t dx = manifest.findArgument("dx"), dy = manifest.findArgument("dy");
+  int32_t dx = manifest.findKind(ArgumentKind::Dx),
+          dy = manifest.findKind(ArgumentKind::Dy);
   for (size_t i = 0; i < count; ++i) {
     const ArgumentSpec &a = manifest.arguments[i];
     if (!a.output || ranges[i].empty())

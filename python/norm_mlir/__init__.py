@@ -15,6 +15,7 @@ demand: this module needs no torch).
 import ctypes
 import json
 import os
+import threading
 
 from . import _libs
 
@@ -55,45 +56,87 @@ class Compiled:
 
 
 _LIBDEVICE = os.path.join("nvvm", "libdevice", "libdevice.10.bc")
+_SYSTEM_TOOLKITS = ("/usr/local/cuda",)
+_private_toolkit = []  # a per-process directory, when the cache's is not ours
+_toolkit_lock = threading.Lock()
 
 
-def find_toolkit():
-    """A directory holding nvvm/libdevice/libdevice.10.bc for the compiler
-    (the kernels call libdevice's math), or None: $CUDA_HOME, $CUDA_PATH,
-    $CUDA_ROOT, /usr/local/cuda, then the copy of libdevice that pip-installed
-    Triton or nvidia-cuda-nvcc carries, linked into a toolkit-shaped
-    directory under the kernel cache (so a GPU host with torch needs no CUDA
-    toolkit: kernels are compiled to PTX and the driver builds them)."""
-    for env in ("CUDA_HOME", "CUDA_PATH", "CUDA_ROOT"):
-        root = os.environ.get(env)
-        if root and os.path.isfile(os.path.join(root, _LIBDEVICE)):
-            return root
-    if os.path.isfile(os.path.join("/usr/local/cuda", _LIBDEVICE)):
-        return "/usr/local/cuda"
+def _pip_libdevices():
+    """(libdevice.10.bc, the toolkit-shaped directory holding it or None)
+    of the copies pip-installed Triton and nvidia-cuda-nvcc carry."""
     import importlib.util
-    cands = []
-    for mod, rel in (("triton", ("backends", "nvidia", "lib",
-                                 "libdevice.10.bc")),
-                     ("nvidia.cuda_nvcc", ("nvvm", "libdevice",
-                                           "libdevice.10.bc"))):
+    out = []
+    for mod, rel, shaped in (
+            ("triton", ("backends", "nvidia", "lib", "libdevice.10.bc"),
+             False),
+            ("nvidia.cuda_nvcc", ("nvvm", "libdevice", "libdevice.10.bc"),
+             True)):
         try:
             spec = importlib.util.find_spec(mod)
         except (ImportError, ValueError):
             spec = None
         if spec and spec.submodule_search_locations:
             for loc in spec.submodule_search_locations:
-                cands.append(os.path.join(loc, *rel))
-    for bc in cands:
-        if os.path.isfile(bc):
-            from . import cache
-            root = os.path.join(cache.directory(), "toolkit")
-            link = os.path.join(root, _LIBDEVICE)
-            os.makedirs(os.path.dirname(link), exist_ok=True)
-            if os.path.realpath(link) != os.path.realpath(bc):
-                tmp = link + ".%d" % os.getpid()
-                os.symlink(bc, tmp)
-                os.replace(tmp, link)
+                out.append((os.path.join(loc, *rel), loc if shaped else None))
+    return out
+
+
+def _link_toolkit(root, bc):
+    """root, once root/nvvm/libdevice/libdevice.10.bc links to `bc`; None
+    where that cannot be written (a read-only or foreign cache)."""
+    link = os.path.join(root, _LIBDEVICE)
+    if os.path.realpath(link) == os.path.realpath(bc):
+        return root
+    tmp = "%s.%d.%d" % (link, os.getpid(), threading.get_ident())
+    try:
+        os.makedirs(os.path.dirname(link), exist_ok=True)
+        os.symlink(bc, tmp)
+        os.replace(tmp, link)
+    except OSError:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        return None
+    return root
+
+
+def find_toolkit():
+    """A directory holding nvvm/libdevice/libdevice.10.bc for the compiler
+    (the kernels call libdevice's math), or None: $CUDA_HOME, $CUDA_PATH,
+    $CUDA_ROOT, /usr/local/cuda, then the copy of libdevice that pip-installed
+    Triton or nvidia-cuda-nvcc carries: nvidia-cuda-nvcc's directory as it
+    is, Triton's linked into a toolkit-shaped directory under the kernel
+    cache, or, where the cache cannot be written (read-only, shared), under
+    a directory of this process's own (so a GPU host with torch needs no
+    CUDA toolkit: kernels are compiled to PTX and the driver builds them)."""
+    for env in ("CUDA_HOME", "CUDA_PATH", "CUDA_ROOT"):
+        root = os.environ.get(env)
+        if root and os.path.isfile(os.path.join(root, _LIBDEVICE)):
             return root
+    for root in _SYSTEM_TOOLKITS:
+        if os.path.isfile(os.path.join(root, _LIBDEVICE)):
+            return root
+    for bc, root in _pip_libdevices():
+        if not os.path.isfile(bc):
+            continue
+        if root:
+            return root
+        from . import cache
+        got = _link_toolkit(os.path.join(cache.directory(), "toolkit"), bc)
+        if got:
+            return got
+        with _toolkit_lock:
+            if not _private_toolkit:
+                import atexit
+                import shutil
+                import tempfile
+                d = tempfile.mkdtemp(prefix="norm_mlir-toolkit-")
+                atexit.register(shutil.rmtree, d, True)
+                _private_toolkit.append(d)
+        got = _link_toolkit(_private_toolkit[0], bc)
+        if got:
+            return got
     return None
 
 

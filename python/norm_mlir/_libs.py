@@ -2,7 +2,9 @@
 
 The wheel carries them in ``norm_mlir/_lib/``: ``libnormcompile.so`` (the
 compiler with MLIR/LLVM inside, exposing include/norm-c/Compile.h) and
-``libnormrt.so`` (the CUDA driver runtime, include/norm-c/Runtime.h).
+``libnormrt.so`` (the CUDA driver runtime, include/norm-c/Runtime.h), and,
+where torch was there when the wheel was built, ``libnormtorch.so`` (the
+torch ops' C++ bodies, python/csrc/torch_ops.cpp; norm_mlir.torch binds it).
 ``NORM_MLIR_LIB_DIR`` overrides the directory (a build tree's ``lib/``).
 Binding is ctypes over the C API, so one ``py3-none`` wheel imports on any
 CPython >= 3.10 (docs/Python.md says why not nanobind).
@@ -37,6 +39,14 @@ def find(name):
             return os.path.abspath(p)
     raise OSError("norm_mlir: %s not found in %s (set NORM_MLIR_LIB_DIR)"
                   % (name, ", ".join(lib_dirs())))
+
+
+def find_optional(name):
+    """find(name), or None where it is in no directory."""
+    try:
+        return find(name)
+    except OSError:
+        return None
 
 
 class NormCompileResult(ctypes.Structure):

@@ -14,11 +14,21 @@ implementations and an autograd formula, so ``torch.compile`` keeps them in
 its graph, and they allocate their workspace from torch's allocator on the
 current stream, so a CUDA graph captures them. Kernels are compiled on
 first use per (op, N, dtypes, flags, chip) through norm_mlir.cache.
-Tensors off the GPU (or of other dtypes) take torch's own functions.
+Tensors off the GPU (or of other dtypes), chips older than sm_80 and ROCm
+devices (one warning each) and calls inside torch.func transforms take
+torch's own functions. A backward that builds a graph (create_graph=True)
+computes its gradients with torch ops, so double backward is right; under
+CUDA autocast layer_norm runs in f32 and returns f32, as torch's does.
+The op bodies (rows, outputs, workspace, launch) are C++ where the wheel
+carries libnormtorch.so (python/csrc/torch_ops.cpp), else Python.
 """
 
+import ctypes
+import functools
 import math
+import os
 import threading
+import warnings
 
 import torch
 
@@ -31,22 +41,75 @@ _modules = {}
 _modules_lock = threading.Lock()
 
 
+def _capability(device):
+    """(major, minor) of a CUDA device (a test replaces it)."""
+    return torch.cuda.get_device_capability(device)
+
+
 def _chip(device):
-    major, minor = torch.cuda.get_device_capability(device)
+    major, minor = _capability(device)
     return "sm_%d%d" % (major, minor)
+
+
+def _capability_of(chip):
+    digits = chip[3:].rstrip("abf")
+    return (int(digits[:-1]), int(digits[-1])) if digits.isdigit() else (0, 0)
+
+
+# ------------------------------------------------- devices we can run on
+#
+# The kernels are PTX for sm_80 and later. Older NVIDIA chips (sm_70, sm_75)
+# and ROCm devices (whose tensors are is_cuda too) take torch's own
+# functions, with one warning per device and process.
+
+_support = {}
+_cuda_available = torch.cuda.is_available  # tests replace it (and _capability)
+
+
+def _unsupported_reason(device):
+    """Why our kernels cannot run on `device`, a CUDA device, or None."""
+    if device.type != "cuda":
+        return None  # CPU tensors the CPU tests send through the op bodies
+    if getattr(torch.version, "hip", None):
+        return ("a ROCm device (torch %s, HIP %s); the kernels are PTX for "
+                "NVIDIA GPUs" % (torch.__version__, torch.version.hip))
+    if not _cuda_available():
+        return None  # fake CUDA tensors on a host without a GPU: tracing
+    major, minor = _capability(device)
+    if (major, minor) < (8, 0):
+        return ("compute capability %d.%d (sm_%d%d); the kernels need 8.0 "
+                "or newer" % (major, minor, major, minor))
+    return None
+
+
+@torch.compiler.assume_constant_result
+def _supported(device):
+    """Whether our kernels run on `device` (a CUDA device), decided once
+    per device and process; the first refusal warns. torch.compile takes
+    the answer as a constant of the graph."""
+    ok = _support.get(device)
+    if ok is None:
+        reason = _unsupported_reason(device)
+        ok = _support[device] = reason is None
+        if reason:
+            warnings.warn("norm_mlir: %s is %s: LayerNorm and RMSNorm take "
+                          "torch's own functions there" % (device, reason),
+                          RuntimeWarning, stacklevel=4)
+    return ok
 
 
 def _compiled(spec, chip):
     """The kernels of `spec` (a dict of compile_spec's arguments) for
     `chip`, through the cache: PTX, which the driver builds at load (no
     ptxas on the GPU host); the backward takes the deterministic strategy.
-    A chip the compiler does not know takes sm_80's PTX, which every later
-    chip's driver builds."""
+    A chip from sm_80 on that the compiler does not know (sm_100, sm_120)
+    takes sm_80's PTX, which every later chip's driver builds; older chips
+    never get here (_supported)."""
     strategy = "deterministic" if spec["op"].endswith("_grad") else None
     try:
         return _cache.get(chip=chip, format="ptx", strategy=strategy, **spec)
     except CompileError as ex:
-        if "chip" not in str(ex):
+        if "chip" not in str(ex) or _capability_of(chip) < (8, 0):
             raise
         return _cache.get(chip="sm_80", format="ptx", strategy=strategy,
                           **spec)
@@ -62,6 +125,11 @@ def _module(spec, device):
         m = _modules.get(key)
         if m is not None:
             return m
+    reason = _unsupported_reason(torch.device("cuda", idx))
+    if reason:  # an op called directly (the functions fall back first)
+        raise RuntimeError("norm_mlir: no kernels for cuda:%d, %s; use "
+                           "torch's layer_norm / rms_norm there" % (idx,
+                                                                   reason))
     k = _compiled(spec, _chip(idx))
     with torch.cuda.device(idx):
         torch.cuda.current_stream(idx)  # the primary context is current
@@ -179,10 +247,19 @@ def _launch(mod, args, rows, device):
 
 
 def _spec(op, n, x, weight, has_bias, eps, zero_centered):
-    s = {"op": op, "n": int(n), "dtype": _DT[x.dtype],
-         "weight": weight is not None, "zero_centered": bool(zero_centered)}
-    if weight is not None and weight.dtype != x.dtype:
-        s["weight_dtype"] = _DT[weight.dtype]
+    return _spec_of(op, n, _DT[x.dtype],
+                    None if weight is None else _DT[weight.dtype], has_bias,
+                    eps, zero_centered)
+
+
+def _spec_of(op, n, dtype, weight_dtype, has_bias, eps, zero_centered):
+    """compile_spec's arguments for an op on x of `dtype` ("bf16"...) with
+    a weight of `weight_dtype` (None: no weight)."""
+    s = {"op": op, "n": int(n), "dtype": dtype,
+         "weight": weight_dtype is not None,
+         "zero_centered": bool(zero_centered)}
+    if weight_dtype is not None and weight_dtype != dtype:
+        s["weight_dtype"] = weight_dtype
     if op.startswith("layer_norm"):
         s["bias"] = bool(has_bias)
     if eps is not None and not op.endswith("_grad"):
@@ -212,12 +289,13 @@ def _same_device(x, *ts):
 # (docs/Python.md, "Host overhead").
 
 _lib = torch.library.Library("norm_mlir", "DEF")
+_python_impls = {}  # op name -> its Python body (CUDA, without the C++ ones)
 
 
 def _define(schema, impl, fake):
     name = schema.split("(", 1)[0]
     _lib.define(schema)
-    _lib.impl(name, impl, "CUDA")
+    _python_impls[name] = impl
     torch.library.register_fake("norm_mlir::" + name, fake, lib=_lib)
     return getattr(torch.ops.norm_mlir, name).default
 
@@ -346,22 +424,240 @@ _rms_bwd = _define(
     _rms_bwd_impl, _rms_bwd_fake)
 
 
+# ----------------------------------------------------- the C++ op bodies
+#
+# libnormtorch.so (python/csrc/torch_ops.cpp, built into the wheel beside
+# the other two libraries when torch's headers are there at build time):
+# the same four bodies in C++ through torch's stable ABI, calling libnormrt
+# directly on the current stream, with the module table in C++. A key the
+# table misses comes back here once (_Native._resolve: _module, so the
+# kernel cache and the compile are this file's). With it, the ops' CUDA
+# kernels are the C++ bodies and the eager path below calls them below
+# autograd (a redispatch to the CUDA key: no Python between the call and
+# the launch); without it (not built, or NORM_MLIR_NATIVE=0) the Python
+# bodies above serve both, as before.
+
+_OP_NAMES = ("layer_norm", "rms_norm", "layer_norm_grad", "rms_norm_grad")
+_DT_NAMES = ("f32", "f16", "bf16")  # NormrtDtype order
+_ERR = 4096
+
+_RESOLVER = ctypes.CFUNCTYPE(
+    ctypes.c_void_p, ctypes.c_int32, ctypes.c_int64, ctypes.c_int32,
+    ctypes.c_int32, ctypes.c_int32, ctypes.c_int32, ctypes.c_double,
+    ctypes.c_int32, ctypes.c_int32, ctypes.c_void_p, ctypes.c_size_t)
+# Validate mode's callback (tests): module, NormrtTensor array, count,
+# workspace, workspace bytes; non-zero fails the call.
+HOOK = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p,
+                        ctypes.c_int32, ctypes.c_void_p, ctypes.c_size_t)
+
+
+class _Native:
+    """libnormtorch.so, bound (one per process: its table, resolver and
+    mode are the library's globals)."""
+
+    instance = None
+
+    def __init__(self, path):
+        lib = ctypes.CDLL(path)  # after torch: libtorch_cpu.so is loaded
+        vp, sz, cp = ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p
+        for name, args, res in (
+                ("normtorch_init", [cp, vp, sz], ctypes.c_int),
+                ("normtorch_set_resolver", [_RESOLVER], None),
+                ("normtorch_clear", [], None),
+                ("normtorch_cached", [], ctypes.c_int),
+                ("normtorch_set_mode", [ctypes.c_int, HOOK], None),
+                ("normtorch_register", [cp, vp, sz], vp),
+                ("normtorch_unregister", [vp, cp], None),
+                ("normtorch_target_version", [], ctypes.c_uint64),
+                ("normtorch_build_version", [], ctypes.c_uint64)):
+            f = getattr(lib, name)
+            f.argtypes, f.restype = args, res
+        self.lib, self.path = lib, path
+        self.modules = {}  # what the C++ table holds, kept alive here
+        self._lock = threading.Lock()
+        err = ctypes.create_string_buffer(_ERR)
+        if lib.normtorch_init(_libs.runtime_path().encode(), err, _ERR):
+            raise OSError(err.value.decode("utf-8", "replace"))
+        self._resolver = _RESOLVER(self._resolve)  # ctypes keeps no ref
+        lib.normtorch_set_resolver(self._resolver)
+
+    @classmethod
+    def bind(cls, path):
+        if cls.instance is None:
+            cls.instance = cls(path)
+        return cls.instance
+
+    def _resolve(self, op, n, xdt, wdt, bias, zc, eps, dev_type, dev, err,
+                 cap):
+        try:
+            name = _OP_NAMES[op]
+            spec = _spec_of(name, n, _DT_NAMES[xdt],
+                            _DT_NAMES[wdt] if wdt >= 0 else None, bias, eps,
+                            zc)
+            device = torch.device("cuda", dev) if dev_type == 1 else \
+                torch.device("cpu")
+            mod = _module(spec, device)
+            with self._lock:
+                self.modules[(op, n, xdt, wdt, bias, zc, eps, dev_type,
+                              dev)] = mod
+            return mod.handle.value
+        except BaseException as ex:  # noqa: BLE001 (into a C++ exception)
+            msg = str(ex)
+            if not msg.startswith("norm_mlir"):
+                msg = "norm_mlir: %s: %s" % (type(ex).__name__, msg)
+            data = msg.encode("utf-8", "replace")[:cap - 1] + b"\0"
+            ctypes.memmove(err, data, len(data))
+            return None
+
+    def register(self, key):
+        """Registers the C++ bodies for a dispatch key; a handle for
+        unregister."""
+        err = ctypes.create_string_buffer(_ERR)
+        h = self.lib.normtorch_register(key.encode(), err, _ERR)
+        if not h:
+            raise OSError(err.value.decode("utf-8", "replace"))
+        return h
+
+    def unregister(self, handle, key):
+        self.lib.normtorch_unregister(handle, key.encode())
+
+    def set_mode(self, mode, hook=None):
+        """0: launch; 1: normrt_validate instead, then hook (a HOOK)."""
+        self._hook = hook or HOOK()
+        self.lib.normtorch_set_mode(mode, self._hook)
+
+    def clear(self):
+        """Forgets the cached modules (C++ first, then their references)."""
+        self.lib.normtorch_clear()
+        with self._lock:
+            self.modules.clear()
+
+
+def _torch_version():
+    try:
+        return tuple(int(p) for p in
+                     torch.__version__.split("+")[0].split(".")[:2])
+    except ValueError:
+        return (0, 0)
+
+
+def _bind_native():
+    """The C++ bodies registered for CUDA, or None: no libnormtorch.so (a
+    wheel built without torch), NORM_MLIR_NATIVE=0, or a library that does
+    not load here (a warning says why)."""
+    if os.environ.get("NORM_MLIR_NATIVE", "1") == "0" or \
+            _torch_version() < (2, 10):  # the stable ABI it was built for
+        return None
+    path = _libs.find_optional("libnormtorch.so")
+    if path is None:
+        return None
+    try:
+        native = _Native.bind(path)
+        native.register("CUDA")
+        return native
+    except OSError as ex:
+        warnings.warn("norm_mlir: %s not used (%s); the op bodies run in "
+                      "Python" % (path, ex), RuntimeWarning)
+        return None
+
+
+_native = _bind_native()
+if _native is None:
+    for _name, _impl in _python_impls.items():
+        _lib.impl(_name, _impl, "CUDA")
+
+# The bodies the eager path calls: the C++ ones through a redispatch to
+# the CUDA key (below autograd and autocast, as the direct Python calls
+# were), else the Python ones. _use_bodies(keyset) switches (the CPU tests
+# take the CPU key; None: the Python bodies).
+_CUDA_KEYS = torch._C.DispatchKeySet(torch._C.DispatchKey.CUDA)
+
+
+def _redispatcher(op, keyset):
+    handle = getattr(op, "_handle", None)
+    if handle is not None and hasattr(handle, "redispatch_boxed"):
+        return functools.partial(handle.redispatch_boxed, keyset)
+    return functools.partial(op.redispatch, keyset)
+
+
+def _use_bodies(keyset):
+    global _ln_fwd_body, _rms_fwd_body, _ln_bwd_body, _rms_bwd_body
+    if keyset is None:
+        _ln_fwd_body, _rms_fwd_body = _ln_fwd_impl, _rms_fwd_impl
+        _ln_bwd_body, _rms_bwd_body = _ln_bwd_impl, _rms_bwd_impl
+    else:
+        _ln_fwd_body = _redispatcher(_ln_fwd, keyset)
+        _rms_fwd_body = _redispatcher(_rms_fwd, keyset)
+        _ln_bwd_body = _redispatcher(_ln_bwd, keyset)
+        _rms_bwd_body = _redispatcher(_rms_bwd, keyset)
+
+
+_default_keys = _CUDA_KEYS if _native is not None else None
+_use_bodies(_default_keys)
+
+
 # ------------------------------------------------------------- autograd
+#
+# The kernels' gradients carry no graph. A backward that builds one
+# (create_graph=True: double backward, gradient penalties, Hessian-vector
+# products) computes the same gradients with torch ops instead (_graphed),
+# which autograd can differentiate again.
+
+def _building_graph(*ts):
+    """Whether this backward runs under create_graph=True (autograd sets
+    grad mode to it) with something to differentiate."""
+    return torch.is_grad_enabled() and any(
+        t is not None and t.requires_grad for t in ts)
+
+
+def _graphed(dy, x, weight, n, eps, zc, rms):
+    """dx and dweight (None where not asked) of the norm as differentiable
+    torch ops in f32, as the kernels compute them."""
+    with torch.enable_grad():
+        xr = x.reshape(-1, n).float()
+        if not rms:
+            xr = xr - xr.mean(-1, keepdim=True)
+        xhat = xr * torch.rsqrt(xr.square().mean(-1, keepdim=True) + eps)
+        y = xhat
+        if weight is not None:
+            w = weight.reshape(n).float()
+            y = y * (w + 1 if zc else w)
+        wrt = [t for t in (x, weight) if t is not None and t.requires_grad]
+        got = iter(torch.autograd.grad(
+            y, wrt, dy.reshape(-1, n).float(), create_graph=True)
+            if wrt else ())
+    dx = next(got).to(x.dtype) if x.requires_grad else None
+    dw = next(got).to(weight.dtype) if weight is not None and \
+        weight.requires_grad else None
+    return dx, dw
+
 
 def _ln_setup(ctx, inputs, output):
     x, weight, bias, n, eps, zc = inputs
     _, mean, rstd = output
     ctx.save_for_backward(x, weight, mean, rstd)
-    ctx.has_bias, ctx.n, ctx.zc = bias is not None, n, zc
+    ctx.has_bias, ctx.n, ctx.eps, ctx.zc = bias is not None, n, eps, zc
     ctx.wshape = None if weight is None else weight.shape
+    ctx.bshape = None if bias is None else bias.shape
 
 
 def _ln_backward(ctx, dy, dmean, drstd):
     x, weight, mean, rstd = ctx.saved_tensors
-    bwd = _ln_bwd_impl if _direct(dy, x) else _ln_bwd
+    if _building_graph(dy, x, weight):
+        dx, dwo = _graphed(dy, x, weight, ctx.n, ctx.eps, ctx.zc, False)
+        # The bias's dtype is the weight's, else x's (_ours).
+        dbo = dy.reshape(-1, ctx.n).float().sum(0).to(
+            x.dtype if weight is None else weight.dtype).view(
+                ctx.bshape) if ctx.has_bias else None
+        return dx, dwo, dbo, None, None, None
+    bwd = _ln_bwd_body if _direct(dy, x) else _ln_bwd
     dx, dw, db = bwd(dy, x, mean, rstd, weight, ctx.has_bias, ctx.n, ctx.zc)
-    dwo = dw.view(ctx.wshape) if weight is not None else None
-    dbo = db.view(ctx.wshape) if ctx.has_bias else None
+    # dweight / dbias are [n]: viewed as the parameters only when those
+    # have more dimensions (a view costs a couple of microseconds).
+    dwo = None if weight is None else dw if weight.dim() == 1 else \
+        dw.view(ctx.wshape)
+    dbo = None if not ctx.has_bias else db if len(ctx.bshape) == 1 else \
+        db.view(ctx.bshape)
     return dx, dwo, dbo, None, None, None
 
 
@@ -373,16 +669,20 @@ def _rms_setup(ctx, inputs, output):
     x, weight, n, eps, zc = inputs
     _, rstd = output
     ctx.save_for_backward(x, weight, rstd)
-    ctx.n, ctx.zc = n, zc
+    ctx.n, ctx.eps, ctx.zc = n, eps, zc
     ctx.wshape = None if weight is None else weight.shape
 
 
 def _rms_backward(ctx, dy, drstd):
     x, weight, rstd = ctx.saved_tensors
-    bwd = _rms_bwd_impl if _direct(dy, x) else _rms_bwd
+    if _building_graph(dy, x, weight):
+        dx, dw = _graphed(dy, x, weight, ctx.n, ctx.eps, ctx.zc, True)
+        return dx, dw, None, None, None
+    bwd = _rms_bwd_body if _direct(dy, x) else _rms_bwd
     dx, dw = bwd(dy, x, rstd, weight, ctx.n, ctx.zc)
-    return dx, (dw.view(ctx.wshape) if weight is not None else None), \
-        None, None, None
+    dwo = None if weight is None else dw if weight.dim() == 1 else \
+        dw.view(ctx.wshape)
+    return dx, dwo, None, None, None
 
 
 torch.library.register_autograd("norm_mlir::rms_norm_fwd", _rms_backward,
@@ -422,7 +722,7 @@ def _wants_grad(*ts):
 class _LayerNormFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, weight, bias, n, eps, zero_centered):
-        out = _ln_fwd_impl(x, weight, bias, n, eps, zero_centered)
+        out = _ln_fwd_body(x, weight, bias, n, eps, zero_centered)
         _ln_setup(ctx, (x, weight, bias, n, eps, zero_centered), out)
         ctx.mark_non_differentiable(out[1], out[2])
         return out
@@ -435,7 +735,7 @@ class _LayerNormFunction(torch.autograd.Function):
 class _RMSNormFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, weight, n, eps, zero_centered):
-        out = _rms_fwd_impl(x, weight, n, eps, zero_centered)
+        out = _rms_fwd_body(x, weight, n, eps, zero_centered)
         _rms_setup(ctx, (x, weight, n, eps, zero_centered), out)
         ctx.mark_non_differentiable(out[1])
         return out
@@ -445,22 +745,36 @@ class _RMSNormFunction(torch.autograd.Function):
         return _rms_backward(ctx, dy, drstd)
 
 
+def _c_apply(cls):
+    """cls.apply without torch.autograd.Function.apply's Python layer (the
+    unwrapping of dead torch.func wrappers and default arguments: the
+    direct path only takes plain tensors, outside transforms, with every
+    argument given), a few microseconds a call."""
+    try:
+        return super(torch.autograd.Function, cls).apply
+    except AttributeError:  # a torch without _C._FunctionBase.apply
+        return cls.apply
+
+
+_ln_apply = _c_apply(_LayerNormFunction)
+_rms_apply = _c_apply(_RMSNormFunction)
+
+
 def _layer_norm_rows(x, weight, bias, n, eps, zero_centered):
     """y, mean, rstd through the fastest path the call allows."""
     if not _direct(x, weight, bias):
         return _ln_fwd(x, weight, bias, n, eps, zero_centered)
     if _wants_grad(x, weight, bias):
-        return _LayerNormFunction.apply(x, weight, bias, n, eps,
-                                        zero_centered)
-    return _ln_fwd_impl(x, weight, bias, n, eps, zero_centered)
+        return _ln_apply(x, weight, bias, n, eps, zero_centered)
+    return _ln_fwd_body(x, weight, bias, n, eps, zero_centered)
 
 
 def _rms_norm_rows(x, weight, n, eps, zero_centered):
     if not _direct(x, weight):
         return _rms_fwd(x, weight, n, eps, zero_centered)
     if _wants_grad(x, weight):
-        return _RMSNormFunction.apply(x, weight, n, eps, zero_centered)
-    return _rms_fwd_impl(x, weight, n, eps, zero_centered)
+        return _rms_apply(x, weight, n, eps, zero_centered)
+    return _rms_fwd_body(x, weight, n, eps, zero_centered)
 
 
 # ------------------------------------------------------------ functions
@@ -470,10 +784,36 @@ def _on_device(t):
     return t.is_cuda
 
 
-def _ours(x, *params):
-    return (_on_device(x) and x.dtype in _DT and x.numel() > 0 and
-            all(p is None or (_on_device(p) and p.dtype in _DT and
-                              p.is_contiguous()) for p in params))
+_functorch_active = torch._C._are_functorch_transforms_active
+_forward_ad = torch.autograd.forward_ad  # _current_level >= 0: dual tensors
+_HALF = (torch.float16, torch.bfloat16)
+
+
+def _ours(x, weight, bias=None):
+    """Whether a call runs our kernels: a CUDA tensor of f32/f16/bf16 on a
+    chip we support (_supported), contiguous parameters there of one dtype
+    (a bias alone: x's, as the kernels take it), and no torch.func
+    transform (grad, vmap, jvp...) or forward-mode AD level active: their
+    tensors wrap others or carry tangents, which only torch's own functions
+    see through."""
+    if not (_on_device(x) and x.dtype in _DT and x.numel() > 0):
+        return False
+    for p in (weight, bias):
+        if p is not None and not (_on_device(p) and p.dtype in _DT and
+                                  p.is_contiguous()):
+            return False
+    if bias is not None and bias.dtype is not (
+            x.dtype if weight is None else weight.dtype):
+        return False
+    # is_compiling first: dynamo folds it and never sees the C call.
+    if not torch.compiler.is_compiling() and (
+            _functorch_active() or _forward_ad._current_level >= 0):
+        return False
+    return _supported(x.device)
+
+
+def _fp32(t):
+    return t.float() if t is not None and t.dtype in _HALF else t
 
 
 def _normalized(normalized_shape):
@@ -495,12 +835,17 @@ def _check(x, shape, weight, bias):
 def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5,
                zero_centered=False):
     """torch.nn.functional.layer_norm, on our kernels for CUDA tensors of
-    f32/f16/bf16. zero_centered: the weight is applied as 1 + weight."""
+    f32/f16/bf16. zero_centered: the weight is applied as 1 + weight.
+    Under CUDA autocast the output is f32, as torch's is."""
     shape = _normalized(normalized_shape)
     _check(x, shape, weight, bias)
     if not _ours(x, weight, bias):
         w = weight + 1 if (zero_centered and weight is not None) else weight
         return torch.nn.functional.layer_norm(x, shape, w, bias, eps)
+    if x.device.type == "cuda" and torch.is_autocast_enabled("cuda"):
+        # torch's layer_norm is on CUDA autocast's fp32 list: its inputs
+        # are cast to f32, so its output is f32 (rms_norm's is not).
+        x, weight, bias = _fp32(x), _fp32(weight), _fp32(bias)
     y, _, _ = _layer_norm_rows(x, weight, bias, math.prod(shape),
                                float(eps), bool(zero_centered))
     return y
@@ -508,16 +853,17 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5,
 
 def rms_norm(x, normalized_shape, weight=None, eps=None,
              zero_centered=False):
-    """torch.nn.functional.rms_norm (eps None: torch.finfo(x.dtype).eps),
-    on our kernels for CUDA tensors of f32/f16/bf16. zero_centered: the
-    weight is applied as 1 + weight (Gemma)."""
+    """torch.nn.functional.rms_norm, on our kernels for CUDA tensors of
+    f32/f16/bf16. eps None is torch's default: the epsilon of the type it
+    computes in (f32's for f16 / bf16 x, not x's own, whatever its docs
+    say). zero_centered: the weight is applied as 1 + weight (Gemma)."""
     shape = _normalized(normalized_shape)
     _check(x, shape, weight, None)
-    if eps is None:
-        eps = torch.finfo(x.dtype).eps
     if not _ours(x, weight):
         w = weight + 1 if (zero_centered and weight is not None) else weight
         return torch.nn.functional.rms_norm(x, shape, w, eps)
+    if eps is None:
+        eps = torch.finfo(torch.float32 if x.dtype in _HALF else x.dtype).eps
     y, _ = _rms_norm_rows(x, weight, math.prod(shape), float(eps),
                           bool(zero_centered))
     return y
@@ -525,15 +871,25 @@ def rms_norm(x, normalized_shape, weight=None, eps=None,
 
 # -------------------------------------------------------------- modules
 
-def _zero_weight(module):
-    """zero_centered modules start at the identity: weight 0 (applied as
-    1 + weight)."""
-    if module.zero_centered and module.weight is not None:
-        with torch.no_grad():
-            module.weight.zero_()
+class _ZeroCentered:
+    """zero_centered for the modules: the weight is applied as 1 + weight,
+    so it starts (and resets: reset_parameters, which meta-device and FSDP2
+    initialisation call) at 0, the identity; repr shows the flag when set."""
+
+    zero_centered = False  # a class default, also for modules patch() swaps
+
+    def reset_parameters(self):
+        super().reset_parameters()
+        if self.zero_centered and self.weight is not None:
+            with torch.no_grad():
+                self.weight.zero_()
+
+    def extra_repr(self):
+        r = super().extra_repr()
+        return r + ", zero_centered=True" if self.zero_centered else r
 
 
-class LayerNorm(torch.nn.LayerNorm):
+class LayerNorm(_ZeroCentered, torch.nn.LayerNorm):
     """torch.nn.LayerNorm (same constructor, parameters and state-dict
     keys) whose forward and backward run our kernels. zero_centered: the
     weight is applied as 1 + weight and initialised to 0."""
@@ -542,15 +898,16 @@ class LayerNorm(torch.nn.LayerNorm):
                  bias=True, device=None, dtype=None, zero_centered=False):
         super().__init__(normalized_shape, eps, elementwise_affine, bias,
                          device, dtype)
-        self.zero_centered = zero_centered
-        _zero_weight(self)
+        self.zero_centered = bool(zero_centered)
+        if self.zero_centered:
+            self.reset_parameters()
 
     def forward(self, x):
         return layer_norm(x, self.normalized_shape, self.weight, self.bias,
                           self.eps, self.zero_centered)
 
 
-class RMSNorm(torch.nn.RMSNorm):
+class RMSNorm(_ZeroCentered, torch.nn.RMSNorm):
     """torch.nn.RMSNorm (same constructor, parameters and state-dict keys)
     whose forward and backward run our kernels. zero_centered (Gemma): the
     weight is applied as 1 + weight and initialised to 0."""
@@ -559,9 +916,58 @@ class RMSNorm(torch.nn.RMSNorm):
                  device=None, dtype=None, zero_centered=False):
         super().__init__(normalized_shape, eps, elementwise_affine, device,
                          dtype)
-        self.zero_centered = zero_centered
-        _zero_weight(self)
+        self.zero_centered = bool(zero_centered)
+        if self.zero_centered:
+            self.reset_parameters()
 
     def forward(self, x):
         return rms_norm(x, self.normalized_shape, self.weight, self.eps,
                         self.zero_centered)
+
+
+# ---------------------------------------------------------------- patch
+
+_SWAPS = ((torch.nn.LayerNorm, LayerNorm), (torch.nn.RMSNorm, RMSNorm))
+
+
+def _patch_refusal(module):
+    """Why patch() leaves `module`, an instance of torch's LayerNorm or
+    RMSNorm (or of a subclass), as it is; None when it swaps it."""
+    if isinstance(module, (LayerNorm, RMSNorm)):
+        return "already norm_mlir's"
+    if type(module) not in (torch.nn.LayerNorm, torch.nn.RMSNorm):
+        return ("%s.%s subclasses torch's %s (its forward or state may "
+                "differ from torch's)" % (
+                    type(module).__module__, type(module).__qualname__,
+                    "LayerNorm" if isinstance(module, torch.nn.LayerNorm)
+                    else "RMSNorm"))
+    shape = tuple(module.normalized_shape)
+    if not shape or math.prod(shape) <= 0:
+        return "normalized_shape %s is empty" % (list(shape),)
+    for name, p in module.named_parameters(recurse=False):
+        if type(p) not in _PLAIN:
+            return ("its %s is a %s (ours take plain tensors; patch before "
+                    "sharding or wrapping)" % (name, type(p).__name__))
+    return None
+
+
+def patch(model):
+    """Swaps every torch.nn.LayerNorm / torch.nn.RMSNorm of `model` (itself
+    included) for ours, in place: the module objects stay (their class
+    becomes norm_mlir's, which only changes forward), so parameters,
+    buffers, hooks, state-dict keys and references to them are unchanged,
+    and an optimiser built before keeps working. Subclasses of torch's
+    norms, norms whose parameters are not plain tensors (DTensor after
+    sharding) and empty shapes are left alone, one warning each with the
+    reason. Returns `model`."""
+    for name, m in model.named_modules():
+        if not isinstance(m, (torch.nn.LayerNorm, torch.nn.RMSNorm)):
+            continue
+        reason = _patch_refusal(m)
+        if reason is None:
+            m.__class__ = dict(_SWAPS)[type(m)]
+        elif not isinstance(m, (LayerNorm, RMSNorm)):
+            warnings.warn("norm_mlir.torch.patch: %s left as it is: %s"
+                          % (name or type(m).__name__, reason),
+                          stacklevel=2)
+    return model

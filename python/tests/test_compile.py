@@ -137,7 +137,8 @@ def test_cache_memory_then_disk():
     assert k2.image == k1.image and k2.manifest == k1.manifest
     assert k2.compile_s == 0.0
     files = sorted(os.listdir(cache.directory()))
-    assert files == [k1.key + ".image", k1.key + ".json"]  # no temp files
+    assert files == [k1.key + ".image", k1.key + ".json",  # no temp files
+                     k1.key + ".lock"]  # the cross-process lock
 
 
 def test_cache_key_follows_every_field():

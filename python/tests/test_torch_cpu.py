@@ -6,15 +6,27 @@ against the compiled manifest, and the custom ops under fake CUDA tensors
 (what torch.compile traces). test_torch_gpu.py checks the numbers on a GPU.
 """
 
+import atexit
+import contextlib
+import ctypes
+import functools
+import importlib.util
 import inspect
 import math
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
 
 import pytest
 
 torch = pytest.importorskip("torch")
 
+import norm_mlir  # noqa: E402
 import norm_mlir.torch as nt  # noqa: E402
-from norm_mlir import _libs, cache  # noqa: E402
+from norm_mlir import _libs, _runtime, cache  # noqa: E402
 from torch._subclasses.fake_tensor import FakeTensorMode  # noqa: E402
 from torch.fx.experimental.proxy_tensor import make_fx  # noqa: E402
 
@@ -98,10 +110,28 @@ def test_off_the_gpu_is_torch():
                            F.layer_norm(x, (48,), w, b, 1e-3))
         assert torch.equal(nt.layer_norm(x, 48, w, b, zero_centered=True),
                            F.layer_norm(x, (48,), w + 1, b))
-        assert torch.equal(nt.rms_norm(x, (48,), w),
-                           F.rms_norm(x, (48,), w, torch.finfo(dt).eps))
+        assert torch.equal(nt.rms_norm(x, (48,), w), F.rms_norm(x, (48,), w))
         assert torch.equal(nt.rms_norm(x, [7, 48], None, 1e-6),
                            F.rms_norm(x, (7, 48), None, 1e-6))
+
+
+def test_rms_norm_default_eps_is_torchs():
+    """eps=None is what torch's rms_norm and RMSNorm use: the epsilon of
+    the type they compute in, f32's for f16 / bf16 x (1.2e-7, not bf16's
+    7.8e-3, which moves small rows' outputs by whole units of bf16); ours
+    took x's own (torch's docs say so; its code does not)."""
+    torch.manual_seed(4)
+    for dt in (torch.bfloat16, torch.float16, torch.float32, torch.float64):
+        x = (torch.randn(6, 64) * 0.01).to(dt)
+        w = torch.randn(64).to(dt)
+        want = torch.finfo(torch.float32 if dt in (
+            torch.bfloat16, torch.float16) else dt).eps
+        assert torch.equal(torch.nn.RMSNorm(64, dtype=dt)(x),
+                           torch.nn.functional.rms_norm(x, (64,), None, want))
+        assert torch.equal(nt.rms_norm(x, 64, w),
+                           torch.nn.functional.rms_norm(x, (64,), w, want))
+        assert torch.equal(nt.RMSNorm(64, dtype=dt)(x),
+                           torch.nn.RMSNorm(64, dtype=dt)(x))
 
 
 def test_shape_errors():
@@ -140,16 +170,136 @@ def test_rows_are_views_where_the_kernels_allow():
 
 
 # -------------------------------------- real bodies, launches validated
+#
+# Two sets of op bodies: Python's (torch.py) and the C++ ones of
+# libnormtorch.so (python/csrc/torch_ops.cpp; built here into a temporary
+# directory when no built copy is found, a few seconds). The `validated`
+# fixture runs each test on both.
 
-@pytest.fixture
-def validated(monkeypatch):
-    """The ops' real bodies on CPU tensors (registered for the CPU here;
-    the package registers them for CUDA only): kernels compiled for sm_90
-    as on the GPU (nt._compiled), each launch replaced by normrt_validate
-    against the manifest (every check normrt_launch makes: names, dtypes,
-    shapes, strides, aliasing, the workspace; no driver). Records
-    (spec, argument names, rows) per launch."""
-    calls = []
+_NATIVE = {}
+
+
+def _native_ext():
+    """The bound C++ bodies (nt._Native), or None where they cannot be
+    built (no C++ compiler or torch headers; NORM_MLIR_REQUIRE_NATIVE=1
+    makes that a failure)."""
+    if "ext" not in _NATIVE:
+        ext = nt._native
+        if ext is None:
+            path = _libs.find_optional("libnormtorch.so")
+            if path is None:
+                path = _build_native(tempfile.mkdtemp(prefix="normtorch-"))
+            ext = nt._Native.bind(path) if path else None
+        _NATIVE["ext"] = ext
+    if _NATIVE["ext"] is None and os.environ.get("NORM_MLIR_REQUIRE_NATIVE"):
+        pytest.fail("libnormtorch.so could not be built")
+    return _NATIVE["ext"]
+
+
+def _build_native(out_dir):
+    spec = importlib.util.spec_from_file_location(
+        "build_ext", os.path.join(os.path.dirname(__file__), "..", "csrc",
+                                  "build_ext.py"))
+    if spec is None or not os.path.isfile(spec.origin):
+        return None  # an installed package's tests without python/csrc
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    path = mod.build(out_dir)
+    atexit.register(shutil.rmtree, out_dir, True)
+    return path
+
+
+def _needs_native():
+    ext = _native_ext()
+    if ext is None:
+        pytest.skip("libnormtorch.so not available (no compiler or torch "
+                    "headers)")
+    return ext
+
+
+_DESC_DTYPES = {0: torch.float32, 1: torch.float16, 2: torch.bfloat16}
+
+
+def _tensor_at(d):
+    """The CPU tensor a NormrtTensor describes (its memory, not a copy)."""
+    dtype = _DESC_DTYPES[d.dtype]
+    sizes = list(d.sizes[:d.rank])
+    strides = list(d.strides[:d.rank])
+    if not d.data or 0 in sizes:
+        return torch.empty(sizes, dtype=dtype)
+    span = 1 + sum((s - 1) * st for s, st in zip(sizes, strides))
+    nbytes = span * torch.empty((), dtype=dtype).element_size()
+    buf = (ctypes.c_char * nbytes).from_address(d.data)
+    base = torch.frombuffer(buf, dtype=torch.uint8).view(dtype)
+    return base.as_strided(sizes, strides)
+
+
+@functools.lru_cache(None)
+def _dry_run_lib():
+    """libnormrt through a CDLL of its own (its own argtypes: the package's
+    binding keeps its)."""
+    return ctypes.CDLL(_libs.runtime_path())
+
+
+def _dry_run(handle, array, count, ws, ws_bytes):
+    """normrt_dry_run's text: the launches normrt_launch would make."""
+    f = _dry_run_lib().normrt_dry_run
+    f.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32,
+                  ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p,
+                  ctypes.c_size_t, ctypes.POINTER(ctypes.c_size_t)]
+    f.restype = ctypes.c_int
+    n = ctypes.c_size_t()
+    buf = ctypes.create_string_buffer(1 << 16)
+    assert f(handle, array, count, ws or None, ws_bytes, buf, len(buf),
+             ctypes.byref(n)) == 0
+    assert n.value < len(buf)
+    return buf.value.decode()
+
+
+def normalized(plan):
+    """A dry run with each address replaced by its order of first
+    appearance: launches of two runs compare equal when they run the same
+    kernels, grids and blocks on the same arguments (by position, size,
+    stride and which buffer), wherever torch put the buffers."""
+    seen = {}
+    return re.sub(r"0x[0-9a-f]+",
+                  lambda m: "p%d" % seen.setdefault(m.group(0), len(seen)),
+                  plan)
+
+
+class _Calls(list):
+    """(spec, argument names, rows) per launch; .details per launch:
+    "args" (name, data pointer, sizes, strides) and "plan" (the dry run);
+    .after: functions called with (spec, [(name, tensor)]) after each
+    validated launch (the emulation); .kind: "python" or "native"."""
+
+    def __init__(self, kind):
+        super().__init__()
+        self.kind, self.details, self.after = kind, [], []
+
+    def clear(self):
+        super().clear()
+        self.details.clear()
+
+    def record(self, mod, pairs, array, count, ws, ws_bytes, rows):
+        self.append((mod.spec, [name for name, _ in pairs], rows))
+        self.details.append({
+            "args": [(name, t.data_ptr(), tuple(t.shape), tuple(t.stride()))
+                     for name, t in pairs],
+            "plan": _dry_run(mod.handle, array, count, ws, ws_bytes)})
+        for f in self.after:
+            f(mod.spec, pairs)
+
+
+@contextlib.contextmanager
+def validation(kind, monkeypatch):
+    """The ops' real bodies, Python's or C++ ("python" / "native"), on CPU
+    tensors (registered for the CPU here; the package registers them for
+    CUDA only), kernels compiled for sm_90 as on the GPU (nt._compiled),
+    each launch replaced by normrt_validate against the manifest (every
+    check normrt_launch makes: names, dtypes, shapes, strides, aliasing,
+    the workspace; no driver). Records each launch (_Calls)."""
+    calls = _Calls(kind)
     rt = _libs.runtime()
 
     def module(spec, device):
@@ -157,26 +307,66 @@ def validated(monkeypatch):
         mod.spec = spec
         return mod
 
-    def launch(mod, args, rows, device):
-        ws_bytes = mod.workspace_bytes(rows)
-        ws = torch.empty(ws_bytes + 16, dtype=torch.uint8)
-        ptr = (ws.data_ptr() + 15) // 16 * 16
-        mod.validate(nt._arguments(mod, args), ptr if ws_bytes else 0,
-                     ws_bytes)
-        calls.append((mod.spec, [name for name, _ in args], rows))
-
     monkeypatch.setattr(nt, "_module", module)
-    monkeypatch.setattr(nt, "_launch", launch)
     monkeypatch.setattr(nt, "_on_device", lambda t: True)
     monkeypatch.setattr(nt, "_kernels_by_key", {})
-    lib = torch.library.Library("norm_mlir", "IMPL")
-    for name in ("layer_norm_fwd", "rms_norm_fwd", "layer_norm_bwd",
-                 "rms_norm_bwd"):
-        short = {"layer_norm": "ln", "rms_norm": "rms"}[name[:-4]]
-        lib.impl(name, getattr(nt, "_%s_%s_impl" % (short, name[-3:])),
-                 "CPU")
-    yield calls
-    lib._destroy()
+    if kind == "python":
+        def launch(mod, args, rows, device):
+            ws_bytes = mod.workspace_bytes(rows)
+            ws = torch.empty(ws_bytes + 16, dtype=torch.uint8)
+            ptr = (ws.data_ptr() + 15) // 16 * 16 if ws_bytes else 0
+            arr = nt._arguments(mod, args)
+            mod.validate(arr, ptr, ws_bytes)
+            calls.record(mod, args, arr.array, arr.count, ptr, ws_bytes, rows)
+
+        monkeypatch.setattr(nt, "_launch", launch)
+        lib = torch.library.Library("norm_mlir", "IMPL")
+        for name, impl in nt._python_impls.items():
+            lib.impl(name, impl, "CPU")
+        nt._use_bodies(None)
+        try:
+            yield calls
+        finally:
+            lib._destroy()
+            nt._use_bodies(nt._default_keys)
+        return
+    ext = _needs_native()
+    errors = []
+
+    def hook(handle, tensors, count, ws, ws_bytes):
+        try:
+            mods = {m.handle.value: m for m in ext.modules.values()}
+            arr = ctypes.cast(tensors, ctypes.POINTER(_runtime.Tensor))
+            pairs = [(arr[i].name.decode(), _tensor_at(arr[i]))
+                     for i in range(count)]
+            rows = dict(pairs).get("x", pairs[0][1]).shape[0]
+            calls.record(mods[handle], pairs, tensors, count, ws, ws_bytes,
+                         rows)
+            return 0
+        except BaseException as ex:  # noqa: BLE001 (raised at the end)
+            errors.append(ex)
+            return 1
+
+    ext.clear()
+    cb = nt.HOOK(hook)
+    ext.set_mode(1, cb)
+    reg = ext.register("CPU")
+    nt._use_bodies(torch._C.DispatchKeySet(torch._C.DispatchKey.CPU))
+    try:
+        yield calls
+    finally:
+        ext.unregister(reg, "CPU")
+        ext.set_mode(0)
+        ext.clear()
+        nt._use_bodies(nt._default_keys)
+    if errors:
+        raise errors[0]
+
+
+@pytest.fixture(params=["python", "native"])
+def validated(request, monkeypatch):
+    with validation(request.param, monkeypatch) as calls:
+        yield calls
 
 
 def _leaf(t):
@@ -234,40 +424,43 @@ def test_rms_norm_launches_validate(validated, case):
     y = nt.rms_norm(x, nshape, w, None, zero_centered=zc)
     y.backward(torch.randn_like(y))
     (fs, fnames, _), (bs, bnames, _) = validated
-    assert fs["eps"] == torch.finfo(x.dtype).eps
+    # torch's default eps: f32's for f16 / bf16 (its compute type).
+    assert fs["eps"] == torch.finfo(torch.float32).eps
     assert (fs["op"], bs["op"]) == ("rms_norm", "rms_norm_grad")
     assert ("dweight" in bnames) == (w is not None)
     assert x.grad.shape == x.shape
 
 
-def test_strided_rows_reach_the_kernels_uncopied(validated, monkeypatch):
+def test_strided_rows_reach_the_kernels_uncopied(validated):
     """A column slice of a wider tensor goes to the forward and backward
     kernels as strided rows (the runtime accepts the stride), not copied."""
     n = 512
     wide = torch.randn(64, n + 64, dtype=torch.bfloat16)
     x = wide[:, 32:32 + n].requires_grad_(True)
     w = torch.randn(n, dtype=torch.bfloat16, requires_grad=True)
-    seen = []
-    real = nt._arguments
-
-    def spy(mod, args):
-        seen.extend((name, t.data_ptr(), t.stride()) for name, t in args)
-        return real(mod, args)
-
-    monkeypatch.setattr(nt, "_arguments", spy)
     nt.rms_norm(x, (n,), w, 1e-6).sum().backward()
-    xs = [s for s in seen if s[0] == "x"]
+    xs = [a for d in validated.details for a in d["args"] if a[0] == "x"]
     assert len(xs) == 2
-    assert all(p == x.data_ptr() and st == (n + 64, 1) for _, p, st in xs)
+    assert all(p == x.data_ptr() and st == (n + 64, 1) for _, p, _, st in xs)
 
 
 def test_rejected_launches_raise(validated):
-    """The validation is real, also through the reused descriptors: a
-    weight of another dtype than the compiled kernels' is refused, after
-    a launch of the same op went through."""
+    """The validation is real, also through the reused descriptors (the
+    Python bodies) and the C++ bodies' own: a weight of another dtype than
+    the compiled kernels' is refused, after a launch of the same op went
+    through; a short rstd too."""
     from norm_mlir._runtime import RuntimeLaunchError
     x = torch.randn(8, 64, dtype=torch.bfloat16)
     w = torch.randn(64, dtype=torch.bfloat16)
+    if validated.kind == "native":
+        y, r = nt._rms_fwd_body(x, w, 64, 1e-6, False)
+        dy = torch.randn_like(x)
+        nt._rms_bwd_body(dy, x, r, w, 64, False)
+        with pytest.raises(RuntimeError, match="normrt_validate.*rstd"):
+            nt._rms_bwd_body(dy, x, r[:4], w, 64, False)
+        nt._rms_bwd_body(dy, x, r, w, 64, False)  # and the good one again
+        assert len(validated) == 3
+        return
     spec = nt._spec("rms_norm", 64, x, w, False, 1e-6, False)
     mod = nt._module(spec, x.device)
     y, r = torch.empty_like(x), torch.empty(8)
@@ -281,9 +474,10 @@ def test_rejected_launches_raise(validated):
     nt._launch(mod, good, 8, x.device)  # and the good one again
 
 
-def test_descriptors_are_rewritten_per_call(validated):
-    """Reused descriptor arrays carry each call's pointers, sizes and
-    strides; another dtype, rank or name builds them again."""
+def test_descriptors_are_rewritten_per_call():
+    """The Python bodies' reused descriptor arrays carry each call's
+    pointers, sizes and strides; another dtype, rank or name builds them
+    again."""
     a = torch.randn(6, 32)
     b = torch.randn(9, 64)[:, :32]
     key = object()
@@ -309,10 +503,16 @@ def test_descriptors_are_rewritten_per_call(validated):
 
 
 def test_ops_refuse_other_devices(validated):
+    """Python's bodies raise ValueError, the C++ ones RuntimeError (what a
+    C++ exception becomes), with the same words."""
     x = torch.randn(4, 64)
-    with pytest.raises(ValueError, match="one device"):
-        nt._ln_fwd_impl(x, torch.empty(64, device="meta"), None, 64, 1e-5,
+    with pytest.raises((ValueError, RuntimeError), match="cpu and meta; "
+                       "all must be on one device"):
+        nt._ln_fwd_body(x, torch.empty(64, device="meta"), None, 64, 1e-5,
                         False)
+    with pytest.raises((ValueError, RuntimeError), match="one device"):
+        nt._rms_bwd_body(x, x, torch.empty(4, device="meta"), None, 64,
+                         False)
 
 
 def test_ops_have_no_cpu_kernel():
@@ -449,6 +649,7 @@ def test_eager_path_launches_what_the_ops_launch(validated, monkeypatch):
         return [c for c in validated]
 
     eager = run()
+    eager_plans = [normalized(d["plan"]) for d in validated.details]
     validated.clear()
     monkeypatch.setattr(nt, "_direct", lambda *ts: False)
     ops = run()
@@ -456,6 +657,257 @@ def test_eager_path_launches_what_the_ops_launch(validated, monkeypatch):
         "layer_norm", "layer_norm_grad", "rms_norm", "rms_norm_grad",
         "layer_norm"]
     assert eager == ops
+    assert eager_plans == [normalized(d["plan"]) for d in validated.details]
+
+
+# ------------------------------------------- the C++ bodies against Python's
+
+_WIDE = torch.randn(40, 3, 448)
+SAME_CASES = {  # x, normalized shape, weight / bias dtypes ("x": x's), zc
+    "bf16, f32 parameters": (torch.randn(3, 20, 256).bfloat16(), (256,),
+                             "f32", "f32", False),
+    "f32": (torch.randn(301, 1000), (1000,), "x", "x", False),
+    "f16, no parameters": (torch.randn(7, 384).half(), (384,), None, None,
+                           False),
+    "bias alone": (torch.randn(6, 192), (192,), None, "x", False),
+    "zero-centred, no bias": (torch.randn(2, 9, 512).bfloat16(), (512,),
+                              "f32", None, True),
+    "2-d normalized shape": (torch.randn(5, 7, 16, 48).bfloat16(), (16, 48),
+                             "x", "x", False),
+    "rank 1": (torch.randn(768).half(), (768,), "x", "x", False),
+    "column slice (strided rows)": (_WIDE[:, 0, 64:64 + 320], (320,), "x",
+                                    "x", False),
+    "column slice, 3-d": (_WIDE[:, :, 64:64 + 320], (320,), "x", "x", False),
+    "every other row": (torch.randn(30, 128)[::2], (128,), "x", "x", False),
+    "transposed (copied)": (torch.randn(128, 12).t(), (128,), "x", "x",
+                            False),
+    "inner stride 2 (copied)": (torch.randn(9, 256)[:, ::2], (128,), "x",
+                                "x", False),
+    "permuted 3-d (copied)": (torch.randn(5, 4, 96).transpose(0, 1), (96,),
+                              "x", "x", False),
+}
+
+
+def _same_case_run(kind, monkeypatch, case):
+    """Forward and backward of both norms on `case` under one path, with
+    the launches emulated: (calls, normalized plans, outputs, gradients)."""
+    x0, shape, wd, bd, zc = case
+    torch.manual_seed(11)
+    dt = {"x": x0.dtype, "f32": torch.float32, None: None}
+    w0 = None if wd is None else torch.randn(shape).to(dt[wd])
+    b0 = None if bd is None else torch.randn(shape).to(dt[bd])
+    g = torch.randn(x0.shape).to(x0.dtype)
+    out = []
+    with monkeypatch.context() as mp, validation(kind, mp) as calls:
+        calls.after.append(_emulate)
+        # x keeps its layout (a clone would make strided rows contiguous).
+        x, w, b = x0.detach().requires_grad_(True), _leaf(w0), _leaf(b0)
+        y = nt.layer_norm(x, shape, w, b, 1e-5, zero_centered=zc)
+        y.backward(g)
+        out += [y, x.grad] + [t.grad for t in (w, b) if t is not None]
+        if bd is None:
+            x, w = x0.detach().requires_grad_(True), _leaf(w0)
+            y = nt.rms_norm(x, shape, w, 1e-6, zero_centered=zc)
+            y.backward(g)
+            out += [y, x.grad] + ([w.grad] if w is not None else [])
+        with torch.no_grad():
+            out.append(nt.layer_norm(x0, shape, w0, b0, 1e-5,
+                                     zero_centered=zc))
+        plans = [normalized(d["plan"]) for d in calls.details]
+        return list(calls), plans, out
+
+
+@pytest.mark.parametrize("what", list(SAME_CASES))
+def test_cpp_and_python_bodies_launch_the_same(monkeypatch, what):
+    """The C++ bodies make exactly the Python bodies' launches: the same
+    kernels, grids, blocks and arguments (normrt_dry_run's plan, addresses
+    by order of first appearance: the same buffer in the same place),
+    rows passed uncopied in both or copied in both; and with the kernels
+    emulated, the same outputs and gradients, bit for bit."""
+    _needs_native()
+    case = SAME_CASES[what]
+    py = _same_case_run("python", monkeypatch, case)
+    cc = _same_case_run("native", monkeypatch, case)
+    assert py[0] == cc[0]
+    assert py[1] == cc[1]
+    x, n = case[0], math.prod(case[1])
+    strides = re.search(r"launch \S+ .*?: \[p0 p0 0 (\d+) (\d+) (\d+) 1\]",
+                        py[1][0]).groups()
+    assert int(strides[2]) == nt._rows(x, n).stride(0)
+    for a, b in zip(py[2], cc[2]):
+        assert a.shape == b.shape and a.dtype == b.dtype and \
+            a.stride() == b.stride()
+        assert torch.equal(a, b)
+    # The layouts reach the kernels uncopied, or copied, as labelled.
+    assert ("(copied)" not in what) == (
+        nt._rows(x, n).data_ptr() == x.data_ptr())
+
+
+def test_workspace_follows_the_rows(validated):
+    """One backward module at changing M: each launch gets the workspace
+    its M needs (the C++ bodies remember the last M's bytes per thread)."""
+    n, ms = 256, (8, 3000, 8, 1, 3000, 0)
+    w = torch.randn(n)
+    for m in ms:
+        x = torch.randn(m, n)
+        rstd = torch.rand(m) + 0.5
+        nt._rms_bwd_body(torch.randn(m, n), x, rstd, w, n, False)
+    mod = nt._module(nt._spec("rms_norm_grad", n, x, w, False, None, False),
+                     x.device)
+    got = [re.match(r"m (\d+) groups \d+ workspace (\d+)",
+                    d["plan"]).groups() for d in validated.details]
+    assert got == [(str(m), str(mod.workspace_bytes(m) if m else 0))
+                   for m in ms]
+    assert len(set(got)) == 4
+
+
+def test_cpp_table_resolves_each_key_once(monkeypatch):
+    """The C++ table asks Python once per (op, N, dtypes, flags, eps,
+    device); normtorch_clear forgets them."""
+    ext = _needs_native()
+    with validation("native", monkeypatch) as calls:
+        asked = []
+        module = nt._module
+        monkeypatch.setattr(nt, "_module", lambda spec, device: (
+            asked.append(spec["op"]), module(spec, device))[1])
+        x = torch.randn(4, 64, requires_grad=True)
+        w = torch.randn(64, requires_grad=True)
+        for _ in range(3):
+            nt.layer_norm(x, 64, w).sum().backward()
+            nt.rms_norm(x, 64, w, 1e-6).sum().backward()
+        nt.rms_norm(x, 64, w, 1e-5).sum().backward()  # another eps
+        assert asked == ["layer_norm", "layer_norm_grad", "rms_norm",
+                         "rms_norm_grad", "rms_norm"]
+        assert ext.lib.normtorch_cached() == 5 and len(ext.modules) == 5
+        assert len(calls) == 14
+        ext.clear()
+        assert ext.lib.normtorch_cached() == 0 and not ext.modules
+        nt.layer_norm(x, 64, w)
+        assert asked[-1] == "layer_norm" and len(asked) == 6
+
+
+def test_cpp_bodies_report_python_errors(monkeypatch):
+    """A miss whose compile (or load) fails raises at the call, with
+    Python's message; the next call asks again."""
+    _needs_native()
+    with validation("native", monkeypatch):
+        def broken(spec, device):
+            raise norm_mlir.CompileError("no kernels for this one")
+
+        monkeypatch.setattr(nt, "_module", broken)
+        x = torch.randn(4, 64)
+        with pytest.raises(RuntimeError, match="CompileError: no kernels "
+                           "for this one"):
+            nt.layer_norm(x, 64)
+        with pytest.raises(RuntimeError, match="no kernels for this one"):
+            nt._ln_fwd(x, None, None, 64, 1e-5, False)
+
+
+_FAKE_DRIVER_RUN = """
+import sys, torch
+import norm_mlir.torch as nt
+from norm_mlir import _libs
+kind, ext_path = sys.argv[1], sys.argv[2]
+rt = _libs.runtime()
+
+
+def module(spec, device):  # loaded through the fake driver, as on a GPU
+    k = nt._compiled(spec, "sm_90")
+    return rt.load(k.image, k.manifest_text)
+
+
+nt._module = module
+nt._on_device = lambda t: True
+if kind == "python":
+    nt._raw_stream = lambda idx: 0
+    torch.cuda.current_device = lambda: 0
+    lib = torch.library.Library("norm_mlir", "IMPL")
+    for name, impl in nt._python_impls.items():
+        lib.impl(name, impl, "CPU")
+    nt._use_bodies(None)
+else:
+    nt._Native.bind(ext_path).register("CPU")
+    nt._use_bodies(torch._C.DispatchKeySet(torch._C.DispatchKey.CPU))
+torch.manual_seed(0)
+for m, n in ((8, 1024), (300, 768), (0, 256)):
+    x = torch.randn(m, n, dtype=torch.bfloat16, requires_grad=True)
+    w = torch.randn(n, requires_grad=True)
+    b = torch.randn(n, requires_grad=True)
+    g = torch.randn(m, n, dtype=torch.bfloat16)
+    nt.layer_norm(x, (n,), w, b).backward(g)
+    nt.rms_norm(x, (n,), w.bfloat16().detach().requires_grad_()).backward(g)
+print("done", kind, flush=True)
+"""
+
+
+def test_cpp_bodies_launch_through_the_driver():
+    """Launch mode, not validation: the C++ bodies call normrt_launch
+    (workspace from torch's allocator, the stream) and the CUDA driver
+    launches what the Python bodies' launches do. The repository's fake
+    driver (libnormrt-fake-cuda.so, $NORMRT_LIBCUDA) prints each
+    cuLaunchKernel; both paths, in fresh processes, print the same."""
+    ext = _needs_native()
+    fake = _libs.find_optional("libnormrt-fake-cuda.so")
+    if fake is None:
+        pytest.skip("no libnormrt-fake-cuda.so (a build tree's lib/)")
+    out = {}
+    for kind in ("python", "native"):
+        env = dict(os.environ, NORMRT_LIBCUDA=fake, NORM_MLIR_NATIVE="0",
+                   PYTHONPATH=os.pathsep.join(
+                       [os.path.dirname(os.path.dirname(nt.__file__))] +
+                       os.environ.get("PYTHONPATH", "").split(os.pathsep)))
+        r = subprocess.run([sys.executable, "-c", _FAKE_DRIVER_RUN, kind,
+                            ext.path], env=env, capture_output=True,
+                           text=True, timeout=300)
+        assert r.returncode == 0, r.stderr[-3000:]
+        assert "done " + kind in r.stdout
+        out[kind] = [ln for ln in r.stdout.splitlines()
+                     if ln.startswith("fake cuLaunchKernel")]
+    # 2 sizes x (LN forward 1 + backward 2, RMS 1 + 2) launches; M = 0
+    # launches nothing (its dweight / dbias are cleared).
+    assert len(out["python"]) == 12, out["python"]
+    assert out["python"] == out["native"]
+
+
+def test_package_binds_the_cpp_bodies(tmp_path):
+    """With libnormtorch.so beside the other two libraries, importing
+    norm_mlir.torch registers its bodies as the ops' CUDA kernels and the
+    eager path calls them; NORM_MLIR_NATIVE=0 keeps the Python bodies."""
+    ext = _needs_native()
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    for name, path in (("libnormcompile.so", _libs.find("libnormcompile.so")),
+                       ("libnormrt.so", _libs.runtime_path()),
+                       ("libnormtorch.so", ext.path)):
+        os.symlink(path, lib / name)
+    code = ("import torch, norm_mlir.torch as nt\n"
+            "dump = torch._C._dispatch_dump('norm_mlir::layer_norm_fwd')\n"
+            "cuda = [l for l in dump.splitlines() if l.startswith('CUDA:')]\n"
+            "print(nt._native is not None, type(nt._ln_bwd_body).__name__, "
+            "cuda[0].split()[3].rsplit('/', 1)[-1].split(':')[0])\n")
+    got = []
+    for flag in ("1", "0"):
+        env = dict(os.environ, NORM_MLIR_LIB_DIR=str(lib),
+                   NORM_MLIR_NATIVE=flag, PYTHONPATH=os.pathsep.join(
+                       [os.path.dirname(os.path.dirname(nt.__file__))] +
+                       os.environ.get("PYTHONPATH", "").split(os.pathsep)))
+        r = subprocess.run([sys.executable, "-c", code], env=env,
+                           capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr[-3000:]
+        got.append(r.stdout.split())
+    assert got == [["True", "partial", "torch_ops.cpp"],
+                   ["False", "function", "torch.py"]]
+
+
+def test_cpp_bodies_refuse_bad_shapes(validated):
+    """What x.view / reshape refuse in the Python bodies, the C++ ones
+    refuse too (no launch)."""
+    x = torch.randn(8, 100)
+    with pytest.raises(RuntimeError):
+        nt._ln_fwd_body(x, None, None, 64, 1e-5, False)
+    with pytest.raises(RuntimeError):
+        nt._rms_fwd_body(x, torch.randn(99), 100, 1e-5, False)
+    assert validated == []
 
 
 def test_outputs_are_not_views(validated):
@@ -480,3 +932,563 @@ def test_direct_path_only_for_plain_eager_tensors():
         pass
 
     assert not nt._direct(x.as_subclass(Sub))
+
+
+# ------------------------------- emulated kernels: numbers on the CPU
+#
+# The `validated` fixture with each launch, once validated, also computed
+# in float64 from the manifest's argument names (the kernels' formulas), so
+# the wrapper's own arithmetic (shapes, dtypes, which gradient goes where)
+# is checked against torch here; the GPU run checks the kernels.
+
+def _emulate(spec, args):
+    a = dict(args)
+    op = spec["op"]
+    w = a.get("weight")
+    wf = None if w is None else w.double() + (1 if spec["zero_centered"]
+                                               else 0)
+    if not op.endswith("_grad"):
+        x = a["x"].double()
+        if op == "layer_norm":
+            mean = x.mean(-1)
+            a["mean"].copy_(mean)
+            x = x - mean[:, None]
+        rstd = torch.rsqrt(x.square().mean(-1) + spec["eps"])
+        a["rstd"].copy_(rstd)
+        y = x * rstd[:, None]
+        if wf is not None:
+            y = y * wf
+        if "bias" in a:
+            y = y + a["bias"].double()
+        a["y"].copy_(y)
+        return
+    x, dy = a["x"].double(), a["dy"].double()
+    rstd = a["rstd"].double()[:, None]
+    if op == "layer_norm_grad":
+        x = x - a["mean"].double()[:, None]
+    xhat = x * rstd
+    g = dy * wf if wf is not None else dy
+    dx = g - xhat * (g * xhat).mean(-1, keepdim=True)
+    if op == "layer_norm_grad":
+        dx = dx - g.mean(-1, keepdim=True)
+    a["dx"].copy_(dx * rstd)
+    if "dweight" in a:
+        a["dweight"].copy_((dy * xhat).sum(0))
+    if "dbias" in a:
+        a["dbias"].copy_(dy.sum(0))
+
+
+@pytest.fixture
+def emulated(validated):
+    validated.after.append(_emulate)
+    return validated
+
+
+def _ref_ln(x, shape, w, b, eps, zc=False):
+    w = None if w is None else (w + 1 if zc else w)
+    return torch.nn.functional.layer_norm(x, shape, w, b, eps)
+
+
+def _ref_rms(x, shape, w, eps, zc=False):
+    w = None if w is None else (w + 1 if zc else w)
+    return torch.nn.functional.rms_norm(x, shape, w, eps)
+
+
+def _close(a, b, tol=1e-5):
+    assert a.dtype == b.dtype or b.dtype == torch.float64
+    a, b = a.detach().double(), b.detach().double()
+    err = float((a - b).norm() / b.norm().clamp_min(1e-30))
+    assert err < tol, err
+
+
+def test_emulation_matches_torch(emulated):
+    """The emulation is right (else the tests below prove nothing)."""
+    torch.manual_seed(0)
+    x, w, b = (_leaf(t) for t in _make((4, 9, 96), (96,), "f32", "f32",
+                                       "f32"))
+    g = torch.randn(4, 9, 96)
+    ours = [_leaf(t) for t in (x, w, b)]
+    nt.layer_norm(ours[0], 96, ours[1], ours[2], 1e-5).backward(g)
+    _ref_ln(x, (96,), w, b, 1e-5).backward(g)
+    for a, r in zip(ours, (x, w, b)):
+        _close(a.grad, r.grad)
+    ours = [_leaf(t) for t in (x, w)]
+    nt.rms_norm(ours[0], 96, ours[1], 1e-6).backward(g)
+    x.grad = w.grad = None
+    _ref_rms(x, (96,), w, 1e-6).backward(g)
+    for a, r in zip(ours, (x, w)):
+        _close(a.grad, r.grad)
+
+
+# --------------------------------------------- issue 22: the bugs
+
+def test_bias_without_weight_backward(emulated):
+    """layer_norm(x, shape, None, bias): the backward gives dbias in the
+    bias's shape (it raised TypeError: the bias was viewed as the absent
+    weight's shape), gradients as float64 torch's."""
+    torch.manual_seed(1)
+    x0, _, b0 = _make((3, 5, 16, 12), (16, 12), "f32", None, "f32")
+    x, b = _leaf(x0), _leaf(b0)
+    g = torch.randn(x0.shape)
+    y = nt.layer_norm(x, (16, 12), None, b)
+    y.backward(g)
+    (fs, fnames, _), (bs, bnames, _) = emulated
+    assert fs["weight"] is False and fs["bias"] is True
+    assert "dbias" in bnames and "dweight" not in bnames
+    x64, b64 = x0.double().requires_grad_(), b0.double().requires_grad_()
+    y64 = _ref_ln(x64, (16, 12), None, b64, 1e-5)
+    y64.backward(g.double())
+    _close(y, y64)
+    _close(x.grad, x64.grad)
+    assert b.grad.shape == b.shape and b.grad.dtype == b.dtype
+    _close(b.grad, b64.grad)
+
+
+def test_bias_of_another_dtype_than_the_weight_takes_torch(validated):
+    """The kernels take one parameter dtype: a bias of another (or a lone
+    bias not of x's dtype) goes to torch's function (which decides what
+    it does with it), not to a launch the runtime would refuse."""
+    x = torch.randn(4, 64, dtype=torch.bfloat16)
+    w = torch.randn(64)
+    b = torch.randn(64, dtype=torch.bfloat16)
+    with pytest.raises(RuntimeError, match="expected scalar type"):
+        nt.layer_norm(x, 64, w.bfloat16(), b.float())  # as torch's does
+    assert not nt._ours(x, None, w)
+    assert not nt._ours(x, w, b)
+    assert validated == []
+
+
+@pytest.mark.parametrize("direct", [True, False])
+@pytest.mark.parametrize("norm", ["layer_norm", "rms_norm"])
+def test_double_backward_is_right(emulated, monkeypatch, norm, direct):
+    """create_graph=True (gradient penalties, Hessian-vector products):
+    the gradients carry a graph and the second derivatives are float64
+    torch's, through the eager path and the registered ops (torch.compile's
+    path). The kernels' gradients carried none: silently wrong before."""
+    if not direct:
+        monkeypatch.setattr(nt, "_direct", lambda *ts: False)
+    torch.manual_seed(2)
+    n = 48
+    x0, w0, b0 = _make((6, n), (n,), "f32", "f32", "f32")
+    w0 = 1 + 0.3 * w0
+    g, v = torch.randn(6, n), torch.randn(6, n)
+    u = torch.randn(n)
+
+    def run(fn, dt):
+        x, w, b = (t.detach().to(dt).requires_grad_() for t in (x0, w0, b0))
+        gd = g.detach().to(dt).requires_grad_()
+        y = fn(x, w, b)
+        gx, gw = torch.autograd.grad(y, (x, w), gd, create_graph=True)
+        ((gx * v.to(dt)).sum() + (gw * u.to(dt)).sum()).backward()
+        return gx, gw, x.grad, w.grad, gd.grad
+
+    if norm == "layer_norm":
+        ours = run(lambda x, w, b: nt.layer_norm(x, n, w, b, 1e-5,
+                                                 zero_centered=True),
+                   torch.float32)
+        ref = run(lambda x, w, b: _ref_ln(x, (n,), w, b, 1e-5, True),
+                  torch.float64)
+    else:
+        ours = run(lambda x, w, b: nt.rms_norm(x, n, w, 1e-6), torch.float32)
+        ref = run(lambda x, w, b: _ref_rms(x, (n,), w, 1e-6), torch.float64)
+    for a, r in zip(ours, ref):
+        assert a is not None and a.dtype == torch.float32
+        _close(a, r, 1e-4)
+    # The forward ran our kernel; the graphed backward took torch's ops.
+    assert [c[0]["op"] for c in emulated] == [norm]
+
+
+def test_single_backward_still_takes_the_kernels(emulated):
+    """Only a backward that builds a graph leaves the kernels."""
+    x = torch.randn(5, 32, requires_grad=True)
+    w = torch.randn(32, requires_grad=True)
+    torch.autograd.grad(nt.rms_norm(x, 32, w).sum(), (x, w))
+    with torch.no_grad():
+        gx = torch.randn(5, 32)
+    torch.autograd.grad(nt.layer_norm(x, 32, w), (x,), gx)
+    assert [c[0]["op"] for c in emulated] == [
+        "rms_norm", "rms_norm_grad", "layer_norm", "layer_norm_grad"]
+
+
+@pytest.mark.parametrize("cls", [nt.LayerNorm, nt.RMSNorm])
+def test_zero_centered_reset_parameters(cls):
+    """reset_parameters (what meta-device / FSDP2 initialisation and
+    to_empty + init call) keeps a zero-centred module at the identity:
+    weight 0 in storage, applied as 1; it reset it to 1 (applied as 2)."""
+    torch.manual_seed(3)
+    m = cls(64, zero_centered=True)
+    with torch.no_grad():
+        m.weight.fill_(3)
+    m.reset_parameters()
+    assert torch.count_nonzero(m.weight) == 0
+    x = torch.randn(4, 64)
+    ref = torch.nn.LayerNorm(64) if cls is nt.LayerNorm else \
+        torch.nn.RMSNorm(64)
+    assert torch.allclose(m(x), ref(x))
+    with torch.device("meta"):
+        meta = cls(64, zero_centered=True)
+    assert meta.weight.is_meta
+    meta.to_empty(device="cpu")
+    meta.reset_parameters()
+    assert torch.count_nonzero(meta.weight) == 0
+    # Without zero_centered, torch's reset (weight 1).
+    plain = cls(64)
+    with torch.no_grad():
+        plain.weight.fill_(3)
+    plain.reset_parameters()
+    assert torch.equal(plain.weight, torch.ones(64))
+
+
+def test_zero_centered_shows_in_repr():
+    for cls, torch_cls in ((nt.LayerNorm, torch.nn.LayerNorm),
+                           (nt.RMSNorm, torch.nn.RMSNorm)):
+        assert repr(cls(64, zero_centered=True)) == \
+            repr(torch_cls(64))[:-1] + ", zero_centered=True)"
+        assert repr(cls(64)) == repr(torch_cls(64))
+
+
+@pytest.fixture
+def gpu_of(monkeypatch):
+    """Fake CUDA tensors on a host that claims a GPU of the capability
+    (or ROCm build) a test sets: what _supported decides from."""
+    monkeypatch.setattr(nt, "_support", {})
+    monkeypatch.setattr(nt, "_cuda_available", lambda: True)
+    state = {"cap": (9, 0)}
+    monkeypatch.setattr(nt, "_capability", lambda device: state["cap"])
+    return state
+
+
+def _ops_called(fn, *args):
+    gm = make_fx(fn)(*args)
+    return [str(nd.target) for nd in gm.graph.nodes
+            if nd.op == "call_function" and "getitem" not in str(nd.target)]
+
+
+@pytest.mark.parametrize("cap", [(7, 0), (7, 5), "rocm"])
+def test_unsupported_gpus_take_torch_with_one_warning(gpu_of, monkeypatch,
+                                                      cap):
+    """sm_70 / sm_75 (no kernels: the compiler knows sm_80 on) and ROCm
+    (whose tensors are is_cuda) take torch's functions, with one warning
+    per device and process; before, they compiled for an unknown chip
+    (retried as sm_80) or loaded PTX on ROCm."""
+    if cap == "rocm":
+        monkeypatch.setattr(torch.version, "hip", "6.2.41133")
+    else:
+        gpu_of["cap"] = cap
+    import warnings
+    with FakeTensorMode():
+        x = torch.empty(4, 256, device="cuda", dtype=torch.bfloat16)
+        w = torch.empty(256, device="cuda", dtype=torch.bfloat16)
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            targets = _ops_called(lambda x, w: (nt.layer_norm(x, 256, w, w),
+                                                nt.rms_norm(x, 256, w)), x, w)
+            nt.RMSNorm(256, device="cuda")(x)
+    assert not any(t.startswith("norm_mlir") for t in targets), targets
+    assert "aten.native_layer_norm.default" in targets
+    ours = [w for w in seen if "norm_mlir" in str(w.message)]
+    assert len(ours) == 1, [str(w.message) for w in seen]
+    msg = str(ours[0].message)
+    assert "cuda:0" in msg and "torch's own functions" in msg
+    assert ("ROCm" in msg) if cap == "rocm" else ("sm_%d%d" % cap in msg)
+
+
+def test_supported_gpus_take_our_ops(gpu_of):
+    for cap in ((8, 0), (8, 6), (9, 0), (10, 0), (12, 0)):
+        gpu_of["cap"] = cap
+        nt._support.clear()
+        with FakeTensorMode():
+            x = torch.empty(4, 256, device="cuda", dtype=torch.bfloat16)
+            targets = _ops_called(lambda x: nt.layer_norm(x, 256), x)
+        assert targets == ["norm_mlir.layer_norm_fwd.default"], (cap, targets)
+
+
+def test_ops_refuse_unsupported_gpus(gpu_of):
+    """An op called directly on such a device says why (no compile)."""
+    gpu_of["cap"] = (7, 5)
+    spec = nt._spec("rms_norm", 64, torch.empty(1, dtype=torch.bfloat16),
+                    None, False, 1e-6, False)
+    with pytest.raises(RuntimeError, match=r"compute capability 7\.5"):
+        nt._module(spec, torch.device("cuda", 0))
+
+
+def test_unknown_chips_from_sm80_take_sm80_ptx():
+    from norm_mlir import CompileError
+    spec = nt._spec("rms_norm", 64, torch.empty(1, dtype=torch.bfloat16),
+                    None, False, 1e-6, False)
+    assert nt._compiled(spec, "sm_100").chip == "sm_80"
+    assert nt._compiled(spec, "sm_120").chip == "sm_80"
+    with pytest.raises(CompileError, match="sm_75"):
+        nt._compiled(spec, "sm_75")
+
+
+def _with_cuda_autocast(dtype, fn):
+    torch.set_autocast_enabled("cuda", True)
+    old = torch.get_autocast_dtype("cuda")
+    torch.set_autocast_dtype("cuda", dtype)
+    try:
+        return fn()
+    finally:
+        torch.set_autocast_enabled("cuda", False)
+        torch.set_autocast_dtype("cuda", old)
+
+
+@pytest.mark.parametrize("ac", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("xd,wd", [(torch.bfloat16, torch.float32),
+                                   (torch.bfloat16, torch.bfloat16),
+                                   (torch.float16, torch.float32),
+                                   (torch.float32, torch.float32)])
+def test_autocast_dtypes_are_torchs(ac, xd, wd):
+    """Under CUDA autocast our outputs have the dtypes torch's functions
+    give (layer_norm is on autocast's fp32 list: f32 out; rms_norm is not);
+    the kernels still run (f32 for layer_norm; the casts carry the
+    gradients back to each input's dtype: test_torch_gpu.py). Before,
+    layer_norm returned x's dtype."""
+    F = torch.nn.functional
+
+    def run():
+        with FakeTensorMode():
+            x = torch.empty(4, 256, device="cuda", dtype=xd,
+                            requires_grad=True)
+            w = torch.empty(256, device="cuda", dtype=wd, requires_grad=True)
+            got = {}
+            for name, ours, theirs in (
+                    ("ln", lambda: nt.layer_norm(x, 256, w, w),
+                     lambda: F.layer_norm(x, (256,), w, w)),
+                    ("rms", lambda: nt.rms_norm(x, 256, w),
+                     lambda: F.rms_norm(x, (256,), w))):
+                got[name] = (ours().dtype, theirs().dtype)
+            targets = _ops_called(lambda x, w: nt.layer_norm(x, 256, w), x, w)
+            return got, targets
+
+    got, targets = _with_cuda_autocast(ac, run)
+    for name, (ours, theirs) in got.items():
+        assert ours == theirs, (name, ours, theirs)
+    assert got["ln"][0] == torch.float32
+    assert "norm_mlir.layer_norm_fwd.default" in targets
+
+
+@pytest.mark.parametrize("transform", ["grad", "vmap", "jvp", "jacrev",
+                                       "vmap_grad"])
+def test_torch_func_transforms_take_torch(validated, transform):
+    """torch.func transforms (their tensors wrap others: no data pointer
+    for a kernel) run torch's functions, the same numbers; before, the
+    autograd.Function refused them for want of setup_context, or the
+    wrapped tensors' data pointers failed."""
+    import torch.func as tf
+    torch.manual_seed(5)
+    F = torch.nn.functional
+    x = torch.randn(3, 32)
+    w, b = torch.randn(32), torch.randn(32)
+    t = torch.randn(3, 32)
+    for ours, theirs in (
+            (lambda x: nt.layer_norm(x, 32, w, b),
+             lambda x: F.layer_norm(x, (32,), w, b)),
+            (lambda x: nt.rms_norm(x, 32, w, 1e-6),
+             lambda x: F.rms_norm(x, (32,), w, 1e-6))):
+        def run(f):
+            if transform == "grad":
+                return tf.grad(lambda x: f(x).square().sum())(x)
+            if transform == "vmap":
+                return tf.vmap(f)(x)
+            if transform == "jvp":
+                return tf.jvp(f, (x,), (t,))[1]
+            if transform == "jacrev":
+                return tf.jacrev(f)(x[0])
+            return tf.vmap(tf.grad(lambda r: f(r).square().sum()))(x)
+        assert torch.equal(run(ours), run(theirs))
+    assert validated == []  # no launch inside the transforms
+    nt.layer_norm(x, 32, w, b)
+    assert len(validated) == 1  # and ours outside them
+
+
+def test_forward_mode_ad_takes_torch(validated):
+    """Dual tensors (torch.autograd.forward_ad): torch's functions, the
+    same tangents; before, the autograd.Function had no jvp."""
+    import torch.autograd.forward_ad as fwAD
+    torch.manual_seed(6)
+    F = torch.nn.functional
+    x, t = torch.randn(3, 32), torch.randn(3, 32)
+    w = torch.randn(32)
+    for ours, theirs in ((lambda x: nt.layer_norm(x, 32, w, w),
+                          lambda x: F.layer_norm(x, (32,), w, w)),
+                         (lambda x: nt.rms_norm(x, 32, w),
+                          lambda x: F.rms_norm(x, (32,), w,
+                                               torch.finfo(x.dtype).eps))):
+        got = []
+        for fn in (ours, theirs):
+            with fwAD.dual_level():
+                got.append(fwAD.unpack_dual(fn(fwAD.make_dual(x, t))))
+        assert torch.equal(got[0].primal, got[1].primal)
+        assert torch.equal(got[0].tangent, got[1].tangent)
+    assert validated == []
+
+
+def test_compile_traces_the_checks_without_breaks(validated):
+    """The device and transform checks fold under torch.compile (dynamo):
+    no graph break, our op in the graph."""
+    x = torch.randn(8, 64, dtype=torch.bfloat16)
+    w = torch.randn(64, dtype=torch.bfloat16)
+
+    def fn(x, w):
+        return nt.rms_norm(x, 64, w) + nt.layer_norm(x, 64, w, w)
+
+    torch._dynamo.reset()
+    try:
+        ex = torch._dynamo.explain(fn)(x, w)
+    finally:
+        torch._dynamo.reset()
+    assert ex.graph_break_count == 0, ex.break_reasons
+    code = "".join(g.code for g in ex.graphs)
+    assert "norm_mlir.rms_norm_fwd" in code and "layer_norm_fwd" in code
+
+
+# ---------------------------------------------------------------- patch
+
+class _Block(torch.nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.norm1 = torch.nn.LayerNorm(d)
+        self.fc = torch.nn.Linear(d, d)
+        self.norm2 = torch.nn.RMSNorm(d, eps=1e-6)
+        self.inner = torch.nn.Sequential(torch.nn.LayerNorm(d, bias=False),
+                                         torch.nn.GELU())
+
+    def forward(self, x):
+        x = x + self.fc(self.norm1(x))
+        return self.inner(self.norm2(x))
+
+
+class _Model(torch.nn.Module):
+    def __init__(self, d=32, layers=3):
+        super().__init__()
+        self.blocks = torch.nn.ModuleList(_Block(d) for _ in range(layers))
+        self.plain = torch.nn.LayerNorm(d, elementwise_affine=False)
+        self.rms_plain = torch.nn.RMSNorm(d, elementwise_affine=False)
+        self.grid = torch.nn.LayerNorm((4, d // 4))
+        self.final = torch.nn.RMSNorm(d)
+
+    def forward(self, x):
+        for b in self.blocks:
+            x = b(x)
+        x = self.rms_plain(self.plain(x))
+        x = self.grid(x.view(*x.shape[:-1], 4, -1)).flatten(-2)
+        return self.final(x)
+
+
+def _randomised(model):
+    torch.manual_seed(7)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.normal_()
+    return model
+
+
+def test_patch_swaps_in_place():
+    """Every torch LayerNorm / RMSNorm (nested, in a ModuleList and a
+    Sequential) becomes ours; the module objects, their parameter objects,
+    state-dict keys and values, requires_grad and the forward are those of
+    before (the CPU takes torch's functions: bit for bit)."""
+    model = _randomised(_Model())
+    model.blocks[1].norm1.weight.requires_grad_(False)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    params = {k: p for k, p in model.named_parameters()}
+    grads = {k: p.requires_grad for k, p in model.named_parameters()}
+    norms = {k: m for k, m in model.named_modules()
+             if isinstance(m, (torch.nn.LayerNorm, torch.nn.RMSNorm))}
+    x = torch.randn(2, 5, 32)
+    y0 = model(x)
+    assert nt.patch(model) is model
+    for k, m in model.named_modules():
+        if k in norms:
+            assert m is norms[k]
+            assert type(m) is (nt.LayerNorm if isinstance(
+                m, torch.nn.LayerNorm) else nt.RMSNorm), k
+            assert m.zero_centered is False
+    assert len(norms) == 3 * 3 + 4
+    after = model.state_dict()
+    assert list(after) == list(before)
+    for k in before:
+        assert torch.equal(after[k], before[k]) and \
+            after[k].dtype == before[k].dtype, k
+    for k, p in model.named_parameters():
+        assert p is params[k] and p.requires_grad == grads[k]
+    assert torch.equal(model(x), y0)
+    # A torch model's state dict loads strictly, and ours into torch's.
+    model.load_state_dict(_Model().state_dict())
+    _Model().load_state_dict(model.state_dict())
+
+
+def test_patch_keeps_hooks_optimiser_and_repr():
+    model = _randomised(torch.nn.Sequential(torch.nn.Linear(16, 16),
+                                            torch.nn.LayerNorm(16)))
+    text = repr(model)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    calls = []
+    model[1].register_forward_hook(lambda m, i, o: calls.append(type(m)))
+    nt.patch(model)
+    assert repr(model) == text
+    model(torch.randn(3, 16)).square().sum().backward()
+    opt.step()
+    assert calls == [nt.LayerNorm]
+    assert model[1].weight.grad is not None
+
+
+def test_patch_takes_a_norm_itself_and_a_meta_model():
+    ln = torch.nn.RMSNorm(64)
+    assert nt.patch(ln) is ln and type(ln) is nt.RMSNorm
+    with torch.device("meta"):
+        model = _Model()
+    nt.patch(model)
+    model.to_empty(device="cpu")
+    for m in model.modules():
+        if isinstance(m, (nt.LayerNorm, nt.RMSNorm)):
+            m.reset_parameters()
+            if m.weight is not None:
+                assert torch.equal(m.weight, torch.ones_like(m.weight))
+
+
+def test_patch_routes_to_our_kernels(validated):
+    """After patch the norms launch our kernels (where they run)."""
+    model = _randomised(_Model(d=32, layers=1))
+    nt.patch(model)
+    model(torch.randn(2, 3, 32)).sum().backward()
+    ops = [c[0]["op"] for c in validated]
+    assert ops.count("layer_norm") == 4 and ops.count("rms_norm") == 3
+    assert ops.count("layer_norm_grad") == 4 and \
+        ops.count("rms_norm_grad") == 3
+
+
+def test_patch_leaves_what_it_cannot_take_with_a_reason():
+    """A subclass of torch's norms (its own forward), a parameter of a
+    tensor subclass (DTensor, after sharding), an empty normalized_shape:
+    left, one warning each naming the module and why; ours, already
+    there: left silently."""
+    import warnings
+
+    class MyNorm(torch.nn.LayerNorm):
+        def forward(self, x):
+            return super().forward(x) * 2
+
+    class OddParam(torch.nn.Parameter):
+        pass
+
+    model = torch.nn.Sequential(MyNorm(8), torch.nn.RMSNorm(8),
+                                nt.LayerNorm(8, zero_centered=True),
+                                torch.nn.LayerNorm(8), torch.nn.LayerNorm(0))
+    model[1].weight = OddParam(torch.ones(8))
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        nt.patch(model)
+    msgs = sorted(str(w.message) for w in seen)
+    assert len(msgs) == 3, msgs
+    assert msgs[0].startswith("norm_mlir.torch.patch: 0 left as it is:") \
+        and "MyNorm subclasses torch's LayerNorm" in msgs[0]
+    assert msgs[1].startswith("norm_mlir.torch.patch: 1 left as it is:") \
+        and "OddParam" in msgs[1]
+    assert msgs[2] == ("norm_mlir.torch.patch: 4 left as it is: "
+                       "normalized_shape [0] is empty")
+    assert [type(m) for m in model] == [MyNorm, torch.nn.RMSNorm,
+                                        nt.LayerNorm, nt.LayerNorm,
+                                        torch.nn.LayerNorm]
+    assert model[2].zero_centered is True

@@ -345,6 +345,228 @@ def test_training_follows_torch_modules(variant):
     assert abs(tail_a - tail_b) / tail_b < 0.02, (tail_a, tail_b)
     assert tail_a < a[0]
 
+# ------------------------------------------------ issue 22: the bugs
+
+@pytest.mark.parametrize("norm", ["layer_norm", "rms_norm"])
+def test_double_backward_against_float64(norm):
+    """create_graph=True: first and second derivatives as float64
+    autograd's (the graphed backward; the first derivatives of a plain
+    backward stay the kernels')."""
+    torch.manual_seed(11)
+    n = 512
+    x0 = torch.randn(64, n, device=DEV)
+    w0 = 1 + 0.2 * torch.randn(n, device=DEV)
+    b0 = 0.1 * torch.randn(n, device=DEV)
+    g, v = torch.randn(64, n, device=DEV), torch.randn(64, n, device=DEV)
+
+    def run(dt, ours):
+        x, w, b = (t.detach().to(dt).requires_grad_() for t in (x0, w0, b0))
+        if norm == "layer_norm":
+            y = nt.layer_norm(x, n, w, b) if ours else ref_ln(x, (n,), w, b,
+                                                             1e-5)
+        else:
+            y = nt.rms_norm(x, n, w, 1e-6) if ours else ref_rms(x, (n,), w,
+                                                                1e-6)
+        gx, gw = torch.autograd.grad(y, (x, w), g.to(dt), create_graph=True)
+        (gx * v.to(dt)).sum().backward()
+        return gx, gw, x.grad, w.grad
+
+    for a, r in zip(run(torch.float32, True), run(torch.float64, False)):
+        assert a is not None and rel(a, r) < 1e-4
+
+
+def test_bias_without_weight_grads():
+    torch.manual_seed(12)
+    n, bf = 1000, torch.bfloat16
+    x = torch.randn(3, 37, n, device=DEV).to(bf)
+    b = (0.1 * torch.randn(n, device=DEV)).to(bf)
+    check_grads(lambda x, b: nt.layer_norm(x, (n,), None, b),
+                lambda x, b: ref_ln(x, (n,), None, b, 1e-5), [x, b], bf,
+                "ln bias only")
+
+
+def test_autocast_matches_torch():
+    """Under torch.autocast("cuda"): output and gradient dtypes as torch's
+    functions give (layer_norm f32 out, rms_norm x's dtype), numbers close;
+    under torch.compile too, without graph breaks."""
+    torch.manual_seed(13)
+    n, F = 768, torch.nn.functional
+    x0 = torch.randn(8, 64, n, device=DEV, dtype=torch.bfloat16)
+    w0 = 1 + 0.2 * torch.randn(n, device=DEV)
+    b0 = 0.1 * torch.randn(n, device=DEV)
+    for ours, theirs in (
+            (lambda x, w, b: nt.layer_norm(x, n, w, b),
+             lambda x, w, b: F.layer_norm(x, (n,), w, b)),
+            (lambda x, w, b: nt.rms_norm(x, n, w, 1e-6),
+             lambda x, w, b: F.rms_norm(x, (n,), w, 1e-6))):
+        outs = []
+        for fn in (ours, theirs):
+            x, w, b = leaves(x0, w0, b0)
+            with torch.autocast("cuda", dtype=torch.bfloat16):
+                y = fn(x, w, b)
+            y.float().square().sum().backward()
+            outs.append((y, x.grad, w.grad))
+        for a, r in zip(*outs):
+            assert a.dtype == r.dtype and rel(a, r) < 2e-2
+    torch._dynamo.reset()
+
+    def step(x, w, b):
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            return nt.layer_norm(x, n, w, b) + nt.rms_norm(x, n, w)
+
+    ex = torch._dynamo.explain(step)(x0, w0, b0)
+    assert ex.graph_break_count == 0, ex.break_reasons
+    y = torch.compile(step)(x0, w0, b0)
+    assert y.dtype == torch.float32
+    assert rel(y, step(x0, w0, b0)) < 1e-2
+
+
+@pytest.mark.parametrize("cls", [nt.LayerNorm, nt.RMSNorm])
+def test_zero_centered_meta_init(cls):
+    """Meta-device construction, to_empty on the GPU, reset_parameters
+    (FSDP2's path): weight 0, the module the identity."""
+    with torch.device("meta"):
+        m = cls(256, zero_centered=True)
+    m.to_empty(device=DEV)
+    m.reset_parameters()
+    assert torch.count_nonzero(m.weight) == 0
+    x = torch.randn(4, 256, device=DEV)
+    ref = torch.nn.LayerNorm(256, device=DEV) if cls is nt.LayerNorm \
+        else torch.nn.RMSNorm(256, device=DEV)
+    assert rel(m(x), ref(x)) < 1e-5
+
+
+def test_torch_func_on_the_gpu():
+    import torch.func as tf
+    torch.manual_seed(14)
+    n, F = 256, torch.nn.functional
+    x = torch.randn(8, n, device=DEV)
+    w = torch.randn(n, device=DEV)
+    got = tf.vmap(tf.grad(lambda r: nt.layer_norm(r, n, w).square().sum()))(x)
+    want = tf.vmap(tf.grad(
+        lambda r: F.layer_norm(r, (n,), w).square().sum()))(x)
+    assert torch.equal(got, want)
+    t = torch.randn_like(x)
+    assert torch.equal(tf.jvp(lambda r: nt.rms_norm(r, n, w), (x,), (t,))[1],
+                       tf.jvp(lambda r: F.rms_norm(r, (n,), w), (x,), (t,))[1])
+
+
+def test_old_chip_falls_back_with_one_warning(monkeypatch):
+    """This GPU taken for an sm_75: torch's functions, one warning."""
+    import warnings
+    monkeypatch.setattr(nt, "_support", {})
+    monkeypatch.setattr(nt, "_capability", lambda device: (7, 5))
+    x = torch.randn(16, 512, device=DEV, requires_grad=True)
+    m = nt.LayerNorm(512, device=DEV)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        y = m(x)
+        y.sum().backward()
+        m(x)
+    ours = [w for w in seen if "norm_mlir" in str(w.message)]
+    assert len(ours) == 1 and "sm_75" in str(ours[0].message)
+    assert torch.equal(y, torch.nn.functional.layer_norm(
+        x, (512,), m.weight, m.bias))
+    assert "NativeLayerNorm" in type(y.grad_fn).__name__
+
+
+def test_patch_on_the_gpu():
+    """nt.patch of a torch model: the same forward and gradients (within
+    the kernels' rounding), our kernels running."""
+    torch.manual_seed(15)
+    d = 512
+
+    def model():
+        torch.manual_seed(0)
+        return torch.nn.Sequential(
+            torch.nn.Linear(d, d), torch.nn.LayerNorm(d), torch.nn.GELU(),
+            torch.nn.Linear(d, d), torch.nn.RMSNorm(d)).to(DEV)
+
+    theirs, ours = model(), nt.patch(model())
+    assert isinstance(ours[1], nt.LayerNorm) and isinstance(ours[4],
+                                                            nt.RMSNorm)
+    x = torch.randn(64, d, device=DEV)
+    ya, yb = ours(x), theirs(x)
+    assert type(ya.grad_fn).__name__ == "_RMSNormFunctionBackward"
+    ya.square().sum().backward()
+    yb.square().sum().backward()
+    assert rel(ya, yb) < 1e-5
+    for (na, a), (nb, b) in zip(ours.named_parameters(),
+                                theirs.named_parameters()):
+        assert na == nb and rel(a.grad, b.grad) < 1e-4, na
+
+
+# ------------------------------------------------- the C++ op bodies
+
+def test_wheel_bodies_are_cpp():
+    """Where the package carries libnormtorch.so (the wheel built with
+    torch there), its bodies are the ops' CUDA kernels and the eager
+    path's; NORM_MLIR_NATIVE=0 is the only way to the Python bodies."""
+    import os
+    from norm_mlir import _libs
+    if _libs.find_optional("libnormtorch.so") is None or \
+            os.environ.get("NORM_MLIR_NATIVE") == "0":
+        pytest.skip("no libnormtorch.so here")
+    assert nt._native is not None and nt._default_keys is not None
+    dump = torch._C._dispatch_dump("norm_mlir::rms_norm_bwd")
+    assert "torch_ops.cpp" in [ln for ln in dump.splitlines()
+                               if ln.startswith("CUDA:")][0], dump
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "strided", "copied"])
+def test_cpp_and_python_bodies_agree(layout):
+    """The C++ bodies (eager path and registered ops) give the Python
+    bodies' outputs and gradients bit for bit: the same kernels on the
+    same arguments (the CPU tests compare the launch plans)."""
+    if nt._native is None:
+        pytest.skip("no libnormtorch.so")
+    torch.manual_seed(9)
+    n, bf = 768, torch.bfloat16
+    base = torch.randn(300, n + 64, device=DEV, dtype=bf)
+    x0 = {"contiguous": base[:, :n].contiguous(),
+          "strided": base[:, 32:32 + n],
+          "copied": base[:, :n].t().contiguous().t()}[layout]
+    w0 = torch.randn(n, device=DEV)
+    b0 = torch.randn(n, device=DEV)
+    g = torch.randn(300, n, device=DEV, dtype=bf)
+
+    def run():
+        out = []
+        x, w, b = (t.detach().requires_grad_(True) for t in (x0, w0, b0))
+        y = nt.layer_norm(x, n, w, b)
+        y.backward(g)
+        out += [y, x.grad, w.grad, b.grad]
+        x, w = x0.detach().requires_grad_(True), w0.bfloat16().requires_grad_()
+        y = nt.rms_norm(x, n, w, 1e-6, zero_centered=True)
+        y.backward(g)
+        out += [y, x.grad, w.grad]
+        return out
+
+    cpp = run()
+    direct = nt._direct
+    try:
+        nt._direct = lambda *ts: False  # the registered ops: C++ kernels
+        ops = run()
+    finally:
+        nt._direct = direct
+    nt._use_bodies(None)
+    try:
+        py = run()
+    finally:
+        nt._use_bodies(nt._default_keys)
+    for a, b, c in zip(cpp, ops, py):
+        assert torch.equal(a, c) and torch.equal(b, c)
+
+
+def test_rms_norm_default_eps_on_the_gpu():
+    """eps=None as torch's RMSNorm on CUDA: f32's epsilon for bf16 x
+    (small rows show it: bf16's eps would shrink them about tenfold)."""
+    torch.manual_seed(10)
+    x = (torch.randn(64, 512, device=DEV) * 0.01).bfloat16()
+    ours = nt.RMSNorm(512, device=DEV, dtype=torch.bfloat16)(x)
+    theirs = torch.nn.RMSNorm(512, device=DEV, dtype=torch.bfloat16)(x)
+    assert rel(ours, theirs) < 2e-2
+
 
 def test_readme_example():
     # The README's example, as written there.

@@ -89,14 +89,15 @@ static const char *dtypeName(int32_t dtype) {
 //===----------------------------------------------------------------------===//
 
 static const char *kSmallManifest =
-    "{\"format_version\": 1, \"function\": \"f\","
+    "{\"format_version\": 2, \"function\": \"f\","
     " \"arguments\": ["
-    "  {\"name\": \"x\", \"role\": \"input\", \"dtype\": \"f32\","
-    "   \"shape\": [\"?\", 8]},"
-    "  {\"name\": \"y\", \"role\": \"output\", \"dtype\": \"f32\","
-    "   \"shape\": [\"?\", 8]}],"
+    "  {\"name\": \"x\", \"kind\": \"x\", \"role\": \"input\","
+    "   \"dtype\": \"f32\", \"shape\": [\"?\", 8]},"
+    "  {\"name\": \"y\", \"kind\": \"y\", \"role\": \"output\","
+    "   \"dtype\": \"f32\", \"shape\": [\"?\", 8]}],"
     " \"workspaces\": [],"
-    " \"kernels\": [{\"name\": \"k\", \"block\": 32, \"grid\": \"row_blocks\","
+    " \"kernels\": [{\"name\": \"k\", \"kind\": \"forward\", \"block\": 32,"
+    "   \"grid\": \"row_blocks\","
     "   \"rows\": 4, \"params\": [{\"argument\": 0, \"rank\": 2},"
     "                            {\"argument\": 1, \"rank\": 2}]}]}";
 

@@ -1,18 +1,21 @@
 //===- Manifest.h - the launch manifest of a compiled function --*- C++ -*-===//
 //
 // Part of mlir-norm. The JSON manifest libnormrt launches compiled kernels
-// from (its fields: norm/Support/ManifestSchema.h; docs/GPU.md), built from
-// a host function after norm-to-gpu-binary: its arguments, its workspaces
-// (host allocations), and each gpu.launch_func with its operands, named by
-// the `norm.kernels` records of norm-map-to-gpu. norm-compile writes it;
-// so can any compiler that runs the pipeline itself (examples/embed).
+// from (its fields: norm/Support/ManifestSchema.def; docs/Runtime.md),
+// built from a host function after norm-to-gpu-binary: its arguments, its
+// workspaces (host allocations), and each gpu.launch_func with its
+// operands, named by the `norm.kernels` records of norm-map-to-gpu.
+// norm-compile writes it; so can any compiler that runs the pipeline
+// itself (examples/embed).
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef NORM_PIPELINES_MANIFEST_H
 #define NORM_PIPELINES_MANIFEST_H
 
+#include "norm/Dialect/Norm/Utils/NormFunction.h"
 #include "norm/Pipelines/Pipelines.h"
+#include "norm/Support/ManifestSchema.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -29,7 +32,14 @@ namespace mlir::norm {
 struct ManifestArgument {
   std::string name; // dy, x, ..., or any name the caller gives
   std::string role; // "input" / "output"; empty: not recorded
+  /// What it is to the op (the manifest's "kind"): Other for an argument
+  /// the op does not take directly.
+  manifest::ArgumentKind kind = manifest::ArgumentKind::Other;
 };
+
+/// The argument that plays `role` in a norm op: named by the op's keyword
+/// for it, with its kind and role.
+ManifestArgument manifestArgumentOf(NormArgRole role);
 
 /// The spec a function was built from (norm-compile's spec mode).
 struct ManifestSpec {

@@ -24,6 +24,8 @@
 namespace mlir::norm::runtime {
 
 // The schema's enums (norm/Support/ManifestSchema.h).
+using manifest::ArgumentKind;
+using manifest::ArgumentShape;
 using manifest::Dtype;
 using manifest::GridRule;
 using manifest::KernelKind;
@@ -47,22 +49,25 @@ constexpr int32_t kMaxWorkspaceRank = 2;
 /// One memref argument of the compiled function.
 struct ArgumentSpec {
   std::string name;
+  /// What it is to the op (the manifest's "kind"): the rules below follow
+  /// from it and the shape, never from the name.
+  ArgumentKind kind = ArgumentKind::Other;
   bool output = false;
   Dtype dtype = Dtype::F32;
   /// Rank 1 to kMaxRank; kRowsExtent for a dynamic extent, only among the
   /// row extents (never N: "?" could not tell it from a row extent).
   std::vector<int64_t> shape;
   /// A row argument: its leading `rowRank` extents are the rows, M their
-  /// product (rank 2 or more, a leading "?", or the row statistics 'mean'
-  /// and 'rstd'), so they must equal the rows argument's at every launch,
-  /// whatever the manifest writes.
+  /// product (not a vector, and rank 2 or more, a leading "?", or a
+  /// statistic: kind 'mean' or 'rstd'), so they must equal the rows
+  /// argument's at every launch, whatever the manifest writes.
   bool rows = false;
   /// The number of row extents of a row argument: all but N ([B, S, N]: 2),
   /// all of them for the statistics ([B, S]) and a rank-1 row argument; the
   /// same for every row argument of a manifest. 0 for the others.
   int32_t rowRank = 0;
-  /// A per-column vector ('weight', 'bias', 'dweight', 'dbias'): rank 1 with
-  /// extent N, checked at load.
+  /// A per-column vector (kind 'weight', 'bias', 'dweight', 'dbias'): rank
+  /// 1 with extent N, checked at load.
   bool vector = false;
   /// The strides the kernels assume (manifest "strides"): per dim a static
   /// stride or kRowsExtent for one read from the tensor. Empty: contiguous
@@ -87,28 +92,20 @@ struct KernelParam {
   int32_t rank = 0;
 };
 
-/// One kernel, in launch order.
-struct KernelSpec {
-  std::string name;
-  /// Absent if the manifest has none.
-  std::optional<KernelKind> kind;
-  int64_t block = 0;
-  GridRule grid = GridRule::Constant;
+/// One kernel, in launch order: its launch record (name, kind, block, grid,
+/// rows, cluster, dynamic shared bytes, ...; 0 for an absent optional
+/// integer) and its parameters.
+struct KernelSpec : manifest::KernelRecord {
   /// The grid of GridRule::Constant.
   int64_t gridConstant = 0;
-  /// Rows per block of GridRule::RowBlocks.
-  int64_t rows = 0;
-  /// Columns per block of GridRule::Columns (`columns`, else `block`).
-  int64_t columns = 0;
-  /// Blocks per thread-block cluster (`cluster`, else 1): a kernel of
-  /// GridRule::Programs with cluster C > 1 launches G * C blocks, in
-  /// clusters of C, and needs compute capability 9.0.
-  int64_t cluster = 1;
-  /// Bytes of dynamic shared memory each launch gets ("dynamic_shared_bytes";
-  /// absent: 0).
-  int64_t dynamicSharedBytes = 0;
   std::vector<KernelParam> params;
 
+  /// Columns per block of GridRule::Columns (`columns`, else `block`).
+  int64_t columnsPerBlock() const { return columns ? columns : block; }
+  /// Blocks per thread-block cluster (`cluster`, else 1): a kernel of
+  /// GridRule::Programs with C > 1 launches G * C blocks, in clusters of C,
+  /// and needs compute capability 9.0.
+  int64_t blocksPerCluster() const { return cluster > 1 ? cluster : 1; }
   /// Kernel parameters after MLIR's default memref expansion: 3 + 2 * rank
   /// per memref (allocated and aligned pointers, offset, sizes, strides).
   int64_t numScalarParams() const;
@@ -130,9 +127,10 @@ struct Manifest {
   std::vector<ArgumentSpec> arguments;
   std::vector<WorkspaceSpec> workspaces;
   std::vector<KernelSpec> kernels;
-  /// The argument M is read from: 'x' if it has rank 2 or more, else the
-  /// first such argument (but the statistics), else the first argument
-  /// with a leading "?"; -1 if none. M is the product of its row extents.
+  /// The argument M is read from: kind 'x' if it has rank 2 or more, else
+  /// the first such argument (but the statistics and vectors), else the
+  /// first argument with a leading "?"; -1 if none. M is the product of its
+  /// row extents.
   int32_t rowsArgument = -1;
   /// Per workspace: neither `written` nor taken by a kernel of kind `zero`,
   /// so the runtime clears it (cuMemsetD8Async) before the first kernel.
@@ -140,11 +138,15 @@ struct Manifest {
 
   /// The index of the argument called `name`, or -1.
   int32_t findArgument(std::string_view name) const;
+  /// The index of the argument of kind `kind` (never Other), or -1.
+  int32_t findKind(ArgumentKind kind) const;
 };
 
-/// Parses and checks `json`. On failure returns false and sets `error` to a
-/// message that starts with "manifest: " and names the offending entry, e.g.
-/// "manifest: kernels[1].params[3]: argument 9 out of range (8 arguments)".
+/// Parses and checks `json`: format_version manifest::kFormatVersion, no
+/// key the schema does not list. On failure returns false and sets `error`
+/// to a message that starts with "manifest: " and names the offending
+/// entry, e.g. "manifest: kernels[1].params[3]: argument 9 out of range (8
+/// arguments)".
 bool parseManifest(std::string_view json, Manifest &manifest,
                    std::string &error);
 

@@ -3,7 +3,10 @@
 
 // Round trips of #norm.kernel, the launch record of norm-map-to-gpu: every
 // kind and grid rule by the names of norm/Support/ManifestSchema.h, the
-// optional geometry and cluster, and keys in any order (printed in one).
+// optional geometry, cluster and dynamic shared bytes, and keys in any
+// order (printed in the order of ManifestSchema.def). Its parser, printer
+// and verifier are stamped from that table: the keys, ranges and required
+// fields below are the manifest's kernel fields.
 
 // CHECK-LABEL: func @records
 // CHECK-SAME: norm.kernels = [
@@ -46,7 +49,7 @@ func.func @cluster_negative() attributes {k = #norm.kernel<name = "k", kind = dx
 
 // -----
 
-// expected-error @+1 {{#norm.kernel: cluster > 1 only goes with grid = programs (G clusters of blocks), got grid = row_blocks}}
+// expected-error @+1 {{#norm.kernel: cluster = 2 needs grid = programs or a constant number of programs (clusters of blocks), got grid = row_blocks}}
 func.func @cluster_without_programs() attributes {k = #norm.kernel<name = "k", kind = forward, block = 32, grid = row_blocks, rows = 4, cluster = 2>}
 
 // -----
@@ -66,10 +69,58 @@ func.func @missing_grid() attributes {k = #norm.kernel<name = "k", kind = dx, bl
 
 // -----
 
-// expected-error @+1 {{columns only go with grid = columns}}
+// expected-error @+1 {{#norm.kernel: columns only goes with grid = columns (or a constant grid), got grid = programs}}
 func.func @columns_without_rule() attributes {k = #norm.kernel<name = "k", kind = dx, block = 32, grid = programs, columns = 32>}
 
 // -----
 
 // expected-error @+1 {{duplicate 'block'}}
 func.func @duplicate() attributes {k = #norm.kernel<name = "k", kind = dx, block = 32, block = 64, grid = programs>}
+
+// -----
+
+// Dynamic shared memory (the manifest's dynamic_shared_bytes) is `shared`.
+// CHECK-LABEL: func @dynamic_shared
+// CHECK-SAME: #norm.kernel<name = "f_dx_1", kind = dx, block = 256, grid = programs, lanes = 256, rows = 1, vector = 8, registers = true, shared = 81920>]
+func.func @dynamic_shared() attributes {norm.kernels = [
+    #norm.kernel<shared = 81920, name = "f_dx_1", kind = dx, block = 256, grid = programs, lanes = 256, rows = 1, vector = 8, registers = true>]} {
+  return
+}
+
+// -----
+
+// The ranges are the manifest's: a block of 2048 threads is refused here,
+// as the runtime would refuse its manifest.
+// expected-error @+1 {{#norm.kernel: block must be in [1, 1024], got 2048}}
+func.func @block_too_large() attributes {k = #norm.kernel<name = "k", kind = dx, block = 2048, grid = programs>}
+
+// -----
+
+// expected-error @+1 {{#norm.kernel: vector must be in [1, 64], got -4}}
+func.func @vector_negative() attributes {k = #norm.kernel<name = "k", kind = dx, block = 32, grid = programs, vector = -4>}
+
+// -----
+
+// expected-error @+1 {{#norm.kernel: shared must be in [1, 2147483647], got 4294967296}}
+func.func @shared_too_large() attributes {k = #norm.kernel<name = "k", kind = dx, block = 32, grid = programs, shared = 4294967296>}
+
+// -----
+
+// expected-error @+1 {{#norm.kernel: empty name}}
+func.func @empty_name() attributes {k = #norm.kernel<name = "", kind = dx, block = 32, grid = programs>}
+
+// -----
+
+// The manifest's key is not the attribute's.
+// expected-error @+1 {{unknown key 'dynamic_shared_bytes'}}
+func.func @manifest_key() attributes {k = #norm.kernel<name = "k", kind = dx, block = 32, grid = programs, dynamic_shared_bytes = 1024>}
+
+// -----
+
+// expected-error @+1 {{'registers' must be true or false}}
+func.func @registers_word() attributes {k = #norm.kernel<name = "k", kind = dx, block = 32, grid = programs, registers = yes>}
+
+// -----
+
+// expected-error @+1 {{#norm.kernel needs name, kind, block and grid}}
+func.func @missing_name() attributes {k = #norm.kernel<kind = dx, block = 32, grid = programs>}

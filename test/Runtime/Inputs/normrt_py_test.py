@@ -1,8 +1,12 @@
-"""Checks of bench/normrt.py without a GPU or torch: dry_run returns the
-whole plan however long, and fails loudly rather than return part of it.
+"""Checks of the runtime's ctypes binding, python/norm_mlir/_runtime.py,
+without a GPU or torch: the binding's view of the C header and the
+manifest schema agrees with the library's (normrt_manifest_schema), and
+each way they could disagree is caught; dry_run returns the whole plan
+however long, and fails loudly rather than return part of it.
 
 Usage: normrt_py_test.py SOURCE_ROOT LIBNORMRT"""
 
+import copy
 import ctypes
 import json
 import os
@@ -10,8 +14,8 @@ import sys
 import unittest
 
 SRC, LIB = sys.argv[1], sys.argv[2]
-sys.path.insert(0, os.path.join(SRC, "bench"))
-import normrt  # noqa: E402
+sys.path.insert(0, os.path.join(SRC, "python"))
+from norm_mlir import _runtime as rt  # noqa: E402
 
 
 def fake_call(text, report=True):
@@ -34,7 +38,7 @@ def fake_call(text, report=True):
 class ReadPlanText(unittest.TestCase):
     def test_short(self):
         call, calls = fake_call("m 1 groups 1 workspace 0\n")
-        self.assertEqual(normrt.read_plan_text(call),
+        self.assertEqual(rt.read_plan_text(call),
                          (0, "m 1 groups 1 workspace 0\n"))
         self.assertEqual(calls, [1 << 16])
 
@@ -43,22 +47,22 @@ class ReadPlanText(unittest.TestCase):
                        for i in range(5000))
         self.assertGreater(len(text), 1 << 16)
         call, calls = fake_call(text)
-        self.assertEqual(normrt.read_plan_text(call), (0, text))
+        self.assertEqual(rt.read_plan_text(call), (0, text))
         self.assertEqual(calls, [1 << 16, len(text) + 1])
 
     def test_exactly_full(self):
         text = "x" * ((1 << 16) - 1)
         call, calls = fake_call(text)
-        self.assertEqual(normrt.read_plan_text(call), (0, text))
+        self.assertEqual(rt.read_plan_text(call), (0, text))
         text += "y"
         call, calls = fake_call(text)
-        self.assertEqual(normrt.read_plan_text(call), (0, text))
+        self.assertEqual(rt.read_plan_text(call), (0, text))
         self.assertEqual(calls, [1 << 16, (1 << 16) + 1])
 
     def test_unreported_length_is_an_error(self):
         call, _ = fake_call("z" * 100, report=False)
-        with self.assertRaises(normrt.DryRunTruncated):
-            normrt.read_plan_text(call)
+        with self.assertRaises(rt.DryRunTruncated):
+            rt.read_plan_text(call)
 
     def test_never_fits_is_an_error(self):
         def call(buf, capacity, length):
@@ -66,89 +70,140 @@ class ReadPlanText(unittest.TestCase):
                 2 * capacity
             buf[0] = b"\0"
             return 0
-        with self.assertRaises(normrt.DryRunTruncated):
-            normrt.read_plan_text(call)
+        with self.assertRaises(rt.DryRunTruncated):
+            rt.read_plan_text(call)
 
     def test_error_code_passes_through(self):
-        self.assertEqual(normrt.read_plan_text(lambda b, c, n: 1), (1, None))
+        self.assertEqual(rt.read_plan_text(lambda b, c, n: 1), (1, None))
+
+
+class Schema(unittest.TestCase):
+    """The binding's constants against the library's schema."""
+
+    def test_agrees(self):
+        runtime = rt.Runtime(LIB)  # refuses a library that disagrees
+        schema = runtime.manifest_schema()
+        self.assertEqual(rt.check_schema(schema), [])
+        self.assertEqual(schema["format_version"], rt.FORMAT_VERSION)
+        # The manifest's fields, as the reader knows them.
+        self.assertEqual(list(schema["objects"]), [
+            "manifest", "spec", "argument", "workspace", "kernel", "param"])
+        kernel = schema["objects"]["kernel"]
+        self.assertEqual(kernel["dynamic_shared_bytes"], {
+            "type": "integer", "required": False, "min": 1,
+            "max": 2 ** 31 - 1, "attribute": "shared"})
+        self.assertTrue(schema["objects"]["argument"]["kind"]["required"])
+        self.assertEqual(schema["argument_kinds"]["mean"],
+                         {"shape": "statistic", "roles": ["input", "output"]})
+        self.assertEqual(schema["argument_kinds"]["dx"],
+                         {"shape": "rows", "roles": ["output"]})
+
+    def test_each_disagreement_is_caught(self):
+        schema = rt.Runtime(LIB).manifest_schema()
+        mutations = {
+            "format_version": lambda s: s.update(format_version=1),
+            "max_rank": lambda s: s["c_api"].update(max_rank=4),
+            "dtype codes": lambda s: s["c_api"]["dtype"].update(bf16=3),
+            "status codes": lambda s: s["c_api"]["status"].pop("WORKSPACE"),
+            "NormrtTensor layout":
+                lambda s: s["c_api"]["tensor"].update(size=88),
+            "argument kinds":
+                lambda s: s["argument_kinds"].pop("dresidual"),
+            "kernel kinds":
+                lambda s: s["enums"]["kernel_kind"].append("fused"),
+        }
+        for what, mutate in mutations.items():
+            changed = copy.deepcopy(schema)
+            mutate(changed)
+            problems = rt.check_schema(changed)
+            self.assertEqual(len(problems), 1, (what, problems))
+            self.assertTrue(problems[0].startswith(what + ":"), problems)
+
+
+def manifest(arguments, kernels):
+    return json.dumps({"format_version": rt.FORMAT_VERSION, "function": "f",
+                       "arguments": arguments, "kernels": kernels})
 
 
 class RealLibrary(unittest.TestCase):
-    """A manifest-only module whose plan is longer than 64 KiB."""
+    """Manifest-only modules through the binding."""
 
     def test_long_plan(self):
-        kernels = [{"name": "kernel_%04d" % i, "block": 32, "grid": 1,
+        # A plan longer than 64 KiB.
+        kernels = [{"name": "kernel_%04d" % i, "kind": "forward",
+                    "block": 32, "grid": 1,
                     "params": [{"argument": 0, "rank": 2},
                                {"argument": 1, "rank": 2}]}
                    for i in range(1000)]
-        manifest = {"format_version": 1, "function": "f",
-                    "arguments": [
-                        {"name": "x", "role": "input", "dtype": "f32",
-                         "shape": ["?", 8]},
-                        {"name": "y", "role": "output", "dtype": "f32",
-                         "shape": ["?", 8]}],
-                    "kernels": kernels}
-        rt = normrt.Runtime(LIB)
-        rc, mod, msg = rt.load_manifest_only(json.dumps(manifest))
-        self.assertEqual(rc, 0, msg)
+        text = manifest([
+            {"name": "x", "kind": "x", "role": "input", "dtype": "f32",
+             "shape": ["?", 8]},
+            {"name": "y", "kind": "y", "role": "output", "dtype": "f32",
+             "shape": ["?", 8]}], kernels)
+        mod = rt.Runtime(LIB).load_manifest_only(text)
         try:
-            tensors = [normrt.make_tensor("x", 0x10000, normrt.NORMRT_F32,
-                                          [4, 8], [8, 1]),
-                       normrt.make_tensor("y", 0x20000, normrt.NORMRT_F32,
-                                          [4, 8], [8, 1])]
-            rc, plan = mod.dry_run(tensors)
-            self.assertEqual(rc, 0, plan)
+            tensors = [rt.make_tensor("x", 0x10000, rt.F32, [4, 8], [8, 1]),
+                       rt.make_tensor("y", 0x20000, rt.F32, [4, 8], [8, 1])]
+            plan = mod.dry_run(tensors)
             self.assertGreater(len(plan), 1 << 16)
             lines = plan.splitlines()
             self.assertEqual(len(lines), 1001)
             self.assertTrue(lines[-1].startswith("launch kernel_0999 grid 1"),
                             lines[-1])
-            # Errors still come back as (rc, message).
-            rc, msg = mod.dry_run(tensors[:1])
-            self.assertEqual((rc, msg), (1, "missing argument 'y'"))
+            # Errors raise with the status and the message.
+            with self.assertRaises(rt.RuntimeLaunchError) as e:
+                mod.dry_run(tensors[:1])
+            self.assertEqual((e.exception.code, e.exception.message),
+                             (rt.ERROR_INVALID_ARGUMENT,
+                              "missing argument 'y'"))
+            self.assertEqual(e.exception.call, "normrt_dry_run")
         finally:
             mod.close()
 
     def test_rank3(self):
         # [B, S, N] tensors through the binding's struct: every size and
         # stride reaches the plan, and M = B * S.
-        manifest = {"format_version": 1, "function": "f",
-                    "arguments": [
-                        {"name": "x", "role": "input", "dtype": "f32",
-                         "shape": ["?", "?", 8]},
-                        {"name": "rstd", "role": "output", "dtype": "f32",
-                         "shape": ["?", "?"]}],
-                    "kernels": [{"name": "k", "block": 32,
-                                 "grid": "row_blocks", "rows": 4,
-                                 "params": [{"argument": 0, "rank": 3},
-                                            {"argument": 1, "rank": 2}]}]}
-        rt = normrt.Runtime(LIB)
-        rc, mod, msg = rt.load_manifest_only(json.dumps(manifest))
-        self.assertEqual(rc, 0, msg)
+        text = manifest([
+            {"name": "x", "kind": "x", "role": "input", "dtype": "f32",
+             "shape": ["?", "?", 8]},
+            {"name": "rstd", "kind": "rstd", "role": "output",
+             "dtype": "f32", "shape": ["?", "?"]}],
+            [{"name": "k", "kind": "forward", "block": 32,
+              "grid": "row_blocks", "rows": 4,
+              "params": [{"argument": 0, "rank": 3},
+                         {"argument": 1, "rank": 2}]}])
+        mod = rt.Runtime(LIB).load_manifest_only(text)
         try:
-            x = normrt.make_tensor("x", 0x10000, normrt.NORMRT_F32,
-                                   [2, 3, 8], [24, 8, 1])
-            rstd = normrt.make_tensor("rstd", 0x20000, normrt.NORMRT_F32,
-                                      [2, 3], [3, 1])
-            rc, plan = mod.dry_run([x, rstd])
-            self.assertEqual(rc, 0, plan)
-            self.assertEqual(plan.splitlines(), [
+            x = rt.make_tensor("x", 0x10000, rt.F32, [2, 3, 8], [24, 8, 1])
+            rstd = rt.make_tensor("rstd", 0x20000, rt.F32, [2, 3], [3, 1])
+            self.assertEqual(mod.dry_run([x, rstd]).splitlines(), [
                 "m 6 groups 6 workspace 0",
                 "launch k grid 2 block 32 params 16: "
                 "[0x10000 0x10000 0 2 3 8 24 8 1] "
                 "[0x20000 0x20000 0 2 3 3 1]"])
-            rstd = normrt.make_tensor("rstd", 0x20000, normrt.NORMRT_F32,
-                                      [3, 2], [2, 1])
-            rc, msg = mod.dry_run([x, rstd])
-            self.assertEqual((rc, msg), (1, "'rstd': rows [3, 2] but 'x' has "
-                                            "[2, 3] (each row extent must "
-                                            "match, not only their product "
-                                            "M)"))
+            mod.validate([x, rstd])
+            self.assertEqual(mod.workspace_bytes(6), 0)
+            rstd = rt.make_tensor("rstd", 0x20000, rt.F32, [3, 2], [2, 1])
+            with self.assertRaises(rt.RuntimeLaunchError) as e:
+                mod.validate([x, rstd])
+            self.assertEqual(e.exception.message,
+                             "'rstd': rows [3, 2] but 'x' has [2, 3] (each "
+                             "row extent must match, not only their product "
+                             "M)")
             with self.assertRaises(ValueError):
-                normrt.make_tensor("x", 0x10000, normrt.NORMRT_F32, [1] * 9,
-                                   [1] * 9)
+                rt.make_tensor("x", 0x10000, rt.F32, [1] * 9, [1] * 9)
         finally:
             mod.close()
+
+    def test_manifest_errors(self):
+        # The reader's refusals come back as MANIFEST with the message.
+        runtime = rt.Runtime(LIB)
+        text = manifest([{"name": "x", "kind": "x", "dtype": "f32",
+                          "shape": ["?", 8], "strid": [8, 1]}], [])
+        with self.assertRaises(rt.RuntimeLaunchError) as e:
+            runtime.load_manifest_only(text)
+        self.assertEqual(e.exception.code, rt.ERROR_MANIFEST)
+        self.assertIn('unknown key "strid"', e.exception.message)
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/Hashing.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/MathExtras.h"
@@ -20,6 +21,21 @@ namespace manifest = mlir::norm::manifest;
 
 #include "norm/Dialect/Norm/IR/NormDialect.cpp.inc"
 #include "norm/Dialect/Norm/IR/NormEnums.cpp.inc"
+
+namespace mlir::norm::manifest {
+/// The hash of a launch record, for the uniquing of #norm.kernel.
+static llvm::hash_code hash_value(const KernelRecord &record) {
+  llvm::hash_code hash = llvm::hash_value(kNumKernelRecordFields);
+  record.forEachField([&](const Field &, const auto &value) {
+    using T = std::decay_t<decltype(value)>;
+    if constexpr (std::is_same_v<T, std::optional<bool>>)
+      hash = llvm::hash_combine(hash, value ? int(*value) + 1 : 0);
+    else
+      hash = llvm::hash_combine(hash, value);
+  });
+  return hash;
+}
+} // namespace mlir::norm::manifest
 
 #define GET_ATTRDEF_CLASSES
 #include "norm/Dialect/Norm/IR/NormAttrs.cpp.inc"
@@ -98,8 +114,9 @@ void NormDialect::initialize() {
 }
 
 //===----------------------------------------------------------------------===//
-// #norm.kernel: `key = value` pairs, the enums by the names of
-// norm/Support/ManifestSchema.h.
+// #norm.kernel: `key = value` pairs, one per KernelRecord field of
+// norm/Support/ManifestSchema.def (its attribute key, range and enum
+// names), printed in table order.
 //===----------------------------------------------------------------------===//
 
 namespace {
@@ -119,15 +136,58 @@ FailureOr<E> parseEnum(AsmParser &p, StringRef what,
   return p.emitError(loc) << "unknown " << what << " '" << word << "'";
 }
 
+/// The value of one record field, by its C++ type.
+template <typename T>
+ParseResult parseValue(AsmParser &p, const manifest::Field &f, T &value) {
+  SMLoc loc = p.getCurrentLocation();
+  if constexpr (std::is_same_v<T, std::string>) {
+    return p.parseString(&value);
+  } else if constexpr (std::is_same_v<T, int64_t>) {
+    return p.parseInteger(value);
+  } else if constexpr (std::is_same_v<T, std::optional<bool>>) {
+    StringRef word;
+    if (p.parseKeyword(&word))
+      return failure();
+    if (word != "true" && word != "false")
+      return p.emitError(loc)
+             << "'" << str(f.attrKey) << "' must be true or false";
+    value = word == "true";
+    return success();
+  } else if constexpr (std::is_same_v<T, manifest::KernelKind>) {
+    FailureOr<T> e = parseEnum<T>(p, "kernel kind", manifest::parseKernelKind);
+    if (failed(e))
+      return failure();
+    value = *e;
+    return success();
+  } else if constexpr (std::is_same_v<T, manifest::GridRule>) {
+    FailureOr<T> e = parseEnum<T>(p, "grid rule", manifest::parseGridRule);
+    if (failed(e))
+      return failure();
+    value = *e;
+    return success();
+  } else {
+    static_assert(manifest::kUnhandledFieldType<T>,
+                  "a kernel field of an unhandled type");
+  }
+}
+
+/// One record field as the attribute writes it.
+template <typename T>
+void printValue(AsmPrinter &p, const T &value) {
+  if constexpr (std::is_same_v<T, std::string>)
+    p.printString(value);
+  else if constexpr (std::is_same_v<T, int64_t>)
+    p << value;
+  else if constexpr (std::is_same_v<T, std::optional<bool>>)
+    p << (*value ? "true" : "false");
+  else
+    p << str(manifest::toString(value));
+}
+
 } // namespace
 
 Attribute KernelAttr::parse(AsmParser &p, Type) {
-  std::string name;
-  std::optional<manifest::KernelKind> kind;
-  std::optional<manifest::GridRule> grid;
-  std::optional<int64_t> block;
-  int64_t columns = 0, lanes = 0, rows = 0, vector = 0, cluster = 0, shared = 0;
-  std::optional<bool> registers;
+  manifest::KernelRecord record;
   llvm::StringSet<> seen;
   SMLoc start = p.getCurrentLocation();
   auto parseField = [&]() -> ParseResult {
@@ -137,112 +197,69 @@ Attribute KernelAttr::parse(AsmParser &p, Type) {
       return failure();
     if (!seen.insert(key).second)
       return p.emitError(loc) << "duplicate '" << key << "'";
-    if (key == "name")
-      return p.parseString(&name);
-    if (key == "kind") {
-      auto k = parseEnum<manifest::KernelKind>(p, "kernel kind",
-                                               manifest::parseKernelKind);
-      if (failed(k))
-        return failure();
-      kind = *k;
-      return success();
-    }
-    if (key == "grid") {
-      auto g = parseEnum<manifest::GridRule>(p, "grid rule",
-                                             manifest::parseGridRule);
-      if (failed(g))
-        return failure();
-      grid = *g;
-      return success();
-    }
-    if (key == "registers") {
-      StringRef word;
-      if (p.parseKeyword(&word))
-        return failure();
-      if (word != "true" && word != "false")
-        return p.emitError(loc) << "'registers' must be true or false";
-      registers = word == "true";
-      return success();
-    }
-    int64_t *slot = key == "block"     ? &block.emplace()
-                    : key == "columns" ? &columns
-                    : key == "lanes"   ? &lanes
-                    : key == "rows"    ? &rows
-                    : key == "vector"  ? &vector
-                    : key == "cluster" ? &cluster
-                    : key == "shared"  ? &shared
-                                       : nullptr;
-    if (!slot)
+    std::optional<ParseResult> result;
+    record.forEachField([&](const manifest::Field &f, auto &value) {
+      if (!result && str(f.attrKey) == key)
+        result = parseValue(p, f, value);
+    });
+    if (!result)
       return p.emitError(loc) << "unknown key '" << key << "'";
-    return p.parseInteger(*slot);
+    return *result;
   };
   if (p.parseCommaSeparatedList(AsmParser::Delimiter::LessGreater, parseField))
     return {};
-  if (!seen.contains("name") || !kind || !block || !grid) {
-    p.emitError(start) << "#norm.kernel needs name, kind, block and grid";
+  std::string required;
+  bool missing = false;
+  record.forEachField([&](const manifest::Field &f, const auto &) {
+    if (!f.required)
+      return;
+    required += (required.empty() ? "" : ", ") + std::string(f.attrKey);
+    missing |= !seen.contains(str(f.attrKey));
+  });
+  if (missing) {
+    size_t comma = required.rfind(", ");
+    if (comma != std::string::npos)
+      required.replace(comma, 2, " and ");
+    p.emitError(start) << "#norm.kernel needs " << required;
     return {};
   }
-  return getChecked([&] { return p.emitError(start); }, p.getContext(), name,
-                    *kind, *block, *grid, columns, lanes, rows, vector,
-                    registers, cluster, shared);
+  return getChecked([&] { return p.emitError(start); }, p.getContext(), record);
 }
 
 void KernelAttr::print(AsmPrinter &p) const {
-  p << "<name = ";
-  p.printString(getName());
-  p << ", kind = " << str(manifest::toString(getKind()))
-    << ", block = " << getBlock()
-    << ", grid = " << str(manifest::toString(getGrid()));
-  auto optional = [&](StringRef key, int64_t v) {
-    if (v)
-      p << ", " << key << " = " << v;
-  };
-  optional("columns", getColumns());
-  optional("lanes", getLanes());
-  optional("rows", getRows());
-  optional("vector", getVector());
-  if (getRegisters())
-    p << ", registers = " << (*getRegisters() ? "true" : "false");
-  optional("cluster", getCluster());
-  optional("shared", getShared());
+  p << "<";
+  bool first = true;
+  getRecord().forEachField([&](const manifest::Field &f, const auto &value) {
+    if (!manifest::isPresent(f, value))
+      return;
+    p << (first ? "" : ", ") << str(f.attrKey) << " = ";
+    printValue(p, value);
+    first = false;
+  });
   p << ">";
 }
 
 LogicalResult
 KernelAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                   StringRef name, manifest::KernelKind kind, int64_t block,
-                   manifest::GridRule grid, int64_t columns, int64_t lanes,
-                   int64_t rows, int64_t vector, std::optional<bool>,
-                   int64_t cluster, int64_t shared) {
-  if (name.empty())
-    return emitError() << "#norm.kernel: empty name";
-  if (block < 1)
-    return emitError() << "#norm.kernel: block must be positive, got "
-                       << block;
-  for (int64_t v : {columns, lanes, rows, vector})
-    if (v < 0)
-      return emitError() << "#norm.kernel: columns, lanes, rows and vector "
-                            "must be positive when present";
-  if (columns && grid != manifest::GridRule::Columns)
-    return emitError() << "#norm.kernel: columns only go with grid = columns";
-  if (grid == manifest::GridRule::RowBlocks && !rows)
-    return emitError() << "#norm.kernel: grid = row_blocks needs rows";
-  // 0: absent (1 block per cluster, no cluster).
-  if (cluster && (cluster < manifest::field::kCluster.min ||
-                  cluster > manifest::field::kCluster.max))
-    return emitError() << "#norm.kernel: cluster must be in ["
-                       << manifest::field::kCluster.min << ", "
-                       << manifest::field::kCluster.max << "], got "
-                       << cluster;
-  if (shared < 0 || shared > manifest::field::kDynamicShared.max)
-    return emitError() << "#norm.kernel: shared (dynamic shared memory "
-                          "bytes) must be in [0, "
-                       << manifest::field::kDynamicShared.max << "], got "
-                       << shared;
-  if (cluster > 1 && grid != manifest::GridRule::Programs)
-    return emitError() << "#norm.kernel: cluster > 1 only goes with grid = "
-                          "programs (G clusters of blocks), got grid = "
-                       << str(manifest::toString(grid));
+                   manifest::KernelRecord record) {
+  std::string error;
+  record.forEachField([&](const manifest::Field &f, const auto &value) {
+    using T = std::decay_t<decltype(value)>;
+    if (!error.empty())
+      return;
+    if constexpr (std::is_same_v<T, std::string>) {
+      if (f.required && value.empty())
+        error = "empty " + std::string(f.attrKey);
+    } else if constexpr (std::is_same_v<T, int64_t>) {
+      // An optional integer is absent when 0.
+      if (f.required || value)
+        error = manifest::rangeError(f, value, f.attrKey);
+    }
+  });
+  if (error.empty())
+    error = manifest::checkKernelRecord(record, manifest::Syntax::Attribute);
+  if (!error.empty())
+    return emitError() << "#norm.kernel: " << error;
   return success();
 }
 

@@ -30,8 +30,10 @@ def Norm_KernelAttr : AttrDef<Norm_Dialect, "Kernel"> {
     `cluster` (compiled into the kernel as `.reqnctapercluster`, so it needs
     sm_90 or later). `shared` (absent: 0) is the dynamic shared memory the
     kernel is launched with, in bytes (the manifest's
-    `dynamic_shared_bytes`). The enum names are those of
-    norm/Support/ManifestSchema.h.
+    `dynamic_shared_bytes`). The keys, their ranges and the enum names are
+    those of the manifest's kernel fields (norm/Support/ManifestSchema.def),
+    from which the attribute's storage (a `KernelRecord`), parser, printer
+    and verifier are stamped.
 
     ```mlir
     #norm.kernel<name = "f_dx_1", kind = dx, block = 256, grid = programs,
@@ -43,24 +45,18 @@ def Norm_KernelAttr : AttrDef<Norm_Dialect, "Kernel"> {
                  grid = columns, columns = 32>
     ```
   }];
+  // One parameter: the record whose members are the manifest's kernel
+  // fields, so that a new launch property is one line of ManifestSchema.def.
   let parameters = (ins
-    StringRefParameter<"the kernel's name">:$name,
-    "::mlir::norm::manifest::KernelKind":$kind,
-    "int64_t":$block,
-    "::mlir::norm::manifest::GridRule":$grid,
-    OptionalParameter<"int64_t", "columns per block (grid = columns)">
-        :$columns,
-    OptionalParameter<"int64_t", "lanes per row">:$lanes,
-    OptionalParameter<"int64_t", "rows per block">:$rows,
-    OptionalParameter<"int64_t", "elements per access">:$vector,
-    OptionalParameter<"std::optional<bool>", "rows held in registers">
-        :$registers,
-    OptionalParameter<"int64_t",
-                      "blocks per thread-block cluster (absent: 1)">:$cluster,
-    OptionalParameter<"int64_t",
-                      "bytes of dynamic shared memory (absent: 0)">:$shared);
+    AttrParameter<"::mlir::norm::manifest::KernelRecord",
+                  "the launch record (ManifestSchema.def)",
+                  "const ::mlir::norm::manifest::KernelRecord &">:$record);
   let skipDefaultBuilders = 1;
   let builders = [
+    AttrBuilder<(ins "const ::mlir::norm::manifest::KernelRecord &":$record),
+    [{
+      return $_get($_ctxt, record);
+    }]>,
     AttrBuilder<(ins "::llvm::StringRef":$name,
                      "::mlir::norm::manifest::KernelKind":$kind,
                      "int64_t":$block,
@@ -72,8 +68,19 @@ def Norm_KernelAttr : AttrDef<Norm_Dialect, "Kernel"> {
                      CArg<"std::optional<bool>", "std::nullopt">:$registers,
                      CArg<"int64_t", "0">:$cluster,
                      CArg<"int64_t", "0">:$shared), [{
-      return $_get($_ctxt, name, kind, block, grid, columns, lanes, rows,
-                   vector, registers, cluster, shared);
+      ::mlir::norm::manifest::KernelRecord record;
+      record.name = name.str();
+      record.kind = kind;
+      record.block = block;
+      record.grid = grid;
+      record.columns = columns;
+      record.lanes = lanes;
+      record.rows = rows;
+      record.vector = vector;
+      record.registers = registers;
+      record.cluster = cluster;
+      record.shared = shared;
+      return $_get($_ctxt, record);
     }]>
   ];
   let hasCustomAssemblyFormat = 1;

@@ -1,0 +1,552 @@
+#!/usr/bin/env python3
+"""Training steps with torch's norms against ours (issue 22, item 4).
+
+Small pre-norm transformers (causal attention + GELU MLP, two norms a
+block and a final one, AdamW), widths 512 / 1024 / 2048 / 4096, LayerNorm
+or RMSNorm, bf16 parameters or f32 parameters under bf16 autocast, run
+eager, under torch.compile and under torch.compile(mode="reduce-overhead")
+(CUDA graphs). Each configuration builds the model with torch's modules
+and a copy with ours swapped in (norm_mlir.torch.patch: the same weights),
+feeds both the same fresh batch each step, and times them in the same run,
+alternating: ms per step is the median over the timed steps after the
+warm-up, from CUDA events around each step (forward, backward, optimizer).
+After each configuration the device is synchronized (any CUDA error ends
+the configuration, is reported, and makes the exit status 1) and both
+models' losses must be finite and close.
+
+Then the host time of one call at 8 x 1024 bf16 (forward, backward, both)
+of ours against torch's native ops (and, where the C++ bodies are loaded,
+of ours with the Python bodies), median of 5 batches of 200 calls queued
+without synchronizing. The tables go to stdout (a short one last) and, as
+markdown, to --out.
+
+    python3 bench/train_step.py --out train_step.md            (GPU; long)
+    python3 bench/train_step.py --quick --out train_step.md    (a minute or two)
+    python3 bench/train_step.py --widths 512 1024 --modes eager compile
+    python3 bench/train_step.py --cpu    (no GPU: the model code on the CPU
+                                          and the op bodies' host time with
+                                          launches replaced by validation)
+
+--budget-s stops starting configurations after that many seconds (the
+ones left are listed as skipped). scripts/gpu-python.sh runs --quick.
+"""
+
+import argparse
+import contextlib
+import copy
+import math
+import os
+import statistics
+import sys
+import time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+VOCAB = 8192
+# width -> batch, tokens, layers (heads of 64 dimensions)
+SHAPES = {512: (16, 512, 4), 1024: (8, 1024, 4), 2048: (4, 1024, 4),
+          4096: (2, 1024, 2)}
+MODES = ("eager", "compile", "reduce-overhead")
+NORMS = ("layer_norm", "rms_norm")
+PRECISIONS = ("bf16", "autocast")
+
+
+# ------------------------------------------------------------------ model
+
+class Block(nn.Module):
+    def __init__(self, d, norm):
+        super().__init__()
+        self.heads = max(1, d // 64)
+        self.norm1, self.norm2 = norm(d), norm(d)
+        self.qkv = nn.Linear(d, 3 * d, bias=False)
+        self.proj = nn.Linear(d, d, bias=False)
+        self.fc1 = nn.Linear(d, 4 * d, bias=False)
+        self.fc2 = nn.Linear(4 * d, d, bias=False)
+
+    def forward(self, x):
+        b, t, d = x.shape
+        q, k, v = self.qkv(self.norm1(x)).view(
+            b, t, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
+        a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.proj(a.transpose(1, 2).reshape(b, t, d))
+        return x + self.fc2(F.gelu(self.fc1(self.norm2(x)),
+                                   approximate="tanh"))
+
+
+class Model(nn.Module):
+    """Pre-norm transformer LM with torch's norm modules (`norm`: the
+    class, nn.LayerNorm or nn.RMSNorm)."""
+
+    def __init__(self, d, layers, norm):
+        super().__init__()
+        self.embed = nn.Embedding(VOCAB, d)
+        self.blocks = nn.ModuleList(Block(d, norm) for _ in range(layers))
+        self.norm = norm(d)
+        self.head = nn.Linear(d, VOCAB, bias=False)
+
+    def forward(self, tokens, targets):
+        x = self.embed(tokens)
+        for blk in self.blocks:
+            x = blk(x)
+        logits = self.head(self.norm(x))
+        return F.cross_entropy(logits.view(-1, VOCAB).float(),
+                               targets.reshape(-1))
+
+
+def build(width, layers, norm, precision, device, seed=0):
+    """(torch's model, ours): ours a deep copy patched with norm_mlir's
+    modules, so the two start from the same weights."""
+    import norm_mlir.torch as nt
+    torch.manual_seed(seed)
+    cls = nn.LayerNorm if norm == "layer_norm" else nn.RMSNorm
+    theirs = Model(width, layers, cls)
+    if precision == "bf16":
+        theirs = theirs.to(torch.bfloat16)
+    theirs = theirs.to(device)
+    ours = nt.patch(copy.deepcopy(theirs))
+    kinds = {type(m) for m in ours.modules()}
+    assert (nt.LayerNorm if norm == "layer_norm" else nt.RMSNorm) in kinds
+    assert not kinds & {nn.LayerNorm, nn.RMSNorm}, kinds
+    return theirs, ours
+
+
+def make_step(model, mode, precision, device):
+    """One training step (forward, backward, AdamW) as a function of a
+    batch; returns the loss (not synchronized)."""
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    fwd = model
+    if mode == "compile":
+        fwd = torch.compile(model)
+    elif mode == "reduce-overhead":
+        fwd = torch.compile(model, mode="reduce-overhead")
+    autocast = precision == "autocast"
+
+    def step(tokens, targets):
+        if mode == "reduce-overhead":
+            torch.compiler.cudagraph_mark_step_begin()
+        ctx = torch.autocast(device.type, dtype=torch.bfloat16) if autocast \
+            else contextlib.nullcontext()
+        with ctx:
+            loss = fwd(tokens, targets)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        # A copy: under CUDA graphs the output is overwritten at the next
+        # replay (and reading it then raises).
+        return loss.detach().clone()
+    return step
+
+
+def batch(i, b, t, device):
+    """Fresh tokens for step i, the same for both models."""
+    g = torch.Generator(device=device)
+    g.manual_seed(1000 + i)
+    data = torch.randint(VOCAB, (b, t + 1), device=device, generator=g)
+    return data[:, :-1], data[:, 1:]
+
+
+class Timer:
+    """ms between two points of the stream: CUDA events on a GPU, the wall
+    clock (synchronous) on the CPU."""
+
+    def __init__(self, device):
+        self.cuda = device.type == "cuda"
+
+    def start(self):
+        if self.cuda:
+            e = torch.cuda.Event(enable_timing=True)
+            e.record()
+            return e
+        return time.perf_counter()
+
+    def stop(self, start):
+        if self.cuda:
+            e = torch.cuda.Event(enable_timing=True)
+            e.record()
+            return (start, e)
+        return time.perf_counter() - start
+
+    def ms(self, mark):
+        if self.cuda:
+            return mark[0].elapsed_time(mark[1])
+        return mark * 1e3
+
+
+def sync(device):
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+
+
+def run_config(width, norm, precision, mode, args, device):
+    """A configuration's result dict: ms per step (median) of torch's and
+    ours, their last losses, or an error."""
+    b, t, layers = SHAPES.get(width, (2, 32, 2))
+    if args.cpu:
+        b, t, layers = 2, 32, 2
+    res = {"width": width, "shape": "%dx%dx%d" % (b, t, layers),
+           "norm": norm, "precision": precision, "mode": mode}
+    timer = Timer(device)
+    models = steps = None
+    try:
+        models = build(width, layers, norm, precision, device)
+        steps = [make_step(m, mode, precision, device) for m in models]
+        for s in steps:  # warm-up (and compile) on the same batches
+            for i in range(args.warmup):
+                s(*batch(i, b, t, device))
+        sync(device)
+        # Rounds alternate which model goes first (torch's, ours; ours,
+        # torch's; ...); each model's j-th timed step gets batch j.
+        times, losses, done = ([], []), ([], []), [0, 0]
+        per_round = -(-args.steps // args.rounds)
+        for rnd in range(args.rounds):
+            for k in ((0, 1) if rnd % 2 == 0 else (1, 0)):
+                for _ in range(per_round):
+                    data = batch(args.warmup + done[k], b, t, device)
+                    mark = timer.start()
+                    loss = steps[k](*data)
+                    times[k].append(timer.stop(mark))
+                    losses[k].append(loss)
+                    done[k] += 1
+        sync(device)  # a CUDA error of any step surfaces here
+        ms = [[timer.ms(m) for m in ts] for ts in times]
+        res["torch_ms"] = statistics.median(ms[0])
+        res["ours_ms"] = statistics.median(ms[1])
+        res["steps"] = len(ms[0])
+        last = [float(torch.stack(ls[-4:]).float().mean()) for ls in losses]
+        res["loss"] = last
+        if not all(math.isfinite(v) for v in last):
+            res["error"] = "non-finite loss %s" % last
+        elif abs(last[0] - last[1]) > 0.05 * abs(last[0]) + 0.05:
+            res["error"] = "losses differ: torch %.4f, ours %.4f" % tuple(
+                last)
+    except Exception as ex:  # noqa: BLE001 (reported, exit status 1)
+        res["error"] = "%s: %s" % (type(ex).__name__, str(ex)[:300])
+    finally:
+        del models, steps
+        torch._dynamo.reset()
+        if device.type == "cuda":
+            try:
+                torch.cuda.synchronize()
+                torch.cuda.empty_cache()
+            except Exception as ex:  # noqa: BLE001
+                res.setdefault("error", "CUDA: %s" % ex)
+    return res
+
+
+# ------------------------------------------------------ host time per call
+
+def per_call(fn, device, calls=200, batches=5):
+    """Host microseconds a call: the median of `batches` batches of
+    `calls` calls queued without synchronizing (synchronized at each
+    batch's end, after one call outside the timing)."""
+    fn()
+    sync(device)
+    ts = []
+    for _ in range(batches):
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        t1 = time.perf_counter()
+        sync(device)
+        ts.append((t1 - t0) / calls * 1e6)
+    return statistics.median(ts)
+
+
+def backward_only(make, g, device, calls=200, batches=5):
+    """Host microseconds of a backward alone: `calls` graphs built first
+    (untimed), then their backwards queued."""
+    ts = []
+    for _ in range(batches + 1):
+        ys = [make() for _ in range(calls)]
+        sync(device)
+        t0 = time.perf_counter()
+        for y in ys:
+            y.backward(g)
+        t1 = time.perf_counter()
+        sync(device)
+        ts.append((t1 - t0) / calls * 1e6)
+    return statistics.median(ts[1:])
+
+
+def host_rows(device, m=8, n=1024, calls=200):
+    """(op, phase, {impl: us}) at m x n bf16 (weight and bias bf16, all
+    requiring grad): torch's functions, ours, and ours with the Python
+    bodies where the C++ ones are loaded."""
+    import norm_mlir.torch as nt
+    torch.manual_seed(0)
+
+    def t(*shape):
+        return torch.randn(*shape, device=device, dtype=torch.bfloat16)
+    x, w, b, g = t(m, n), t(n), t(n), t(m, n)
+    for p in (x, w, b):
+        p.requires_grad_(True)
+    fns = {
+        "layer_norm": {
+            "torch": lambda: F.layer_norm(x, (n,), w, b),
+            "ours": lambda: nt.layer_norm(x, (n,), w, b)},
+        "rms_norm": {
+            "torch": lambda: F.rms_norm(x, (n,), w, 1e-6),
+            "ours": lambda: nt.rms_norm(x, (n,), w, 1e-6)},
+    }
+    impls = ["torch", "ours"]
+    if nt._default_keys is not None:
+        impls.append("ours, Python bodies")
+    rows = []
+    for op, by in fns.items():
+        got = {"forward": {}, "backward": {}, "forward + backward": {}}
+        for impl in impls:
+            f = by["ours" if impl.startswith("ours") else impl]
+            if impl == "ours, Python bodies":
+                nt._use_bodies(None)
+            try:
+                got["forward"][impl] = per_call(f, device, calls)
+                got["backward"][impl] = backward_only(f, g, device, calls)
+                got["forward + backward"][impl] = per_call(
+                    lambda: f().backward(g), device, calls)
+            finally:
+                nt._use_bodies(nt._default_keys)
+        rows += [(op, phase, v) for phase, v in got.items()]
+    return impls, rows
+
+
+@contextlib.contextmanager
+def cpu_validation():
+    """On a host without a GPU: our functions on CPU tensors through the
+    real op bodies (C++ and Python), each launch replaced by
+    normrt_validate (every check of a launch, nothing run), as the CPU
+    tests do. Yields whether the C++ bodies are in (else Python only)."""
+    import norm_mlir.torch as nt
+    from norm_mlir import _libs
+    rt = _libs.runtime()
+    saved = {k: getattr(nt, k) for k in ("_module", "_launch", "_on_device",
+                                         "_default_keys")}
+
+    def module(spec, device):
+        return rt.load_manifest_only(
+            nt._compiled(spec, "sm_90").manifest_text)
+
+    def launch(mod, args, rows, device):
+        ws_bytes = mod.workspace_bytes(rows)
+        ws = torch.empty(ws_bytes, dtype=torch.uint8) if ws_bytes else None
+        mod.validate(nt._arguments(mod, args),
+                     ws.data_ptr() if ws_bytes else 0, ws_bytes)
+
+    nt._module, nt._launch, nt._on_device = module, launch, lambda t: True
+    lib = torch.library.Library("norm_mlir", "IMPL")
+    native = _native_for_cpu(nt)
+    reg = None
+    try:
+        if native is not None:
+            native.set_mode(1)
+            reg = native.register("CPU")
+            nt._default_keys = torch._C.DispatchKeySet(
+                torch._C.DispatchKey.CPU)
+        else:
+            for name, impl in nt._python_impls.items():
+                lib.impl(name, impl, "CPU")
+            nt._default_keys = None
+        nt._use_bodies(nt._default_keys)
+        yield native is not None
+    finally:
+        if reg is not None:
+            native.unregister(reg, "CPU")
+            native.set_mode(0)
+            native.clear()
+        lib._destroy()
+        for k, v in saved.items():
+            setattr(nt, k, v)
+        nt._use_bodies(nt._default_keys)
+
+
+def _native_for_cpu(nt):
+    """The C++ bodies: the package's, else built from python/csrc into a
+    temporary directory (a checkout); None if neither."""
+    if nt._native is not None:
+        return nt._native
+    from norm_mlir import _libs
+    path = _libs.find_optional("libnormtorch.so")
+    if path is None:
+        here = os.path.dirname(os.path.abspath(__file__))
+        src = os.path.join(here, "..", "python", "csrc")
+        if not os.path.isfile(os.path.join(src, "build_ext.py")):
+            return None
+        import tempfile
+        sys.path.insert(0, src)
+        try:
+            import build_ext
+        finally:
+            sys.path.pop(0)
+        path = build_ext.build(tempfile.mkdtemp(prefix="normtorch-"))
+        if path is None:
+            return None
+    return nt._Native.bind(path)
+
+
+# ----------------------------------------------------------------- output
+
+def training_table(results):
+    head = ("| width | B x T x layers | norm | params | mode | torch ms | "
+            "ours ms | torch / ours | loss torch / ours |")
+    lines = [head, "|" + " --- |" * 5 + " ---: |" * 3 + " --- |"]
+    for r in results:
+        if "torch_ms" in r:
+            cells = ["%.2f" % r["torch_ms"], "%.2f" % r["ours_ms"],
+                     "%.3fx" % (r["torch_ms"] / r["ours_ms"]),
+                     "%.4f / %.4f" % tuple(r["loss"])]
+        else:
+            cells = ["", "", "", ""]
+        note = r.get("error") or r.get("skipped")
+        if note:
+            cells[-1] = (cells[-1] + " " if cells[-1] else "") + \
+                ("**%s**" % note if r.get("error") else note)
+        lines.append("| %d | %s | %s | %s | %s | %s |" % (
+            r["width"], r["shape"], r["norm"], r["precision"], r["mode"],
+            " | ".join(cells)))
+    return lines
+
+
+def host_table(impls, rows, m, n):
+    lines = ["| op (%d x %d bf16) | call | %s | ours / torch |" % (
+        m, n, " | ".join(impls)),
+        "| --- | --- |" + " ---: |" * (len(impls) + 1)]
+    for op, phase, v in rows:
+        lines.append("| %s | %s | %s | %.2fx |" % (
+            op, phase, " | ".join("%.1f" % v[i] for i in impls),
+            v["ours"] / v["torch"]))
+    return lines
+
+
+def environment(device):
+    import norm_mlir
+    import norm_mlir.torch as nt
+    gpu = torch.cuda.get_device_name(device) if device.type == "cuda" \
+        else "no GPU (CPU, launches validated only)"
+    return ("torch %s, norm_mlir %s, op bodies: %s; %s; python %s" % (
+        torch.__version__, norm_mlir.__version__,
+        "C++ (%s)" % os.path.basename(nt._native.path) if nt._native
+        else "Python", gpu, sys.version.split()[0]))
+
+
+def parse(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", help="write the results as markdown here")
+    ap.add_argument("--quick", action="store_true",
+                    help="width 1024, bf16 parameters, fewer steps")
+    ap.add_argument("--cpu", action="store_true",
+                    help="no GPU: tiny models on the CPU (torch's functions "
+                    "there) and the op bodies' host time, launches "
+                    "validated instead of run")
+    ap.add_argument("--widths", type=int, nargs="+", choices=sorted(SHAPES))
+    ap.add_argument("--norms", nargs="+", choices=NORMS)
+    ap.add_argument("--precisions", nargs="+", choices=PRECISIONS)
+    ap.add_argument("--modes", nargs="+", choices=MODES)
+    ap.add_argument("--warmup", type=int, help="steps before timing")
+    ap.add_argument("--steps", type=int, help="timed steps per model")
+    ap.add_argument("--rounds", type=int, default=None,
+                    help="alternations torch/ours per configuration")
+    ap.add_argument("--budget-s", type=float, default=None,
+                    help="start no configuration after this many seconds")
+    ap.add_argument("--no-host", action="store_true",
+                    help="leave out the per-call host times")
+    ap.add_argument("--no-train", action="store_true",
+                    help="leave out the training steps")
+    args = ap.parse_args(argv)
+    quick = args.quick or args.cpu
+    args.widths = args.widths or ([512] if args.cpu else [1024] if quick
+                                  else sorted(SHAPES))
+    args.norms = args.norms or list(NORMS)
+    args.precisions = args.precisions or (["bf16"] if quick
+                                          else list(PRECISIONS))
+    args.modes = args.modes or (["eager"] if args.cpu else list(MODES))
+    args.warmup = args.warmup if args.warmup is not None else (
+        1 if args.cpu else 3 if quick else 5)
+    args.steps = args.steps if args.steps is not None else (
+        4 if args.cpu else 10 if quick else 30)
+    args.rounds = args.rounds or (1 if quick else 2)
+    return args
+
+
+def main(argv=None):
+    args = parse(argv)
+    if args.cpu:
+        device = torch.device("cpu")
+    else:
+        if not torch.cuda.is_available():
+            sys.exit("train_step: no CUDA device (--cpu runs the CPU "
+                     "pieces)")
+        device = torch.device("cuda")
+        torch.empty(1, device=device)
+    t_start = time.perf_counter()
+    env = environment(device)  # imports norm_mlir.torch
+    print("train_step:", env, flush=True)
+    md = ["# Training steps, torch's norms against norm_mlir's", "", env, ""]
+    failed = False
+
+    host = None
+    if not args.no_host:
+        m, n = 8, 1024
+        if args.cpu:
+            with cpu_validation() as native:
+                impls, rows = host_rows(device, m, n, calls=100)
+            note = ("CPU, launches validated (normrt_validate) instead of "
+                    "run, C++ bodies %s; torch's column computes on the "
+                    "CPU, so only ours against ours compares" % (
+                        "in" if native else "absent"))
+        else:
+            impls, rows = host_rows(device, m, n)
+            note = "GPU"
+        host = host_table(impls, rows, m, n)
+        md += ["## Host time per call (us; %s)" % note, ""] + host + [""]
+        print("\n".join(["host time per call (us; %s):" % note] + host),
+              flush=True)
+
+    results = []
+    if not args.no_train:
+        # Eager first for every shape, then compile, then reduce-overhead:
+        # a budget cuts the slow ones first.
+        configs = [(mode, w, norm, prec) for mode in args.modes
+                   for w in args.widths for prec in args.precisions
+                   for norm in args.norms]
+        for mode, w, norm, prec in configs:
+            if args.budget_s and time.perf_counter() - t_start > \
+                    args.budget_s:
+                b, t, layers = SHAPES[w]
+                results.append({"width": w, "shape": "%dx%dx%d" % (
+                    b, t, layers), "norm": norm, "precision": prec,
+                    "mode": mode, "skipped": "skipped (budget)"})
+                continue
+            t0 = time.perf_counter()
+            r = run_config(w, norm, prec, mode, args, device)
+            results.append(r)
+            failed |= "error" in r
+            print("%-5d %-10s %-8s %-15s (%3.0f s) %s" % (
+                w, norm, prec, mode, time.perf_counter() - t0,
+                r.get("error") or "torch %.2f ms, ours %.2f ms (%.3fx), "
+                "loss %.4f / %.4f" % (r["torch_ms"], r["ours_ms"],
+                                      r["torch_ms"] / r["ours_ms"],
+                                      r["loss"][0], r["loss"][1])),
+                flush=True)
+        table = training_table(results)
+        md += ["## ms per training step (median over %d timed steps a "
+               "model in %d alternating rounds, after %d of warm-up; %s)" % (
+                   -(-args.steps // args.rounds) * args.rounds, args.rounds,
+                   args.warmup, "wall clock" if args.cpu else "CUDA events"),
+               ""] + table
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write("\n".join(md) + "\n")
+    # The short table last.
+    print()
+    if host:
+        print("\n".join(host))
+    if results:
+        print("\n".join(training_table(results)))
+    print("train_step: %s in %.0f s" % ("FAILED" if failed else "ok",
+                                          time.perf_counter() - t_start))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
