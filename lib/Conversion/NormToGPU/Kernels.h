@@ -17,6 +17,7 @@
 namespace mlir::norm {
 
 struct TargetInfo;
+class TargetCodegen;
 
 /// `zero` (ZeroKernel.cpp): a block per partial row, threads over columns.
 void buildZeroKernel(scf::ForOp nest, StringRef name, int64_t threads);
@@ -42,6 +43,8 @@ struct RowNest {
   Value programIV; // p (null for forward)
   bool forward = false;
   Geometry geometry;
+  /// The chip's emitter (cluster barrier, distributed shared memory, fences).
+  const TargetCodegen *codegen = nullptr;
 };
 
 /// Finds the row loop of a `dx` / `forward` nest (checkRowNestShape) and

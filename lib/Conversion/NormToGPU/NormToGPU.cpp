@@ -16,6 +16,7 @@
 #include "Launch.h"
 
 #include "norm/Conversion/NormToGPU/Geometry.h"
+#include "norm/Conversion/NormToGPU/TargetCodegen.h"
 #include "norm/Conversion/NormToGPU/TargetInfo.h"
 #include "norm/Conversion/Passes.h"
 #include "norm/Dialect/Norm/IR/NormOps.h"
@@ -213,6 +214,7 @@ struct MapToGPUPass : public norm::impl::NormMapToGPUBase<MapToGPUPass> {
       if (failed(g))
         return failure();
       rn->geometry = *g;
+      rn->codegen = &norm::TargetCodegen::forTarget(*target);
       norm::buildRowKernel(*rn, name);
       record(b, name, forward ? KernelKind::Forward : KernelKind::Dx,
              rn->geometry.threads,

@@ -14,12 +14,10 @@
 #include "RowKernel.h"
 #include "Launch.h"
 
-#include "norm/Conversion/NormToGPU/TargetInfo.h"
+#include "norm/Conversion/NormToGPU/TargetCodegen.h"
 #include "norm/Dialect/Norm/IR/StageContract.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
-#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/Matchers.h"
@@ -572,11 +570,7 @@ SmallVector<Value> RowKernel::crossLaneReduce(ValueRange partials) {
   return vals;
 }
 
-void RowKernel::clusterBarrier() {
-  UnitAttr aligned = b.getUnitAttr();
-  NVVM::ClusterArriveOp::create(b, loc, aligned);
-  NVVM::ClusterWaitOp::create(b, loc, aligned);
-}
+void RowKernel::clusterBarrier() { nest.codegen->clusterBarrier(b, loc); }
 
 SmallVector<Value> RowKernel::crossClusterReduce(ValueRange vals) {
   // Thread 0 puts the block's sums in its slots for this row's parity; after
@@ -600,24 +594,19 @@ SmallVector<Value> RowKernel::crossClusterReduce(ValueRange vals) {
   });
   clusterBarrier();
   // The slots' address in this block's shared memory, mapped to each rank's.
-  MLIRContext *ctx = b.getContext();
-  auto shared = LLVM::LLVMPointerType::get(ctx, 3);
-  auto cluster = LLVM::LLVMPointerType::get(ctx, 7);
+  const TargetCodegen &target = *nest.codegen;
   Value address = arith::IndexCastUIOp::create(
       b, loc, b.getI64Type(),
       memref::ExtractAlignedPointerAsIndexOp::create(b, loc, scratch));
-  Value local = LLVM::IntToPtrOp::create(b, loc, shared, address);
+  Value local = target.sharedPointer(b, loc, address);
   SmallVector<Value> sums;
   for (size_t i = 0; i < vals.size(); ++i) {
     Value slot = arith::IndexCastUIOp::create(
         b, loc, b.getI64Type(), arith::AddIOp::create(b, loc, first, c(i)));
-    Value at = LLVM::GEPOp::create(b, loc, shared, b.getF32Type(), local,
-                                   ArrayRef<LLVM::GEPArg>{slot});
+    Value at = target.sharedElement(b, loc, local, slot);
     Value sum;
     for (int64_t r = 0; r < g.cluster; ++r) {
-      Value rank = arith::ConstantIntOp::create(b, loc, r, 32);
-      Value remote = NVVM::MapaOp::create(b, loc, cluster, at, rank);
-      Value v = LLVM::LoadOp::create(b, loc, b.getF32Type(), remote);
+      Value v = target.loadFromClusterRank(b, loc, at, r);
       sum = sum ? arith::AddFOp::create(b, loc, sum, v).getResult() : v;
     }
     sums.push_back(sum);
@@ -873,7 +862,7 @@ void RowKernel::emitRows(Value lo, Value hi) {
               materialize(ib, operand, m);
         });
         ib.clone(op, m);
-        NVVM::MembarOp::create(ib, loc, NVVM::MemScopeKind::GPU);
+        nest.codegen->deviceFence(ib, loc);
       });
       gpu::BarrierOp::create(b, loc);
       continue;
@@ -883,7 +872,7 @@ void RowKernel::emitRows(Value lo, Value hi) {
       // Lock release: the block's writes first, then one thread releases.
       gpu::BarrierOp::create(b, loc);
       onLeader([&](OpBuilder &ib, IRMapping &m) {
-        NVVM::MembarOp::create(ib, loc, NVVM::MemScopeKind::GPU);
+        nest.codegen->deviceFence(ib, loc);
         for (Value operand : op.getOperands())
           materialize(ib, operand, m);
         ib.clone(op, m);
