@@ -86,6 +86,9 @@ run_example() {
   local opt=$BUILD_DIR/bin/norm-opt
   log "examples/rms_norm_grad.mlir: norm-lower-to-loops (bufferize, split, lower-forward, recompute, promote, fuse, cache rows)"
   "$opt" examples/rms_norm_grad.mlir --norm-lower-to-loops
+  log "examples/layer_norm_grad.mlir: norm-choose-geometry (each row kernel's geometry, in the IR)"
+  "$opt" examples/layer_norm_grad.mlir --norm-choose-geometry |
+    grep -o 'norm.geometry = #norm.row_geometry<[^>]*>'
   log "examples/layer_norm_grad.mlir: norm-to-gpu-binary, the PTX (sm_90)"
   "$opt" examples/layer_norm_grad.mlir --norm-to-gpu-binary="chip=sm_90" |
     python3 scripts/extract-ptx.py
