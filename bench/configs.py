@@ -537,6 +537,82 @@ def sweep_cfgs():
         for op in GRAD_OPS]
 
 
+# ------------------------------------------------ the grid (issue 21, item 1)
+#
+# bench/grid.py: ours against every peer over M x N, forward and backward,
+# LayerNorm and RMSNorm. Our kernels depend only on (op, N, dtypes) (M is a
+# runtime argument), so the grid's configurations are GRID_N (and the
+# subsets') x ops x dtype pairs. Not in the default compile list (gpu-prepare
+# adds them with GRID=1, i.e. NORM_CONFIG_SETS=grid): the default run's
+# preparation and carried size stay as they were.
+GRID_M = (1, 8, 64, 256, 1024, 2048, 4096, 8192, 16384, 65536, 262144)
+GRID_N = (24, 64, 96, 128, 320, 512, 768, 1000, 1024, 2048, 2560, 3072,
+          4095, 4096, 5120, 6144, 7168, 8192, 12288, 14336, 16384, 32768,
+          49152, 65536, 131072, 262144)
+# The subset for f16, f32 and an f32 weight with bf16 x.
+GRID_SUB_M = (1, 256, 4096, 16384, 65536)
+GRID_SUB_N = (64, 768, 1024, 2048, 4096, 8192, 16384, 65536)
+# (x dtype, weight dtype, N list, M list); "max" (the largest M whose x
+# stays within GRID_TENSOR_BYTES) is added to every M list.
+GRID_DTYPES = (("bf16", "bf16", GRID_N, GRID_M),
+               ("f16", "f16", GRID_SUB_N, GRID_SUB_M),
+               ("f32", "f32", GRID_SUB_N, GRID_SUB_M),
+               ("bf16", "f32", GRID_SUB_N, GRID_SUB_M))
+GRID_OPS = GRAD_OPS + FWD_OPS
+GRID_TENSOR_BYTES = 4 << 30  # no point with an [M, N] tensor above this
+
+
+def grid_max_m(n, dt, limit=GRID_TENSOR_BYTES):
+    """The largest M whose [M, N] tensor of dtype dt fits in limit."""
+    return max(1, limit // (n * {"f32": 4, "f16": 2, "bf16": 2}[dt]))
+
+
+def grid_points(ops=GRID_OPS, dtypes=None):
+    """(op, dtype, wdtype, M, N, m_label) of the grid, grouped by (dtype
+    pair, op, N) with M ascending; points whose [M, N] tensor is above
+    GRID_TENSOR_BYTES are left out, and "max" where it equals a listed M."""
+    pts = []
+    for dt, wdt, ns, ms in GRID_DTYPES:
+        pair = dt if wdt == dt else "%s/w%s" % (dt, wdt)
+        if dtypes and dt not in dtypes and pair not in dtypes:
+            continue
+        for op in ops:
+            for n in ns:
+                top = grid_max_m(n, dt)
+                seen = set()
+                for m, label in [(m, str(m)) for m in ms] + [(top, "max")]:
+                    if m > top or m in seen:
+                        continue
+                    seen.add(m)
+                    pts.append((op, dt, wdt, m, n, label))
+    return pts
+
+
+def grid_cfgs():
+    """Our configuration for every (op, N, dtype pair) of the grid."""
+    seen = {}
+    for op, dt, wdt, m, n, _ in grid_points():
+        c = Cfg(op, n, dt, wdtype=wdt if wdt != dt else "")
+        seen.setdefault(c.name, c)
+    return list(seen.values())
+
+
+# Named sets beside the default list: NORM_CONFIG_SETS (comma-separated)
+# adds them to all_cfgs(), hence to `configs.py jobs` (what
+# compile-configs.sh compiles) and to `configs.py index`.
+CONFIG_SETS = {"grid": grid_cfgs}
+
+
+def extra_sets():
+    names = [s for s in os.environ.get("NORM_CONFIG_SETS", "").replace(
+        ",", " ").split() if s]
+    for s in names:
+        if s not in CONFIG_SETS:
+            raise SystemExit("configs.py: unknown NORM_CONFIG_SETS entry %r "
+                             "(known: %s)" % (s, ", ".join(CONFIG_SETS)))
+    return names
+
+
 # ------------------------------------------------------------ compile list
 
 def all_cfgs():
@@ -555,6 +631,9 @@ def all_cfgs():
     for c in variant_cfgs():
         d = Cfg(c.op, c.n, c.dtype)
         seen.setdefault(d.name, d)
+    for s in extra_sets():
+        for c in CONFIG_SETS[s]():
+            seen.setdefault(c.name, c)
     return list(seen.values())
 
 
@@ -615,6 +694,11 @@ def parse_ptxas(text):
 
 def cmd_jobs(args):
     for c in all_cfgs():
+        print("\t".join([c.name] + c.flags()))
+
+
+def cmd_grid(args):
+    for c in grid_cfgs():
         print("\t".join([c.name] + c.flags()))
 
 
@@ -726,12 +810,14 @@ def main():
     pi.add_argument("--dir", default=default_gpu_dir())
     pi.add_argument("--resources", default="",
                     help="folder of <name>.txt ptxas -v outputs")
+    sub.add_parser("grid", help="print 'name<TAB>flags...' per "
+                   "configuration of the grid (bench/grid.py)")
     pl = sub.add_parser("cases", help="list the check cases")
     pl.add_argument("--subset", default="full",
                     choices=("full", "quick", "sanitizer", "rows"))
     args = p.parse_args()
-    return {"jobs": cmd_jobs, "index": cmd_index, "cases": cmd_list}[
-        args.cmd](args) or 0
+    return {"jobs": cmd_jobs, "index": cmd_index, "cases": cmd_list,
+            "grid": cmd_grid}[args.cmd](args) or 0
 
 
 if __name__ == "__main__":

@@ -15,6 +15,18 @@
 #   bash scripts/gpu-prepare.sh            BUILD_DIR (build), JOBS (2),
 #                                          PTXAS (auto) are honoured
 #   NO_PTXAS=1 bash scripts/gpu-prepare.sh skip the resource report
+#   GRID=1 bash scripts/gpu-prepare.sh     also the configurations of
+#                                          bench/grid.py (issue 21:
+#                                          NORM_CONFIG_SETS=grid, ~90 more)
+#                                          and its dry run (dry-run.txt)
+#   QUACK=1 bash scripts/gpu-prepare.sh    also quack-kernels and its
+#                                          dependencies for the grid: cp312
+#                                          wheels downloaded into
+#                                          .dev/quack/wheels, one tar split
+#                                          into .dev/quack/p1, p2, ... of
+#                                          QUACK_PART_MB (40) each, and
+#                                          .dev/gpu/quack.txt (their sha256);
+#                                          see bench/README.md "The grid"
 #
 # Exit status: 0 when every configuration compiled (a missing runtime
 # library is a warning: the kernels are still prepared); 1 otherwise.
@@ -96,8 +108,62 @@ while read -r req; do
   fi
 done < bench/requirements-gpu.txt
 
+#--- quack-kernels for the grid (QUACK=1; bench/README.md "The grid") ------#
+# About 110 MB of cp312 wheels, more than one device call carries (64 MiB):
+# one tar of them split into parts (.dev/quack/pK/quack.tar.partK) that
+# calls carry one at a time; gpu-run.sh joins them on the GPU machine once
+# all are there (checked against .dev/gpu/quack.txt), installs them in ONE
+# `pip install --target`, and keeps the result for the later calls.
+QUACK_WHEELS="quack-kernels==0.6.5 nvidia-cutlass-dsl==4.8.1
+  nvidia-cutlass-dsl-libs-base==4.8.1 nvidia-cutlass-dsl-libs-cu13==4.8.1
+  nvidia-cutlass-dsl-libs-core==4.8.1 apache-tvm-ffi==0.1.15.post2
+  torch-c-dlpack-ext==0.1.5 einops==0.8.2 cuda-bindings==13.5.0
+  cuda-pathfinder==1.9.1"
+if [[ -n ${QUACK:-} ]]; then
+  QDIR=$ROOT/.dev/quack
+  mkdir -p "$QDIR/wheels"
+  qok=1
+  for req in $QUACK_WHEELS; do
+    name=${req%%==*}
+    ver=${req#*==}
+    if ! compgen -G "$QDIR/wheels/${name//-/_}-${ver}-*.whl" >/dev/null; then
+      log "downloading the wheel of $req (quack)"
+      python3 -m pip download -q --no-deps --only-binary=:all: \
+        --python-version 3.12 --implementation cp \
+        --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 \
+        --platform manylinux_2_24_x86_64 --platform manylinux_2_17_x86_64 \
+        -d "$QDIR/wheels" "$req" || { warn "could not download $req"; qok=0; }
+    fi
+  done
+  rm -rf "$QDIR"/p[0-9]* "$OUTDIR/quack.txt"
+  if ((qok)); then
+    qtar=$(mktemp)
+    (cd "$QDIR/wheels" && tar -cf "$qtar" --sort=name --owner=0 --group=0 \
+       --mtime=@0 ./*.whl)
+    sum=$(sha256sum "$qtar" | cut -d' ' -f1)
+    bytes=$(stat -c %s "$qtar")
+    (cd "$QDIR" && split -b "${QUACK_PART_MB:-40}M" -d -a 1 "$qtar" part.)
+    rm -f "$qtar"
+    nparts=0
+    for f in "$QDIR"/part.*; do
+      k=$(( ${f##*.} + 1 ))
+      mkdir -p "$QDIR/p$k"
+      mv "$f" "$QDIR/p$k/quack.tar.part$k"
+      nparts=$k
+    done
+    printf 'sha256 %s\nbytes %s\nparts %s\nwheels %s\n' "$sum" "$bytes" \
+      "$nparts" "$(echo $QUACK_WHEELS)" >"$QDIR/quack.txt"
+    log "quack: $(du -sh "$QDIR/wheels" | cut -f1) of wheels in $nparts" \
+        "parts: $(cd "$ROOT" && ls -d .dev/quack/p[0-9]* | tr '\n' ' ')"
+  else
+    warn "quack-kernels not prepared: the grid skips quack"
+  fi
+fi
+
 #--- compile every configuration ------------------------------------------#
 rm -f "$OUTDIR/libnormrt.so" "$OUTDIR/configs.json" "$OUTDIR/resources.txt"
+# GRID=1: the grid's configurations too (bench/configs.py grid_cfgs).
+[[ -z ${GRID:-} ]] || export NORM_CONFIG_SETS=grid
 njobs=$(python3 bench/configs.py jobs | wc -l)
 log "compiling $njobs configurations with $JOBS jobs into $KDIR"
 t0=$(date +%s.%N)
@@ -109,7 +175,8 @@ compile_s=$(python3 -c "print('%.1f' % ($t1 - $t0))")
 # driver JITs it on the H200): gpu-run's "chips" step checks that their
 # dweight/dbias equal the sm_90 cubins' bitwise (issue 9, item 4).
 log "the deterministic backward configurations for sm_80 (PTX) into $OUTDIR/kernels-sm80"
-NAME_FILTER='^(layer|rms)_norm_grad-.*-deterministic$' EXTRA_FLAGS=--chip=sm_80 \
+NORM_CONFIG_SETS= NAME_FILTER='^(layer|rms)_norm_grad-.*-deterministic$' \
+  EXTRA_FLAGS=--chip=sm_80 \
   JOBS=$JOBS bash scripts/compile-configs.sh "$NC" "$OUTDIR/kernels-sm80" || true
 
 #--- resource report (ptxas -v), optional --------------------------------#
@@ -165,6 +232,16 @@ python3 bench/gpu_check.py --dry-run --gpu-dir "$OUTDIR" >"$OUTDIR/dry-run.txt" 
 # Manifests against what the checks expect, every case's tensors and the
 # error path, offline, through the package's binding (bench/gpu_env.py),
 # which refuses a libnormrt.so whose schema it disagrees with.
+# The grid's plan against configs.json, and its time per shard.
+if [[ -n ${GRID:-} ]]; then
+  { echo "--- grid.py --dry-run"
+    python3 bench/grid.py --dry-run --gpu-dir "$OUTDIR" || true
+  } >>"$OUTDIR/dry-run.txt" 2>&1
+  grep -E '^(grid:|estimated|at [0-9]+ s|configs.json)' "$OUTDIR/dry-run.txt" >&2 || true
+fi
+# quack.txt travels with .dev/gpu: gpu-run.sh checks the joined parts.
+[[ -z ${QUACK:-} || ! -f $ROOT/.dev/quack/quack.txt ]] ||
+  cp "$ROOT/.dev/quack/quack.txt" "$OUTDIR/quack.txt"
 probs='^(MANIFEST|NOT COMPILED|VALIDATE|FAIL error-path|runtime .*: cannot bind)'
 nbad=$(grep -cE "$probs" "$OUTDIR/dry-run.txt" || true)
 if ((nbad)); then
@@ -202,4 +279,11 @@ if [[ ! -f $OUTDIR/libnormrt.so ]]; then
   warn ".dev/gpu has no libnormrt.so: the GPU run will stop at setup"
 fi
 echo "carry: .dev/gpu    then on the GPU machine: bash scripts/gpu-run.sh"
+if [[ -f $OUTDIR/quack.txt ]]; then
+  for d in "$ROOT"/.dev/quack/p[0-9]*; do
+    echo "quack part: carry .dev/gpu and .dev/quack/$(basename "$d")" \
+         "($(du -sh "$d" | cut -f1); with .dev/gpu $(du -shc "$OUTDIR" "$d" |
+         tail -1 | cut -f1)) in one of the grid calls"
+  done
+fi
 exit $rc

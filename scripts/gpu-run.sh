@@ -29,6 +29,17 @@
 #                                      GPU_RUN_STEPS names "sweep" (about
 #                                      nine minutes: a call of its own;
 #                                      writes sweep.{log,md,json,png})
+#  2d. python3 bench/grid.py           the grid of issue 21 (ours against
+#                                      eager, torch.compile, Liger, quack,
+#                                      the lesson over M x N), only when
+#                                      GPU_RUN_STEPS names "grid": one
+#                                      shard a call (GRID_SHARD=K/N, extra
+#                                      arguments in GRID_ARGS, cap
+#                                      GRID_CAP_S, default 500); installs
+#                                      quack-kernels first when its parts
+#                                      are here (bench/README.md "The
+#                                      grid"); writes grid.log and
+#                                      grid[-K-of-N].json
 #  2c. python3 bench/variants.py       ours under other threads /
 #                                      max-register-elements, only when
 #                                      GPU_RUN_STEPS names "variants"
@@ -246,6 +257,76 @@ step sweep "${SWEEP_CAP_S:-560}" 0 "$OUT/sweep.log" -- \
   python3 bench/sweep.py --out "$OUT" --deadline @DEADLINE@ \
     ${SWEEP_ONLY_N:+--only-n "$SWEEP_ONLY_N"} ${SWEEP_OPS:+--ops "$SWEEP_OPS"}
 
+#--- 2d. the grid (issue 21; opt-in: ~8 minutes a shard) -------------------#
+# quack-kernels: gpu-prepare.sh (QUACK=1) split one tar of its wheels into
+# .dev/quack/p1, p2, ... (one carried per call, since all of them are more
+# than a call carries); once every part is here and the joined tar matches
+# .dev/gpu/quack.txt, ONE `pip install --target .dev/quack/site` (kept for
+# the later calls on this machine), and the site and its
+# nvidia_cutlass_dsl/dsl_packages go on PYTHONPATH (--target runs no .pth).
+quack_setup() {
+  local q=.dev/quack want have parts k missing=() tmp
+  [[ -f .dev/gpu/quack.txt ]] || {
+    echo "quack: no .dev/gpu/quack.txt (QUACK=1 bash scripts/gpu-prepare.sh):" \
+         "the grid skips quack"; return 0; }
+  want=$(awk '$1 == "sha256" {print $2}' .dev/gpu/quack.txt)
+  parts=$(awk '$1 == "parts" {print $2}' .dev/gpu/quack.txt)
+  have=$(cat "$q/site/.sha256" 2>/dev/null || true)
+  if [[ $have != "$want" ]]; then
+    for ((k = 1; k <= parts; k++)); do
+      [[ -f $q/p$k/quack.tar.part$k ]] || missing+=("p$k")
+    done
+    if ((${#missing[@]})); then
+      echo "quack: parts ${missing[*]} of $parts not on this machine yet" \
+           "(carry .dev/quack/pK, one a call; the parts stay while the" \
+           "machine is held): the grid skips quack in this call"
+      return 0
+    fi
+    tmp=$STEPLOG/quack
+    mkdir -p "$tmp/wheels"
+    for ((k = 1; k <= parts; k++)); do cat "$q/p$k/quack.tar.part$k"; done \
+      >"$tmp/quack.tar"
+    if [[ $(sha256sum "$tmp/quack.tar" | cut -d' ' -f1) != "$want" ]]; then
+      echo "quack: the joined parts do not match .dev/gpu/quack.txt (parts" \
+           "from another prepare?): the grid skips quack"
+      rm -f "$tmp/quack.tar"
+      return 0
+    fi
+    tar -xf "$tmp/quack.tar" -C "$tmp/wheels" && rm -f "$tmp/quack.tar"
+    rm -rf "$q/site" "$q/site.new"
+    local t0=$SECONDS
+    if python3 -m pip install -q --no-index --no-deps --no-compile \
+         --no-cache-dir --target "$q/site.new" "$tmp"/wheels/*.whl; then
+      mv "$q/site.new" "$q/site" && echo "$want" >"$q/site/.sha256"
+      echo "quack: installed $(ls "$tmp"/wheels/*.whl | wc -l) wheels into" \
+           "$q/site in $((SECONDS - t0)) s"
+    else
+      echo "quack: pip install --target failed: the grid skips quack"
+      rm -rf "$q/site.new"
+    fi
+    rm -rf "$tmp"
+  else
+    echo "quack: already installed in $q/site (from an earlier call)"
+  fi
+  if [[ -f $q/site/.sha256 ]]; then
+    QUACK_PATH=$(pwd)/$q/site:$(pwd)/$q/site/nvidia_cutlass_dsl/dsl_packages
+  fi
+}
+if selected grid; then
+  : >"$OUT/grid.log"
+  QUACK_PATH=""
+  quack_setup >"$STEPLOG/quack-setup.log" 2>&1
+  tee -a "$OUT/grid.log" <"$STEPLOG/quack-setup.log"
+  [[ -z $QUACK_PATH ]] ||
+    export PYTHONPATH=${PYTHONPATH:+$PYTHONPATH:}$QUACK_PATH
+fi
+# GRID_SHARD=K/N picks the shard; GRID_ARGS adds grid.py arguments (e.g.
+# "--impls compile-max --dtypes bf16", "--compile-dynamic-m").
+# shellcheck disable=SC2086 # GRID_ARGS: words
+step grid "${GRID_CAP_S:-500}" 0 "$OUT/grid.log" -- \
+  python3 bench/grid.py --out "$OUT" --deadline @DEADLINE@ \
+    ${GRID_SHARD:+--shard "$GRID_SHARD"} ${GRID_ARGS:-}
+
 #--- 2c. row-kernel variants (pass options; opt-in) -------------------------#
 selected variants && : >"$OUT/variants.log"
 step variants "${VARIANTS_CAP_S:-300}" 0 "$OUT/variants.log" -- \
@@ -346,6 +427,8 @@ result_line() {
              paste -sd ';' ;;
     sweep) { grep -E '^\*\*Geometric mean' "$log" | tail -1 | tr -d '*'
              grep -E '^sweep: [0-9]+ rows' "$log" | tail -1; } | paste -sd ';' ;;
+    grid) { grep -E '^all: [0-9]+ points' "$log" | tail -1
+            grep -E '^grid: [0-9]+ rows' "$log" | tail -1; } | paste -sd ';' ;;
     bench) { grep -E '^copy bandwidth' "$log" | tail -1 | cut -c1-40
              grep -E '^bench: [0-9]+ rows' "$log" | tail -1; } | paste -sd ';' ;;
     memcheck|initcheck|racecheck)
@@ -357,7 +440,7 @@ result_line() {
         san_kernels "$log"; } | paste -sd ';' ;;
   esac
 }
-STEPS=(check big nan chips python bench sweep variants memcheck initcheck racecheck)
+STEPS=(check big nan chips python bench sweep grid variants memcheck initcheck racecheck)
 ok=1
 for s in "${STEPS[@]}"; do
   [[ ${RC[$s]:-skip} == 0 || ${RC[$s]} == "not run" ]] || ok=0
@@ -374,6 +457,15 @@ done
   echo
   if [[ -f $OUT/bench.json ]]; then
     python3 bench/bench.py --summarize "$OUT/bench.json" 2>&1 || true
+    echo
+  fi
+  # The grid's table per (norm, direction, dtypes) (all of it in grid.log
+  # and the grid JSON).
+  if [[ -s $STEPLOG/grid.log ]]; then
+    sed -n '/^| norm | direction/,/^all: /p' "$STEPLOG/grid.log" | tail -40
+    cat "$STEPLOG/quack-setup.log" 2>/dev/null
+    grep -E '^grid: (stopping|[0-9]+ rows|quack skipped)' "$STEPLOG/grid.log" |
+      tail -4
     echo
   fi
   fails=$(grep -E '^ +FAIL ' "$STEPLOG/check.log" 2>/dev/null | head -12)
