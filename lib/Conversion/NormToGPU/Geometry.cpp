@@ -412,7 +412,8 @@ std::string mlir::norm::checkGeometry(const Geometry &g, const RowShape &s,
     int64_t chunks = llvm::divideCeil(*s.n, g.vec);
     int64_t blocks =
         llvm::divideCeil(*s.n, g.chunksPerLane * g.lanes * g.vec);
-    if (g.cluster == 1 && g.chunksPerLane != llvm::divideCeil(chunks, g.lanes))
+    if (g.cluster == 1 &&
+        g.chunksPerLane != int64_t(llvm::divideCeil(chunks, g.lanes)))
       return (why << "chunks: N = " << *s.n << " is " << chunks
                   << " chunks over " << g.lanes << " lanes, "
                   << llvm::divideCeil(chunks, g.lanes)
