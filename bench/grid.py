@@ -275,9 +275,16 @@ class Grid:
         self.tdt = {"f32": torch.float32, "f16": torch.float16,
                     "bf16": torch.bfloat16}
         lib = E.find_library(args.gpu_dir)
-        self.rt = E.Runtime(lib) if lib else None
+        self.rt, self.rt_error = None, "libnormrt.so not found"
+        try:
+            if lib:
+                self.rt = E.Runtime(lib)
+        except Exception as ex:  # noqa: BLE001
+            self.rt_error = "%s: %s" % (lib, ex)
+            out("grid: runtime: %s (ours will fail)" % self.rt_error)
         self.lib = lib
         self.rows = []
+        self.dev = "cpu" if args.smoke_cpu else "cuda"
         self.t0 = time.time()
         self.seen_groups = set()
         self.point_s = []
@@ -297,10 +304,13 @@ class Grid:
     # --- environment ------------------------------------------------------
     def env(self):
         T = self.T
-        p = T.cuda.get_device_properties(0)
-        e = {"device": T.cuda.get_device_name(0),
-             "sms": p.multi_processor_count,
-             "l2_mb": round(getattr(p, "L2_cache_size", 0) / 2**20, 1),
+        if self.dev == "cpu":
+            name, sms, l2 = "cpu (--smoke-cpu)", 0, 0
+        else:
+            p = T.cuda.get_device_properties(0)
+            name, sms = T.cuda.get_device_name(0), p.multi_processor_count
+            l2 = round(getattr(p, "L2_cache_size", 0) / 2**20, 1)
+        e = {"device": name, "sms": sms, "l2_mb": l2,
              "torch": T.__version__, "cuda": T.version.cuda,
              "triton": self.triton.__version__,
              "date_utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
@@ -352,18 +362,33 @@ class Grid:
 
     def copy_bandwidth(self):
         T = self.T
-        n = 1 << 30
-        src = T.randint(0, 256, (n,), device="cuda", dtype=T.uint8)
+        n = 1 << 30 if self.dev != "cpu" else 1 << 22
+        src = T.randint(0, 256, (n,), device=self.dev, dtype=T.uint8)
         dst = T.empty_like(src)
         t1 = self.time_us(lambda: dst.copy_(src))
         t2 = self.time_us(lambda: dst.copy_(src))
         src = dst = None
-        T.cuda.empty_cache()
+        self.empty_cache()
         return 2 * n / (min(t1, t2) * 1e-6) / 1e9, t1, t2
 
     def time_us(self, fn):
+        if self.dev == "cpu":  # --smoke-cpu: the harness's logic only
+            ts = []
+            for _ in range(3):
+                t = time.perf_counter()
+                fn()
+                ts.append(time.perf_counter() - t)
+            return 1e6 * sorted(ts)[1]
         return 1e3 * self.do_bench(fn, warmup=self.args.warmup,
                                    rep=self.args.rep, return_mode="median")
+
+    def sync(self):
+        if self.dev != "cpu":
+            self.T.cuda.synchronize()
+
+    def empty_cache(self):
+        if self.dev != "cpu":
+            self.T.cuda.empty_cache()
 
     # --- checks -----------------------------------------------------------
     def bits_equal(self, a, b):
@@ -397,25 +422,25 @@ class Grid:
         T, B = self.T, self.B
         layer = op.startswith("layer")
         xdt, wt = self.tdt[dt], self.tdt[wdt]
-        x = T.empty(m, n, device="cuda", dtype=xdt)
+        x = T.empty(m, n, device=self.dev, dtype=xdt)
         rows = max(1, (1 << 26) // n)
         for i in range(0, m, rows):
             k = min(rows, m - i)
-            x[i:i + k] = (T.randn(k, n, device="cuda") +
-                          (T.rand(k, 1, device="cuda") * 2 - 1)).to(xdt)
-        w = (1 + 0.25 * T.randn(n, device="cuda")).to(wt)
-        b = (0.5 * T.randn(n, device="cuda")).to(wt) if layer else None
+            x[i:i + k] = (T.randn(k, n, device=self.dev) +
+                          (T.rand(k, 1, device=self.dev) * 2 - 1)).to(xdt)
+        w = (1 + 0.25 * T.randn(n, device=self.dev)).to(wt)
+        b = (0.5 * T.randn(n, device=self.dev)).to(wt) if layer else None
         t = {"x": x, "weight": w, "bias": b}
         if op.endswith("_grad"):
             dy = T.empty_like(x)
             for i in range(0, m, rows):
                 k = min(rows, m - i)
-                dy[i:i + k] = T.randn(k, n, device="cuda").to(xdt)
-            mean = T.empty(m, device="cuda") if layer else None
-            rstd = T.empty(m, device="cuda")
+                dy[i:i + k] = T.randn(k, n, device=self.dev).to(xdt)
+            mean = T.empty(m, device=self.dev) if layer else None
+            rstd = T.empty(m, device=self.dev)
             dx = T.empty_like(x)
-            dw = T.zeros(n, device="cuda", dtype=T.float64)
-            db = T.zeros(n, device="cuda", dtype=T.float64)
+            dw = T.zeros(n, device=self.dev, dtype=T.float64)
+            db = T.zeros(n, device=self.dev, dtype=T.float64)
             for i in range(0, m, rows):
                 k = min(rows, m - i)
                 xf = x[i:i + k].float()
@@ -439,8 +464,8 @@ class Grid:
             ref = (dx, dw.to(wt), db.to(wt) if layer else None)
         else:
             y = T.empty_like(x)
-            mean = T.empty(m, device="cuda") if layer else None
-            rstd = T.empty(m, device="cuda")
+            mean = T.empty(m, device=self.dev) if layer else None
+            rstd = T.empty(m, device=self.dev)
             for i in range(0, m, rows):
                 k = min(rows, m - i)
                 if layer:
@@ -469,7 +494,7 @@ class Grid:
 
         def ours():
             if self.rt is None:
-                raise RuntimeError("libnormrt.so not found")
+                raise RuntimeError(self.rt_error)
             cfg = cfg_for(op, n, dt, wdt)
             e = self.index["configs"].get(cfg.name)
             if e is None:
@@ -492,9 +517,19 @@ class Grid:
 
         def eager():
             if grad:
+                # The statistics as the framework's own forward saves them
+                # (dtype and shape differ by device and version), else ours.
                 mean2 = t["mean"].view(m, 1) if layer else None
                 rstd2 = t["rstd"].view(m, 1)
                 dy = t["dy"]
+                try:
+                    if layer:
+                        _, mean2, rstd2 = T.ops.aten.native_layer_norm(
+                            x, [n], w, b, eps)
+                    elif hasattr(T.ops.aten, "_fused_rms_norm"):
+                        _, rstd2 = T.ops.aten._fused_rms_norm(x, [n], w, eps)
+                except Exception:  # noqa: BLE001
+                    pass
                 if layer:
                     return (lambda: tuple(
                         T.ops.aten.native_layer_norm_backward(
@@ -547,9 +582,13 @@ class Grid:
                 key = (mode, group_of((op, dt, wdt, m, n, "")))
                 if key not in self._cfns:
                     self._cfns[key] = T.compile(formula, **kw)
+                # maybe_: a hint, not a constraint that fails the compile
+                # should inductor specialise M after all.
+                mark = getattr(T._dynamo, "maybe_mark_dynamic",
+                               T._dynamo.mark_dynamic)
                 for v in (x, t.get("dy"), t.get("mean"), t.get("rstd")):
                     if v is not None:
-                        T._dynamo.mark_dynamic(v, 0)
+                        mark(v, 0)
                 return self._cfns[key]
 
             def make():
@@ -670,7 +709,6 @@ class Grid:
         return min(ends) if ends else math.inf
 
     def run_point(self, p, todo):
-        T = self.T
         op, dt, wdt, m, n, label = p
         grad = op.endswith("_grad")
         t0 = time.time()
@@ -681,12 +719,12 @@ class Grid:
         try:
             t, ref = self.inputs(op, dt, wdt, m, n)
         except Exception as ex:  # noqa: BLE001
-            T.cuda.synchronize()
+            self.sync()
             for impl in todo:
                 self.rows.append(self.row(p, impl, bytes_, error="inputs: "
                                           "%s: %s" % (type(ex).__name__,
                                                       str(ex)[:200])))
-            T.cuda.empty_cache()
+            self.empty_cache()
             return
         mk = self.makers(op, dt, wdt, m, n, t)
         self._close = []
@@ -711,7 +749,7 @@ class Grid:
             o.close()
         self._close = []
         del t, ref, mk
-        T.cuda.empty_cache()
+        self.empty_cache()
         self.point_s.append((p, time.time() - t0, first))
         for r in self.rows[-len(todo):]:
             r["point_wall_s"] = round(time.time() - t0, 2)
@@ -725,18 +763,17 @@ class Grid:
         return r
 
     def attempt(self, r, make, ref, grad):
-        T = self.T
         try:
             t0 = time.time()
             fn, note, check = make()
             r["note"] = note
             check = check or fn
             a = check()
-            T.cuda.synchronize()
+            self.sync()
             r["first_call_s"] = round(time.time() - t0, 3)
             a = [v.clone() if v is not None else None for v in a]
             c = check()
-            T.cuda.synchronize()
+            self.sync()
             r["bitwise"] = all(self.bits_equal(u, v) for u, v in zip(a, c)
                                if u is not None and v is not None)
             if grad:
@@ -767,8 +804,8 @@ class Grid:
             if self.args.verbose:
                 traceback.print_exc()
             try:
-                T.cuda.synchronize()
-                T.cuda.empty_cache()
+                self.sync()
+                self.empty_cache()
             except Exception:  # noqa: BLE001
                 out("grid: CUDA context lost; stopping")
                 self.stopped = "CUDA context lost after %s" % r["impl"]
@@ -776,7 +813,6 @@ class Grid:
                 raise SystemExit(3)
 
     def main(self):
-        T = self.T
         self.copy_gbs = COPY_GBS_GUESS
         self.envinfo = self.env()
         out("grid: %s" % json.dumps(self.envinfo))
@@ -801,7 +837,7 @@ class Grid:
                 break
             self.run_point(p, todo)
             self.write(final=False)
-            T.cuda.synchronize()
+            self.sync()
         return self.write(final=True)
 
     def write(self, final=True):
@@ -1268,6 +1304,9 @@ def main(argv=None):
     ap.add_argument("--image", choices=("auto", "cubin", "ptx"),
                     default="auto")
     ap.add_argument("--verbose", action="store_true")
+    ap.add_argument("--smoke-cpu", action="store_true",
+                    help="run the harness on the CPU (tiny points; times "
+                    "mean nothing): its inputs, calls, checks and JSON")
     ap.add_argument("--merge", nargs="+", metavar="JSON")
     ap.add_argument("--report", metavar="JSON", default="")
     ap.add_argument("--results-md", default=os.path.join(
@@ -1321,7 +1360,7 @@ def main(argv=None):
         out("grid: cannot import torch/triton (%s); --dry-run needs "
             "neither" % ex)
         return 2
-    if not torch.cuda.is_available():
+    if not torch.cuda.is_available() and not args.smoke_cpu:
         out("grid: torch sees no CUDA device")
         return 2
     out("grid: %d points in this call%s" % (
