@@ -1240,13 +1240,18 @@ def plot(d, path, what):
         ax.set_xlabel("N")
         ax.set_ylabel("M (max: the largest within 4 GiB a tensor)")
         ax.set_title("%s %s %s" % fam)
-        fig.colorbar(im, ax=ax, fraction=0.03,
-                     label="best peer time / ours" if what == "ratio"
-                     else "ours, % of device copy")
+        cb = fig.colorbar(im, ax=ax, fraction=0.03,
+                          label="best peer time / ours" if what == "ratio"
+                          else "ours, % of device copy")
+        if what == "ratio":
+            ticks = [0.5, 0.67, 0.8, 0.95, 1.0, 1.2, 1.5, 2.0]
+            cb.set_ticks(ticks)
+            cb.set_ticklabels(["%g" % v for v in ticks])
+            cb.minorticks_off()
     fig.suptitle("bench/grid.py: %s" % (
         "speed against the best peer (> 1: ours faster)" if what == "ratio"
         else "ours as % of the device-to-device copy bandwidth"))
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0, 1, 0.985))
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return "wrote %s" % path

@@ -23,10 +23,11 @@
 #                                          dependencies for the grid: cp312
 #                                          wheels downloaded into
 #                                          .dev/quack/wheels, one tar split
-#                                          into .dev/quack/p1, p2, ... of
-#                                          QUACK_PART_MB (40) each, and
-#                                          .dev/gpu/quack.txt (their sha256);
-#                                          see bench/README.md "The grid"
+#                                          into .dev/quack/p1, p2 of
+#                                          QUACK_PART_MB (53) each, and
+#                                          quack.txt (its sha256) in each
+#                                          and in .dev/gpu; see
+#                                          bench/README.md "The grid"
 #
 # Exit status: 0 when every configuration compiled (a missing runtime
 # library is a warning: the kernels are still prepared); 1 otherwise.
@@ -109,11 +110,13 @@ while read -r req; do
 done < bench/requirements-gpu.txt
 
 #--- quack-kernels for the grid (QUACK=1; bench/README.md "The grid") ------#
-# About 110 MB of cp312 wheels, more than one device call carries (64 MiB):
-# one tar of them split into parts (.dev/quack/pK/quack.tar.partK) that
-# calls carry one at a time; gpu-run.sh joins them on the GPU machine once
-# all are there (checked against .dev/gpu/quack.txt), installs them in ONE
-# `pip install --target`, and keeps the result for the later calls.
+# About 106 MB of cp312 wheels, more than one device call carries (64 MiB
+# with the tree): one tar of them split into parts
+# (.dev/quack/pK/quack.tar.partK, with quack.txt: the tar's sha256) that
+# calls of their own carry one at a time (GPU_RUN_STEPS=quack); gpu-run.sh
+# joins them on the GPU machine once all are there, checks the sha256,
+# installs them in ONE `pip install --target`, and keeps the result there
+# for the later calls.
 QUACK_WHEELS="quack-kernels==0.6.5 nvidia-cutlass-dsl==4.8.1
   nvidia-cutlass-dsl-libs-base==4.8.1 nvidia-cutlass-dsl-libs-cu13==4.8.1
   nvidia-cutlass-dsl-libs-core==4.8.1 apache-tvm-ffi==0.1.15.post2
@@ -142,7 +145,7 @@ if [[ -n ${QUACK:-} ]]; then
        --mtime=@0 ./*.whl)
     sum=$(sha256sum "$qtar" | cut -d' ' -f1)
     bytes=$(stat -c %s "$qtar")
-    (cd "$QDIR" && split -b "${QUACK_PART_MB:-40}M" -d -a 1 "$qtar" part.)
+    (cd "$QDIR" && split -b "${QUACK_PART_MB:-53}M" -d -a 1 "$qtar" part.)
     rm -f "$qtar"
     nparts=0
     for f in "$QDIR"/part.*; do
@@ -153,6 +156,7 @@ if [[ -n ${QUACK:-} ]]; then
     done
     printf 'sha256 %s\nbytes %s\nparts %s\nwheels %s\n' "$sum" "$bytes" \
       "$nparts" "$(echo $QUACK_WHEELS)" >"$QDIR/quack.txt"
+    for ((k = 1; k <= nparts; k++)); do cp "$QDIR/quack.txt" "$QDIR/p$k/"; done
     log "quack: $(du -sh "$QDIR/wheels" | cut -f1) of wheels in $nparts" \
         "parts: $(cd "$ROOT" && ls -d .dev/quack/p[0-9]* | tr '\n' ' ')"
   else
@@ -281,9 +285,8 @@ fi
 echo "carry: .dev/gpu    then on the GPU machine: bash scripts/gpu-run.sh"
 if [[ -f $OUTDIR/quack.txt ]]; then
   for d in "$ROOT"/.dev/quack/p[0-9]*; do
-    echo "quack part: carry .dev/gpu and .dev/quack/$(basename "$d")" \
-         "($(du -sh "$d" | cut -f1); with .dev/gpu $(du -shc "$OUTDIR" "$d" |
-         tail -1 | cut -f1)) in one of the grid calls"
+    echo "quack: carry .dev/quack/$(basename "$d") ($(du -sh "$d" |
+         cut -f1)) alone: GPU_RUN_STEPS=quack bash scripts/gpu-run.sh"
   done
 fi
 exit $rc

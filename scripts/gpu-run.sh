@@ -94,6 +94,104 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVL
 T0=$(date +%s)
 elapsed() { echo $(( $(date +%s) - T0 )); }
 
+#--- quack-kernels (the grid's peer; GPU_RUN_STEPS=quack stages it) --------#
+# quack-kernels: gpu-prepare.sh (QUACK=1) split one tar of its wheels into
+# .dev/quack/p1, p2, ... (one carried per call, since all of them are more
+# than a call carries); once every part is here and the joined tar matches
+# .dev/gpu/quack.txt, ONE `pip install --target .dev/quack/site` (kept for
+# the later calls on this machine), and the site and its
+# nvidia_cutlass_dsl/dsl_packages go on PYTHONPATH (--target runs no .pth).
+quack_setup() {
+  local q=.dev/quack want have parts k missing=() tmp txt
+  # The parts' index: .dev/gpu's (the prepare the kernels come from), else
+  # the one each part folder carries.
+  for txt in .dev/gpu/quack.txt "$q"/p[0-9]*/quack.txt ""; do
+    [[ -f $txt ]] && break
+  done
+  [[ -n $txt ]] || {
+    echo "quack: no quack.txt (QUACK=1 bash scripts/gpu-prepare.sh):" \
+         "the grid skips quack"; return 0; }
+  want=$(awk '$1 == "sha256" {print $2}' "$txt")
+  parts=$(awk '$1 == "parts" {print $2}' "$txt")
+  have=$(cat "$q/site/.sha256" 2>/dev/null || true)
+  if [[ $have != "$want" ]]; then
+    for ((k = 1; k <= parts; k++)); do
+      [[ -f $q/p$k/quack.tar.part$k ]] || missing+=("p$k")
+    done
+    if ((${#missing[@]})); then
+      echo "quack: parts ${missing[*]} of $parts not on this machine yet" \
+           "(carry .dev/quack/pK, one a call, GPU_RUN_STEPS=quack; the parts" \
+           "stay while the machine is held): the grid skips quack"
+      return 0
+    fi
+    tmp=$STEPLOG/quack
+    mkdir -p "$tmp/wheels"
+    for ((k = 1; k <= parts; k++)); do cat "$q/p$k/quack.tar.part$k"; done \
+      >"$tmp/quack.tar"
+    if [[ $(sha256sum "$tmp/quack.tar" | cut -d' ' -f1) != "$want" ]]; then
+      echo "quack: the joined parts do not match $txt (parts from" \
+           "another prepare?): the grid skips quack"
+      rm -f "$tmp/quack.tar"
+      return 0
+    fi
+    tar -xf "$tmp/quack.tar" -C "$tmp/wheels" && rm -f "$tmp/quack.tar"
+    rm -rf "$q/site" "$q/site.new"
+    local t0=$SECONDS
+    if python3 -m pip install -q --no-index --no-deps --no-compile \
+         --no-cache-dir --target "$q/site.new" "$tmp"/wheels/*.whl; then
+      mv "$q/site.new" "$q/site" && echo "$want" >"$q/site/.sha256"
+      echo "quack: installed $(ls "$tmp"/wheels/*.whl | wc -l) wheels into" \
+           "$q/site in $((SECONDS - t0)) s"
+    else
+      echo "quack: pip install --target failed: the grid skips quack"
+      rm -rf "$q/site.new"
+    fi
+    rm -rf "$tmp"
+  else
+    echo "quack: already installed in $q/site (from an earlier call)"
+  fi
+  if [[ -f $q/site/.sha256 ]]; then
+    QUACK_PATH=$(pwd)/$q/site:$(pwd)/$q/site/nvidia_cutlass_dsl/dsl_packages
+  fi
+}
+# GPU_RUN_STEPS=quack: a call of its own that carries one part
+# (.dev/quack/pK, without .dev/gpu: a part and .dev/gpu do not fit one
+# call together); the call that completes the parts installs quack and
+# runs one small rmsnorm_bwd through it. Writes $OUT/quack.log.
+if [[ ${GPU_RUN_STEPS:-} == quack ]]; then
+  QUACK_PATH=""
+  quack_setup >"$STEPLOG/quack-setup.log" 2>&1
+  {
+    cat "$STEPLOG/quack-setup.log"
+    if [[ -n $QUACK_PATH ]]; then
+      PYTHONPATH=${PYTHONPATH:+$PYTHONPATH:}$QUACK_PATH timeout 300 \
+        python3 - <<'EOF' 2>&1 | tail -20
+import time
+t = time.time()
+import torch
+from importlib.metadata import version
+from quack import rmsnorm as Q
+print("quack: import %.1f s; quack-kernels %s, nvidia-cutlass-dsl %s" % (
+    time.time() - t, version("quack-kernels"), version("nvidia-cutlass-dsl")))
+x = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
+dy = torch.randn_like(x)
+w = (1 + 0.25 * torch.randn(4096, device="cuda")).to(x.dtype)
+rstd = x.float().pow(2).mean(1).add(1e-5).rsqrt()
+t = time.time()
+dx, dw = Q.rmsnorm_bwd(x, w, dy, rstd)[:2]
+torch.cuda.synchronize()
+xh = x.float() * rstd[:, None]
+g = dy.float() * w.float()
+ref = (g - xh * (g * xh).mean(1, keepdim=True)) * rstd[:, None]
+print("quack: rmsnorm_bwd 4096x4096 bf16 in %.1f s (JIT), dx rel err %.1e" % (
+    time.time() - t, float((dx.float() - ref).norm() / ref.norm())))
+EOF
+    fi
+  } | tee "$OUT/quack.log"
+  exit 0
+fi
+
+
 if [[ ! -f .dev/gpu/configs.json ]]; then
   echo "gpu-run: .dev/gpu/configs.json missing: run scripts/gpu-prepare.sh" \
        "on the build machine and carry .dev/gpu" | tee "$OUT/summary.txt"
@@ -258,60 +356,6 @@ step sweep "${SWEEP_CAP_S:-560}" 0 "$OUT/sweep.log" -- \
     ${SWEEP_ONLY_N:+--only-n "$SWEEP_ONLY_N"} ${SWEEP_OPS:+--ops "$SWEEP_OPS"}
 
 #--- 2d. the grid (issue 21; opt-in: ~8 minutes a shard) -------------------#
-# quack-kernels: gpu-prepare.sh (QUACK=1) split one tar of its wheels into
-# .dev/quack/p1, p2, ... (one carried per call, since all of them are more
-# than a call carries); once every part is here and the joined tar matches
-# .dev/gpu/quack.txt, ONE `pip install --target .dev/quack/site` (kept for
-# the later calls on this machine), and the site and its
-# nvidia_cutlass_dsl/dsl_packages go on PYTHONPATH (--target runs no .pth).
-quack_setup() {
-  local q=.dev/quack want have parts k missing=() tmp
-  [[ -f .dev/gpu/quack.txt ]] || {
-    echo "quack: no .dev/gpu/quack.txt (QUACK=1 bash scripts/gpu-prepare.sh):" \
-         "the grid skips quack"; return 0; }
-  want=$(awk '$1 == "sha256" {print $2}' .dev/gpu/quack.txt)
-  parts=$(awk '$1 == "parts" {print $2}' .dev/gpu/quack.txt)
-  have=$(cat "$q/site/.sha256" 2>/dev/null || true)
-  if [[ $have != "$want" ]]; then
-    for ((k = 1; k <= parts; k++)); do
-      [[ -f $q/p$k/quack.tar.part$k ]] || missing+=("p$k")
-    done
-    if ((${#missing[@]})); then
-      echo "quack: parts ${missing[*]} of $parts not on this machine yet" \
-           "(carry .dev/quack/pK, one a call; the parts stay while the" \
-           "machine is held): the grid skips quack in this call"
-      return 0
-    fi
-    tmp=$STEPLOG/quack
-    mkdir -p "$tmp/wheels"
-    for ((k = 1; k <= parts; k++)); do cat "$q/p$k/quack.tar.part$k"; done \
-      >"$tmp/quack.tar"
-    if [[ $(sha256sum "$tmp/quack.tar" | cut -d' ' -f1) != "$want" ]]; then
-      echo "quack: the joined parts do not match .dev/gpu/quack.txt (parts" \
-           "from another prepare?): the grid skips quack"
-      rm -f "$tmp/quack.tar"
-      return 0
-    fi
-    tar -xf "$tmp/quack.tar" -C "$tmp/wheels" && rm -f "$tmp/quack.tar"
-    rm -rf "$q/site" "$q/site.new"
-    local t0=$SECONDS
-    if python3 -m pip install -q --no-index --no-deps --no-compile \
-         --no-cache-dir --target "$q/site.new" "$tmp"/wheels/*.whl; then
-      mv "$q/site.new" "$q/site" && echo "$want" >"$q/site/.sha256"
-      echo "quack: installed $(ls "$tmp"/wheels/*.whl | wc -l) wheels into" \
-           "$q/site in $((SECONDS - t0)) s"
-    else
-      echo "quack: pip install --target failed: the grid skips quack"
-      rm -rf "$q/site.new"
-    fi
-    rm -rf "$tmp"
-  else
-    echo "quack: already installed in $q/site (from an earlier call)"
-  fi
-  if [[ -f $q/site/.sha256 ]]; then
-    QUACK_PATH=$(pwd)/$q/site:$(pwd)/$q/site/nvidia_cutlass_dsl/dsl_packages
-  fi
-}
 if selected grid; then
   : >"$OUT/grid.log"
   QUACK_PATH=""
