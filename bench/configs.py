@@ -574,7 +574,7 @@ def grid_points(ops=GRID_OPS, dtypes=None):
     pts = []
     for dt, wdt, ns, ms in GRID_DTYPES:
         pair = dt if wdt == dt else "%s/w%s" % (dt, wdt)
-        if dtypes and dt not in dtypes and pair not in dtypes:
+        if dtypes and pair not in dtypes:  # "bf16" is bf16 x and weight
             continue
         for op in ops:
             for n in ns:

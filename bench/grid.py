@@ -160,8 +160,39 @@ def est_point_s(p, impls, first):
     return s
 
 
+EST_SCALE = [1.0]  # --calibrate: measured / estimated, for the dry run
+
+
 def est_group_s(pts, impls):
-    return sum(est_point_s(p, impls, i == 0) for i, p in enumerate(pts))
+    return EST_SCALE[0] * sum(est_point_s(p, impls, i == 0)
+                              for i, p in enumerate(pts))
+
+
+def calibrate(paths, impls):
+    """Measured / estimated seconds over the points of earlier runs (their
+    rows' point_wall_s), for the dry run's totals."""
+    meas = est = 0.0
+    for path in paths:
+        with open(path) as f:
+            d = json.load(f)
+        seen = {}
+        for r in d["rows"]:
+            if "point_wall_s" in r:
+                seen.setdefault(point_key(r), (r, []))[1].append(r["impl"])
+        groups = set()
+        for k, (r, imps) in seen.items():
+            p = (r["op"], r["dtype"], r.get("wdtype") or r["dtype"], r["M"],
+                 r["N"], r.get("m_label", ""))
+            meas += r["point_wall_s"]
+            est += est_point_s(p, imps, group_of(p) not in groups)
+            groups.add(group_of(p))
+    if not est:
+        out("grid: --calibrate: no timed points in %s" % " ".join(paths))
+        return 1.0
+    out("grid: --calibrate: %.0f s measured over the points of %s against "
+        "%.0f s estimated: estimates x %.2f" % (meas, " ".join(paths), est,
+                                                 meas / est))
+    return meas / est
 
 
 def shard_points(pts, impls, k, nshards):
@@ -949,8 +980,8 @@ def summary_table(d):
     """A short table per (norm, direction, dtypes): points, geometric mean
     against the best peer, slower count, worst point."""
     st = stats(d)
-    L = ["| norm | direction | dtypes | points | vs best peer (gmean) | "
-         "slower | worst | ours % copy (median) |",
+    L = ["| norm | direction | dtypes | points with a ratio | vs best peer "
+         "(gmean) | slower | worst | ours % copy (median) |",
          "| --- | --- | --- | ---: | ---: | ---: | --- | ---: |"]
     for fam, s in st["families"].items():
         L.append("| %s | %s | %s | %d | %s | %d | %s | %s |" % (
@@ -1281,7 +1312,10 @@ def main(argv=None):
     ap.add_argument("--shard", default="", help="K/N: the K-th of N shards")
     ap.add_argument("--shards", type=int, default=0,
                     help="dry run: the time of each of N shards")
-    ap.add_argument("--target-s", type=float, default=420.0,
+    ap.add_argument("--calibrate", nargs="*", default=[],
+                    help="dry run: scale the time model by measured / "
+                    "estimated over these runs' points")
+    ap.add_argument("--target-s", type=float, default=400.0,
                     help="dry run: seconds of points per device call")
     ap.add_argument("--budget-s", type=float, default=0,
                     help="start no point after this many seconds")
@@ -1342,8 +1376,19 @@ def main(argv=None):
             ",".join(bad), ",".join(IMPLS)))
     COMPILE_DYNAMIC_M[0] = args.compile_dynamic_m
     pts = select_points(args)
+    if args.resume:
+        # Before the shards: `--resume <earlier JSON> --shard K/M` splits
+        # what is left over M new shards.
+        done = load_done(args.resume)
+        left = [p for p in pts if any(p[:5] + (i,) not in done
+                                      for i in impls_for(p[0], impls))]
+        out("grid: --resume: %d of %d points have implementations left" % (
+            len(left), len(pts)))
+        pts = left
     args.gpu_dir = os.path.abspath(args.gpu_dir)
     if args.dry_run:
+        if args.calibrate:
+            EST_SCALE[0] = calibrate(args.calibrate, impls)
         return dry_run(args, pts, impls)
     if args.shard:
         k, nsh = parse_shard(args.shard)
