@@ -488,8 +488,13 @@ def test_patch_on_the_gpu():
     x = torch.randn(64, d, device=DEV)
     ya, yb = ours(x), theirs(x)
     assert type(ya.grad_fn).__name__ == "_RMSNormFunctionBackward"
-    ya.square().sum().backward()
-    yb.square().sum().backward()
+    # A random projection of the output: the sum of squares of an RMSNorm
+    # with unit weight is N per row whatever its input, so its gradient
+    # below the norm is rounding noise (the first device run of this test
+    # failed on that: 9% apart in the first Linear's weight gradient).
+    proj = torch.randn(64, d, device=DEV)
+    (ya * proj).sum().backward()
+    (yb * proj).sum().backward()
     assert rel(ya, yb) < 1e-5
     for (na, a), (nb, b) in zip(ours.named_parameters(),
                                 theirs.named_parameters()):
