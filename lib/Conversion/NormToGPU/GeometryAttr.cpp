@@ -5,7 +5,6 @@
 //===----------------------------------------------------------------------===//
 
 #include "GeometryAttr.h"
-#include "RowKernel.h"
 
 #include "norm/Dialect/Norm/IR/NormOps.h"
 #include "norm/Dialect/Norm/IR/StageContract.h"

@@ -12,6 +12,7 @@
 #include "norm/Conversion/NormToGPU/Geometry.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
 namespace mlir::norm {
@@ -52,8 +53,13 @@ struct RowNest {
 /// on the nest) otherwise. The geometry is left for the caller to set.
 FailureOr<RowNest> analyzeRowNest(scf::ForOp nest, bool forward);
 
-/// Launches the row kernel of `rn` with `rn.geometry` (the looped regime
-/// first turns the row caches back into loads of the row).
+/// The stores of the row body into the deterministic partial rows
+/// (`ws[p, j]`, p the program), one per workspace, in body order.
+SmallVector<memref::StoreOp> partialRowStores(RowNest &rn);
+
+/// Launches the row kernel of `rn` with `rn.geometry` (RowKernel.cpp picks
+/// its strategies; the looped chunk walk first turns the nest's row caches
+/// back into loads of the row).
 void buildRowKernel(RowNest &rn, StringRef name);
 
 } // namespace mlir::norm

@@ -1,19 +1,17 @@
-//===- RowLooped.cpp - row kernels of the looped regime ------------------===//
+//===- RowChunksLooped.cpp - the chunk loop of the looped regime ----------===//
 //
 // Part of mlir-norm.
 //
 // When N is not static, or a lane's share of the row is more than
-// `max-register-elements` (N = 65536), a block takes one row at a time and
-// its lanes walk the row's chunks in a loop. Nothing is cached: x and dy are
-// re-read in the dx loop, and the program's partial rows are updated in
-// global memory by the one thread that owns each column, once per batch of
-// Geometry::batch rows whose reduction loops share the column walk
-// (RowKernel::emitBatchedRows).
+// `max-register-elements` (N = 65536), the lanes walk the row's chunks in a
+// loop, unrolled by four. Nothing is cached: before the kernel is emitted,
+// the row caches of the nest go back to re-reading the row (x and dy are
+// re-read in the dx loop).
 //
 //===----------------------------------------------------------------------===//
 
 #include "Launch.h"
-#include "RowKernel.h"
+#include "RowStrategies.h"
 
 #include "norm/Dialect/Norm/IR/StageContract.h"
 
@@ -25,40 +23,44 @@ using namespace mlir::norm;
 
 namespace {
 
-class LoopedRowKernel : public RowKernel {
+class LoopedChunks final : public ChunkWalk {
 public:
-  using RowKernel::RowKernel;
+  explicit LoopedChunks(RowContext &ctx) : ctx(ctx) {}
+
+  void prepare() override;
+  void walk(OpBuilder &rb, Value chunks, int64_t rowsPerChunk,
+            SmallVector<Value> &carried, ChunkBody chunkBody) override;
 
 private:
-  void walkChunks(OpBuilder &rb, Value chunks, SmallVector<Value> &carried,
-                  ChunkBody chunkBody) override;
+  RowContext &ctx;
 };
 
 } // namespace
 
-void LoopedRowKernel::walkChunks(OpBuilder &rb, Value chunks,
-                                 SmallVector<Value> &carried,
-                                 ChunkBody chunkBody) {
+void LoopedChunks::walk(OpBuilder &rb, Value chunks, int64_t rowsPerChunk,
+                        SmallVector<Value> &carried, ChunkBody chunkBody) {
+  const Geometry &g = ctx.g;
+  Location loc = ctx.loc;
   // Whole groups of L chunks: in the interleaved layout (rows not 16-byte
   // aligned) a lane whose chunk index is past the last chunk still owns
   // columns below N; the chunk bounds its elements itself.
   Value ub = chunks;
-  if (g.vec > 1 && layout == Layout::Interleaved) {
+  if (g.vec > 1 && ctx.layout == Layout::Interleaved) {
     Value l = cIndex(rb, loc, g.lanes);
     ub = arith::MulIOp::create(
         rb, loc, arith::CeilDivUIOp::create(rb, loc, chunks, l), l);
   }
   auto forOp = scf::ForOp::create(
-      rb, loc, lane, ub, cIndex(rb, loc, g.lanes), carried,
+      rb, loc, ctx.lane, ub, cIndex(rb, loc, g.lanes), carried,
       [&](OpBuilder &fb, Location, Value chunk, ValueRange iter) {
         SmallVector<Value> vals(iter.begin(), iter.end());
         chunkBody(fb, chunk, std::nullopt, vals);
         scf::YieldOp::create(fb, loc, vals);
       });
-  // Four chunks per iteration (one row): their loads do not depend on each other's
-  // sums, so they are in flight together (the sums keep their order). With
-  // a trip count unknown here, unrolling adds an epilogue loop, whose
-  // results are then the final ones.
+  // Four chunks per iteration (one row): their loads do not depend on each
+  // other's sums, so they are in flight together (the sums keep their
+  // order). With a trip count unknown here, unrolling adds an epilogue
+  // loop, whose results are then the final ones.
   // With a batch of rows sharing each chunk, their loads are in flight
   // together already.
   int64_t factor = std::max<int64_t>(1, 4 / rowsPerChunk);
@@ -72,15 +74,10 @@ void LoopedRowKernel::walkChunks(OpBuilder &rb, Value chunks,
   carried.assign(last.getResults().begin(), last.getResults().end());
 }
 
-std::unique_ptr<RowKernel> norm::makeLoopedRowKernel(OpBuilder &b, Location loc,
-                                                     RowNest &nest,
-                                                     gpu::LaunchOp launch) {
-  return std::make_unique<LoopedRowKernel>(b, loc, nest, launch);
-}
-
-/// Every cache load becomes the load (and extension) the cache was filled
-/// from.
-void norm::uncacheRows(scf::ForOp rows) {
+/// Every cache load of the nest's row body becomes the load (and
+/// extension) the cache was filled from.
+void LoopedChunks::prepare() {
+  scf::ForOp rows = ctx.nest.rows;
   SmallVector<memref::AllocOp> caches;
   rows.walk([&](memref::StoreOp store) {
     auto alloc = store.getMemRef().getDefiningOp<memref::AllocOp>();
@@ -114,4 +111,8 @@ void norm::uncacheRows(scf::ForOp rows) {
       user->erase();
     alloc.erase();
   }
+}
+
+std::unique_ptr<ChunkWalk> norm::makeLoopedChunks(RowContext &ctx) {
+  return std::make_unique<LoopedChunks>(ctx);
 }

@@ -1,0 +1,153 @@
+//===- RowContext.cpp - what the parts of a row kernel share --------------===//
+//
+// Part of mlir-norm.
+//
+// The helpers every part of a row kernel uses: the columns of a lane's
+// chunks in either layout, the row body cloned into the kernel, the unit
+// stride view of a row memref for 16-byte accesses.
+//
+//===----------------------------------------------------------------------===//
+
+#include "RowContext.h"
+#include "Launch.h"
+
+#include "norm/Dialect/Norm/IR/StageContract.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+
+using namespace mlir;
+using namespace mlir::norm;
+
+bool norm::isRowCacheBuffer(Value memref) {
+  Operation *def = memref.getDefiningOp();
+  return def && norm::isRowCache(def);
+}
+
+RowContext::RowContext(OpBuilder &b, Location loc, RowNest &nest,
+                       gpu::LaunchOp launch)
+    : b(b), loc(loc), nest(nest), g(nest.geometry), launch(launch),
+      codegen(*nest.codegen), tid(launch.getThreadIds().x) {}
+
+void RowContext::begin(const IRMapping &programMap, Value columnBase) {
+  base = programMap;
+  colBase = columnBase;
+  lane = arith::RemUIOp::create(b, loc, tid, c(g.lanes));
+  subgroup = arith::DivUIOp::create(b, loc, tid, c(g.lanes));
+}
+
+Value RowContext::c(int64_t v) { return cIndex(b, loc, v); }
+
+Value RowContext::columnOf(OpBuilder &rb, Value chunk, int64_t e) {
+  auto ci = [&](int64_t v) { return cIndex(rb, loc, v); };
+  auto inRow = [&](Value j) {
+    return colBase ? arith::AddIOp::create(rb, loc, colBase, j) : j;
+  };
+  if (layout == Layout::Vector || g.vec == 1)
+    return inRow(arith::AddIOp::create(
+        rb, loc, arith::MulIOp::create(rb, loc, chunk, ci(g.vec)), ci(e)));
+  // (chunk - lane) V + lane = k L V + lane.
+  Value first = arith::AddIOp::create(
+      rb, loc,
+      arith::MulIOp::create(rb, loc,
+                            arith::SubIOp::create(rb, loc, chunk, lane),
+                            ci(g.vec)),
+      lane);
+  return inRow(arith::AddIOp::create(rb, loc, first, ci(e * g.lanes)));
+}
+
+bool RowContext::groupWhole(int64_t k) const {
+  int64_t before = g.cluster > 1 ? (g.cluster - 1) * g.sliceColumns : 0;
+  return before + (k + 1) * g.lanes * g.vec <= *g.n;
+}
+
+Value RowContext::rowChunk(OpBuilder &rb, Value chunk) {
+  if (!colBase)
+    return chunk;
+  return arith::AddIOp::create(
+      rb, loc, chunk,
+      arith::DivUIOp::create(rb, loc, colBase, cIndex(rb, loc, g.vec)));
+}
+
+bool RowContext::groupInRange(std::optional<int64_t> k) const {
+  if (!g.n)
+    return false;
+  // Vector layout: the chunk walk only visits chunks < ceil(N / V), so
+  // only the last chunk of an N that is not a multiple of V is partial.
+  if (layout == Layout::Vector && *g.n % g.vec == 0)
+    return true;
+  if (k)
+    return groupWhole(*k);
+  // A chunk loop: every group is whole when N is a multiple of L V.
+  return *g.n % (g.lanes * g.vec) == 0;
+}
+
+Value RowContext::materialize(OpBuilder &rb, Value v, IRMapping &m) {
+  if (Value mapped = m.lookupOrNull(v))
+    return mapped;
+  if (Value r = reduced.lookup(v)) {
+    m.map(v, r);
+    return r;
+  }
+  Operation *def = v.getDefiningOp();
+  Block *rowBody = nest.rows.getBody();
+  if (!def || !rowBody->getParentOp()->isAncestor(def) ||
+      def == nest.rows.getOperation()) {
+    Value outer = base.lookupOrDefault(v);
+    m.map(v, outer);
+    return outer;
+  }
+  for (Value operand : def->getOperands())
+    materialize(rb, operand, m);
+  Operation *copy = rb.clone(*def, m);
+  (void)copy;
+  return m.lookup(v);
+}
+
+bool RowContext::isRowAccess(Operation *op, scf::ForOp loop, Value memref,
+                             ValueRange indices) {
+  // (A thread's own storage, row caches and partial rows, is never at
+  // [r, j] or a row cache's [j].)
+  auto type = dyn_cast<MemRefType>(memref.getType());
+  if (!type)
+    return false;
+  if (isRowCacheBuffer(memref))
+    return false;
+  if (type.getRank() == 2 && indices.size() == 2)
+    return indices[0] == nest.rows.getInductionVar() &&
+           indices[1] == loop.getInductionVar();
+  return type.getRank() == 1 && indices.size() == 1 &&
+         indices[0] == loop.getInductionVar();
+}
+
+/// `mem` with a static unit innermost stride. A 16-byte access runs only
+/// when the block's `aligned` check found every innermost stride to be 1,
+/// so a memref whose type leaves it dynamic is viewed as one that says so
+/// (vector.load and vector.store require it in the type). A
+/// reinterpret_cast, not a memref.cast: canonicalisation folds a cast into
+/// the vector access and brings the dynamic stride back.
+Value RowContext::unitInnerStride(OpBuilder &rb, Value mem) {
+  auto type = cast<MemRefType>(mem.getType());
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  if (failed(type.getStridesAndOffset(strides, offset)) || strides.empty() ||
+      strides.back() == 1)
+    return mem;
+  strides.back() = 1;
+  auto layout = StridedLayoutAttr::get(rb.getContext(), offset, strides);
+  auto unit = MemRefType::get(type.getShape(), type.getElementType(), layout,
+                              type.getMemorySpace());
+  auto meta = memref::ExtractStridedMetadataOp::create(rb, loc, mem);
+  auto mixed = [&](int64_t v, Value dynamic) -> OpFoldResult {
+    if (ShapedType::isDynamic(v))
+      return dynamic;
+    return rb.getIndexAttr(v);
+  };
+  SmallVector<OpFoldResult> sizes, unitStrides;
+  for (auto [i, d] : llvm::enumerate(type.getShape()))
+    sizes.push_back(mixed(d, meta.getSizes()[i]));
+  for (auto [i, st] : llvm::enumerate(strides))
+    unitStrides.push_back(mixed(st, meta.getStrides()[i]));
+  return memref::ReinterpretCastOp::create(
+      rb, loc, unit, mem, mixed(offset, meta.getOffset()), sizes,
+      unitStrides);
+}

@@ -1,0 +1,123 @@
+//===- RowContext.h - what the parts of a row kernel share ------*- C++ -*-===//
+//
+// Part of mlir-norm. Private to lib/Conversion/NormToGPU.
+//
+// A row kernel (`dx`, `forward`) is a block per program (dx) or per S rows
+// (forward); its rows go to sub-groups of L lanes, columns to lanes in
+// chunks of V elements. It is built in layers:
+//
+//   RowContext (this file)   the nest, its geometry, the launch, the builder
+//                            at the current point, the kernel-level values,
+//                            and the helpers that map a lane's chunks to
+//                            columns and clone the row body;
+//   strategies               one per axis along which kernels differ
+//   (RowStrategies.h)        (chunk walk, home of the partial rows, in-row
+//                            reduction, lock protocol, walk over the rows);
+//   core emitter             the kernel body: the row body materialised
+//   (RowEmitter.cpp)         per element of a chunk, column loops, the
+//                            bodies of the two layouts; it talks to the
+//                            strategies through their interfaces only;
+//   buildRowKernel           picks the strategies from the geometry, in one
+//   (RowKernel.cpp)          place, and launches the kernel.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NORM_LIB_CONVERSION_NORMTOGPU_ROWCONTEXT_H
+#define NORM_LIB_CONVERSION_NORMTOGPU_ROWCONTEXT_H
+
+#include "Kernels.h"
+
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/IRMapping.h"
+
+namespace mlir::norm {
+
+class TargetCodegen;
+
+/// A per-program row cache (norm.row_cache), by the value of the buffer.
+bool isRowCacheBuffer(Value memref);
+
+/// How a lane's chunks map to columns (the geometry's RowLayouts says
+/// which bodies a kernel has; with two, they sit under `scf.if` on the
+/// run-time `aligned`, the same for every block of a launch):
+///   Vector:      j = chunk V + e          (V consecutive columns per
+///                                          lane: one 16-byte access)
+///   Interleaved: j = k L V + e L + lane   (element e of the L lanes is
+///                                          L consecutive columns: each
+///                                          warp access is coalesced)
+/// Rows that are not 16-byte aligned (odd N, odd strides, offsets) take
+/// the interleaved layout in every row, so a thread owns the same columns
+/// in every row (its row cache and partial sums stay in registers). Both
+/// cover group k's columns [k L V, (k + 1) L V) once. With V = 1 they
+/// are the same.
+enum class Layout { Vector, Interleaved };
+
+/// The state every part of one row kernel reads, and the helpers they
+/// share. Who writes what: `begin` the kernel-level values (once); the
+/// core emitter the body's layout and alignment; the row walk the row
+/// mapping of the wave it emits (`base`) and the in-row sums (`reduced`).
+struct RowContext {
+  RowContext(OpBuilder &b, Location loc, RowNest &nest, gpu::LaunchOp launch);
+
+  /// Emits the thread's lane and sub-group. `programMap` maps the program
+  /// loop's values to the kernel's; `columnBase` is the first column of the
+  /// block's slice of every row (null: the whole row).
+  void begin(const IRMapping &programMap, Value columnBase);
+
+  Value c(int64_t v);
+  /// Materialises `v` (of the original row body) in the region built by
+  /// `rb`: mapped values as mapped, reduced loop results as reduced, pure
+  /// ops and loads of the row body cloned again (they are cheap and their
+  /// inputs are not modified), everything else as the kernel-level value.
+  Value materialize(OpBuilder &rb, Value v, IRMapping &m);
+  /// The column of element e of the lane's chunk `chunk` (= k L + lane),
+  /// in the block's slice of the row (from colBase).
+  Value columnOf(OpBuilder &rb, Value chunk, int64_t e);
+  /// Whether group k of every block of a cluster lies below N (with no
+  /// cluster: (k + 1) L V <= N).
+  bool groupWhole(int64_t k) const;
+  /// `chunk` of the block's slice as a chunk of the whole row.
+  Value rowChunk(OpBuilder &rb, Value chunk);
+  /// `mem`, cast to a static unit innermost stride if its type leaves it
+  /// dynamic (for 16-byte accesses, which run only when it is 1).
+  Value unitInnerStride(OpBuilder &rb, Value mem);
+  /// Whether every column the lane's chunk of group k (nullopt: any chunk
+  /// of a chunk loop) touches is < N in the current layout: no per-element
+  /// bound check, and a vector access needs no whole-chunk check.
+  bool groupInRange(std::optional<int64_t> k) const;
+  /// A chunkable access: a row memref at [r, j] or a column vector
+  /// (weight, bias) at [j], j the column loop's induction variable.
+  bool isRowAccess(Operation *op, scf::ForOp loop, Value memref,
+                   ValueRange indices);
+
+  // The kernel.
+  OpBuilder &b;
+  Location loc;
+  RowNest &nest;
+  const Geometry &g;
+  gpu::LaunchOp launch;
+  /// The chip's emitter (cluster barrier, distributed shared memory, fences).
+  const TargetCodegen &codegen;
+
+  // Kernel-level values (begin).
+  Value tid, lane, subgroup;
+  /// First column of the block's slice (null without a cluster).
+  Value colBase;
+
+  // The body being emitted (the core emitter).
+  /// Whether every row memref is 16-byte aligned with a unit inner stride
+  /// (the same in every block of a launch).
+  Value aligned;
+  Layout layout = Layout::Vector;
+  /// In the vector body of a two-body kernel the rows are known aligned:
+  /// whole groups issue their loads together, with no per-chunk check.
+  bool knownAligned = false;
+
+  // The rows being emitted (the row walk).
+  IRMapping base;                 // program-level values -> kernel values
+  DenseMap<Value, Value> reduced; // loop results -> reduced sums
+};
+
+} // namespace mlir::norm
+
+#endif // NORM_LIB_CONVERSION_NORMTOGPU_ROWCONTEXT_H

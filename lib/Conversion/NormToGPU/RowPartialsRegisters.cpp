@@ -1,0 +1,170 @@
+//===- RowPartialsRegisters.cpp - partial rows in registers ---------------===//
+//
+// Part of mlir-norm.
+//
+// PartialsHome::Registers (register regime): a thread's running
+// `deterministic` partial sums of its columns are private arrays with
+// constant indices (k V + e), which LLVM keeps in registers. With one row in
+// flight each thread stores its columns to the program's partial rows at
+// the end; with S > 1 every sub-group's partial row goes to shared memory
+// [S, N] and thread t sums column j = t, t + T, ... over the sub-groups in
+// order 0..S-1.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Launch.h"
+#include "RowStrategies.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "llvm/ADT/MapVector.h"
+
+using namespace mlir;
+using namespace mlir::norm;
+
+namespace {
+
+class RegisterPartials final : public Partials {
+public:
+  explicit RegisterPartials(RowContext &ctx) : ctx(ctx) {}
+
+  void allocate() override;
+  bool load(OpBuilder &rb, memref::LoadOp load, std::optional<int64_t> k,
+            int64_t e, IRMapping &m, Value active) override;
+  bool store(OpBuilder &rb, memref::StoreOp store, std::optional<int64_t> k,
+             int64_t e, IRMapping &m, Value active) override;
+  void writeBack() override;
+
+private:
+  RowContext &ctx;
+  // Ordered: kernel code follows its order, and the output must be the
+  // same on every run.
+  llvm::MapVector<Value, Value> partialArrays; // workspace -> accumulator
+  DenseMap<Value, Value> combineBuffers;       // workspace -> [S, N] (S > 1)
+};
+
+} // namespace
+
+void RegisterPartials::allocate() {
+  OpBuilder &b = ctx.b;
+  Location loc = ctx.loc;
+  int64_t size = ctx.g.chunksPerLane * ctx.g.vec;
+  for (memref::StoreOp store : partialRowStores(ctx.nest)) {
+    Type t = store.getValue().getType();
+    Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(t));
+    Value acc = memref::AllocaOp::create(b, loc, MemRefType::get({size}, t));
+    for (int64_t i = 0; i < size; ++i)
+      memref::StoreOp::create(b, loc, zero, acc, ValueRange{ctx.c(i)});
+    partialArrays[store.getMemRef()] = acc;
+  }
+}
+
+bool RegisterPartials::load(OpBuilder &rb, memref::LoadOp load,
+                            std::optional<int64_t> k, int64_t e, IRMapping &m,
+                            Value active) {
+  Value arr = partialArrays.lookup(load.getMemRef());
+  if (arr && k) {
+    m.map(load.getResult(),
+          memref::LoadOp::create(
+              rb, ctx.loc, arr,
+              ValueRange{cIndex(rb, ctx.loc, *k * ctx.g.vec + e)}));
+    return true;
+  }
+  return false;
+}
+
+bool RegisterPartials::store(OpBuilder &rb, memref::StoreOp store,
+                             std::optional<int64_t> k, int64_t e, IRMapping &m,
+                             Value active) {
+  Value arr = partialArrays.lookup(store.getMemRef());
+  if (arr && k) {
+    memref::StoreOp::create(rb, ctx.loc,
+                            ctx.materialize(rb, store.getValue(), m), arr,
+                            ValueRange{cIndex(rb, ctx.loc, *k * ctx.g.vec + e)});
+    return true;
+  }
+  return false;
+}
+
+void RegisterPartials::writeBack() {
+  if (partialArrays.empty())
+    return;
+  OpBuilder &b = ctx.b;
+  Location loc = ctx.loc;
+  const Geometry &g = ctx.g;
+  auto c = [&](int64_t v) { return ctx.c(v); };
+  int64_t n = *g.n;
+  Value p = ctx.base.lookup(ctx.nest.programIV);
+  for (auto [ws, accumulator] : partialArrays) {
+    // Lambdas do not capture structured bindings before C++20 (clang).
+    Value acc = accumulator;
+    Value wsK = ctx.base.lookupOrDefault(ws);
+    if (g.rows == 1) {
+      // One row in flight: each thread owns its columns of the partial row.
+      for (int64_t k = 0; k < g.chunksPerLane; ++k)
+        for (int64_t e = 0; e < g.vec; ++e) {
+          Value chunk =
+              arith::AddIOp::create(b, loc, ctx.lane, c(k * g.lanes));
+          Value j = ctx.columnOf(b, chunk, e);
+          Value v =
+              memref::LoadOp::create(b, loc, acc, ValueRange{c(k * g.vec + e)});
+          if (ctx.groupWhole(k)) {
+            memref::StoreOp::create(b, loc, v, wsK, ValueRange{p, j});
+            continue;
+          }
+          Value inRange =
+              arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, j, c(n));
+          scf::IfOp::create(b, loc, inRange, [&](OpBuilder &ib, Location) {
+            memref::StoreOp::create(ib, loc, v, wsK, ValueRange{p, j});
+            scf::YieldOp::create(ib, loc);
+          });
+        }
+      continue;
+    }
+    // One combine buffer per partial row, shared by the two layouts' bodies.
+    Value &buffer = combineBuffers[ws];
+    if (!buffer)
+      buffer = addSharedBuffer(ctx.launch, {g.rows, n}, b.getF32Type(), loc);
+    Value smem = buffer;
+    for (int64_t k = 0; k < g.chunksPerLane; ++k)
+      for (int64_t e = 0; e < g.vec; ++e) {
+        Value chunk = arith::AddIOp::create(b, loc, ctx.lane, c(k * g.lanes));
+        Value j = ctx.columnOf(b, chunk, e);
+        bool certain = (k + 1) * g.lanes * g.vec <= n;
+        Value v =
+            memref::LoadOp::create(b, loc, acc, ValueRange{c(k * g.vec + e)});
+        auto store = [&](OpBuilder &sb) {
+          memref::StoreOp::create(sb, loc, v, smem,
+                                  ValueRange{ctx.subgroup, j});
+        };
+        if (certain) {
+          store(b);
+          continue;
+        }
+        Value inRange =
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, j, c(n));
+        scf::IfOp::create(b, loc, inRange, [&](OpBuilder &ib, Location) {
+          store(ib);
+          scf::YieldOp::create(ib, loc);
+        });
+      }
+    gpu::BarrierOp::create(b, loc);
+    scf::ForOp::create(
+        b, loc, ctx.tid, c(n), c(g.threads), ValueRange{},
+        [&](OpBuilder &fb, Location, Value j, ValueRange) {
+          Value s = memref::LoadOp::create(fb, loc, smem,
+                                           ValueRange{cIndex(fb, loc, 0), j});
+          for (int64_t q = 1; q < g.rows; ++q)
+            s = arith::AddFOp::create(
+                fb, loc, s,
+                memref::LoadOp::create(fb, loc, smem,
+                                       ValueRange{cIndex(fb, loc, q), j}));
+          memref::StoreOp::create(fb, loc, s, wsK, ValueRange{p, j});
+          scf::YieldOp::create(fb, loc);
+        });
+    gpu::BarrierOp::create(b, loc);
+  }
+}
+
+std::unique_ptr<Partials> norm::makeRegisterPartials(RowContext &ctx) {
+  return std::make_unique<RegisterPartials>(ctx);
+}
