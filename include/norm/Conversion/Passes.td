@@ -88,30 +88,41 @@ def NormMapToGPU : Pass<"norm-map-to-gpu", "::mlir::func::FuncOp"> {
       for large N); columns go to lanes in chunks of 16 bytes
       (`vector.load` / `vector.store` with 16-byte alignment when every row
       pointer and row stride is 16-byte aligned and N fills whole chunks,
-      element loads otherwise, checked at run time in the kernel); in-row
-      sums are reduced with `gpu.shuffle xor` and, across warps, one
-      shared-memory step in a fixed order. Two regimes:
-      - registers (RowRegisters.cpp), when N is static and a thread's share
-        of the row fits `max-register-elements`: the chunk loops are
-        unrolled, the row cache lives in registers, and so do the
-        `deterministic` partial sums (combined across sub-groups through
-        shared memory in a fixed order and written once per program), or,
-        with one row in flight, in shared memory;
-      - looped (RowLooped.cpp) otherwise: a block per row, a chunk loop, the
-        row re-read from L2, the partial row updated in place (each column
-        owned by one thread).
+      element loads otherwise, checked at run time in the kernel). A core
+      emitter (RowEmitter.cpp) builds the kernel with one strategy per axis,
+      each in a file of its own, picked by `buildRowKernel` from the
+      geometry:
+      - the chunk walk: unrolled when N is static and a thread's share of
+        the row fits `max-register-elements` (`regime = registers`, row
+        caches in registers; RowChunksUnrolled.cpp), else a chunk loop with
+        the row re-read from L2 (`regime = looped`; RowChunksLooped.cpp);
+      - the home of the `deterministic` partial rows: registers (combined
+        across sub-groups through shared memory in a fixed order and
+        written once per program), shared memory with one row in flight
+        (static, or dynamic past 40 KB), or, looped, global memory updated
+        in place once per batch of rows, each column by the one thread
+        that owns it (RowPartials*.cpp);
+      - the in-row sums: `gpu.shuffle xor` and, across warps, one
+        shared-memory step in a fixed order (RowReduceBlock.cpp), then,
+        for a row split over a thread-block cluster (sm_90), the sum of the
+        cluster's blocks in distributed shared memory (RowReduceCluster.cpp);
+      - the lock protocol of `locked` (RowLock.cpp).
 
     The geometry of each row kernel is the nest's `norm.geometry`
     (`#norm.row_geometry`, set by `norm-choose-geometry`: lanes per row,
     rows in flight, vector width, chunks per lane, regime, where the
     partials live, cluster, shared memory); a nest without one is an error.
-    The cost model behind it is a pure function of N, the element types,
-    the strategy (`norm.strategy`) and the options. Its shared-memory budget is the 48 KB of static shared
-    memory every CUDA chip since sm_50 guarantees, never the chip's own
-    limit, so `deterministic` results are bitwise identical across GPUs
-    (unit-tested for every chip TargetInfo knows). Index arithmetic is
-    64-bit, so M * N >= 2^31 is safe. Every launch has a constant block
-    size, which becomes `.maxntid` in the PTX.
+    The attribute is checked again against this pass's `chip`. The cost
+    model behind it is a pure function of N, the element types, the
+    strategy (`norm.strategy`) and the options. Its shared-memory budget is
+    the 48 KB of static shared memory every CUDA chip since sm_50
+    guarantees, never the chip's own limit, so `deterministic` results are
+    bitwise identical across GPUs (unit-tested for every chip TargetInfo
+    knows). What a chip emits differently (the cluster barrier, distributed
+    shared memory addressing, the lock's device-scope fence) comes from its
+    TargetCodegen (TargetCodegen.h); the kernel builders name no target
+    dialect. Index arithmetic is 64-bit, so M * N >= 2^31 is safe. Every
+    launch has a constant block size, which becomes `.maxntid` in the PTX.
 
     Post-condition (checked, an error naming the op): no `norm.stage` nest
     or other loop remains outside a `gpu.launch`; the host function only

@@ -13,6 +13,9 @@
 
 #include "Kernels.h"
 
+#include "norm/Dialect/Norm/IR/StageContract.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
@@ -92,6 +95,16 @@ FailureOr<scf::ForOp> norm::checkRowNestShape(scf::ForOp nest, bool forward) {
       if (!isRowBodyOp(op, /*inColumnLoop=*/false))
         return fail("the row body holds '" + op.getName().getStringRef() +
                     "'");
+      // The lock's acquire (a spin loop) and release (an atomic exchange)
+      // are the `locked` strategy's; the row kernel takes them as such
+      // only in a nest of that strategy.
+      auto rmw = dyn_cast<memref::AtomicRMWOp>(op);
+      if ((isa<scf::WhileOp>(op) ||
+           (rmw && rmw.getKind() == arith::AtomicRMWKind::assign)) &&
+          getNestStrategy(nest) != ReductionStrategy::Locked)
+        return fail("the row body holds a lock ('" +
+                    op.getName().getStringRef() +
+                    "') but the nest's norm.strategy is not locked");
       continue;
     }
     if (n && *n != column.getUpperBound())

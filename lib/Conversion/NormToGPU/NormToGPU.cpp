@@ -4,7 +4,7 @@
 //
 // The pass norm-map-to-gpu: walks the tagged nests of norm-lower-to-loops
 // (docs/Lowering.md), hands each to the builder of its kernel kind (ZeroKernel,
-// ReduceKernel, RowKernel with its two regimes RowRegisters / RowLooped),
+// ReduceKernel, RowKernel with the strategies it picks from the geometry),
 // records the launches in `norm.kernels`, and checks its post-condition: the
 // host function only allocates and launches. The layout of the directory is
 // described in docs/GPU.md.
@@ -180,9 +180,9 @@ struct MapToGPUPass : public norm::impl::NormMapToGPUBase<MapToGPUPass> {
       if (failed(norm::checkZeroNestShape(nest)))
         return failure();
       // The `deterministic` dx kernel writes its program's partial rows
-      // whole in every regime (RowKernel.h): nothing needs clearing, in
-      // this launch or the runtime's (`norm.written`, the manifest's
-      // `written`).
+      // whole wherever they live (RowStrategies.h, Partials): nothing
+      // needs clearing, in this launch or the runtime's (`norm.written`,
+      // the manifest's `written`).
       if (norm::getNestStrategy(nest) ==
           norm::ReductionStrategy::Deterministic) {
         nest.walk([&](memref::StoreOp store) {

@@ -1,6 +1,6 @@
 // RUN: norm-opt %s --split-input-file --norm-lower-to-loops --norm-choose-geometry --norm-map-to-gpu --canonicalize --cse | FileCheck %s
 
-// How a lane's chunks map to columns (RowKernel.h, RowLayouts in
+// How a lane's chunks map to columns (RowContext.h, RowLayouts in
 // Geometry.h). N = 4095 bf16: a row is 8190 bytes, so rows can never all
 // be 16-byte aligned. One body, interleaved layout: no vector access, and
 // element e of the lane's chunk k is column k*2048 + e*256 + lane, so the

@@ -117,6 +117,35 @@ func.func @dx_nested_region(%x: memref<?x8xf32>, %y: memref<?x8xf32>, %m: index,
 
 // -----
 
+// A lock (the spin loop of `locked`) in a nest of another strategy: the
+// row kernel takes a row-level scf.while as the lock's acquire only in a
+// `locked` nest.
+func.func @dx_lock_not_locked(%x: memref<?x8xf32>, %y: memref<?x8xf32>, %locks: memref<?xi32>, %m: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  // expected-error @+1 {{the row body holds a lock ('scf.while') but the nest's norm.strategy is not locked}}
+  scf.for %p = %c0 to %m step %c1 {
+    scf.for %r = %p to %m step %c1 {
+      scf.while : () -> () {
+        %one = arith.constant 1 : i32
+        %old = memref.atomic_rmw assign %one, %locks[%p] : (i32, memref<?xi32>) -> i32
+        %busy = arith.cmpi eq, %old, %one : i32
+        scf.condition(%busy)
+      } do {
+        scf.yield
+      }
+      scf.for %j = %c0 to %c8 step %c1 {
+        %v = memref.load %x[%r, %j] : memref<?x8xf32>
+        memref.store %v, %y[%r, %j] : memref<?x8xf32>
+      }
+    }
+  } {norm.stage = #norm.stage<dx>, norm.id = 0 : i64, norm.accumulate = f32, norm.strategy = #norm.strategy<deterministic>}
+  return
+}
+
+// -----
+
 // A dim of an out-of-range constant index, which upstream canonicalize
 // crashed on once the mapping had moved it into a kernel (issue 8 item 5).
 func.func @dim_out_of_range(%dy: memref<?x8xf32>, %x: memref<?x8xf32>, %r: memref<?xf32>, %dx: memref<?x8xf32>) {

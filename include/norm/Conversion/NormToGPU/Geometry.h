@@ -75,7 +75,7 @@ enum class PartialsHome {
   Global,    // looped regime: the program's partial row, updated in place
 };
 
-/// How a row kernel maps a lane's chunks to columns (RowKernel.h,
+/// How a row kernel maps a lane's chunks to columns (RowContext.h,
 /// `columnOf`), and which bodies it has.
 enum class RowLayouts {
   /// One body, vector layout: each chunk takes a 16-byte access when the
