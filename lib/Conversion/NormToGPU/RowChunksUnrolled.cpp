@@ -106,9 +106,9 @@ bool UnrolledChunks::store(OpBuilder &rb, memref::StoreOp store,
                            std::optional<int64_t> k, int64_t e, IRMapping &m) {
   Value arr = privateArrays.lookup(store.getMemRef());
   if (arr && k) {
-    memref::StoreOp::create(rb, ctx.loc,
-                            ctx.materialize(rb, store.getValue(), m), arr,
-                            ValueRange{cIndex(rb, ctx.loc, *k * ctx.g.vec + e)});
+    memref::StoreOp::create(
+        rb, ctx.loc, ctx.materialize(rb, store.getValue(), m), arr,
+        ValueRange{cIndex(rb, ctx.loc, *k * ctx.g.vec + e)});
     return true;
   }
   return false;

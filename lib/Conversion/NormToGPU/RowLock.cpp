@@ -42,8 +42,8 @@ void LockedProtocol::onLeader(
     Value rowActive, function_ref<void(OpBuilder &, IRMapping &)> body) {
   OpBuilder &b = ctx.b;
   Location loc = ctx.loc;
-  Value first =
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, ctx.tid, ctx.c(0));
+  Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, ctx.tid,
+                                      ctx.c(0));
   scf::IfOp::create(b, loc, arith::AndIOp::create(b, loc, rowActive, first),
                     [&](OpBuilder &ib, Location) {
                       IRMapping m = ctx.base;

@@ -77,9 +77,9 @@ bool RegisterPartials::store(OpBuilder &rb, memref::StoreOp store,
                              Value active) {
   Value arr = partialArrays.lookup(store.getMemRef());
   if (arr && k) {
-    memref::StoreOp::create(rb, ctx.loc,
-                            ctx.materialize(rb, store.getValue(), m), arr,
-                            ValueRange{cIndex(rb, ctx.loc, *k * ctx.g.vec + e)});
+    memref::StoreOp::create(
+        rb, ctx.loc, ctx.materialize(rb, store.getValue(), m), arr,
+        ValueRange{cIndex(rb, ctx.loc, *k * ctx.g.vec + e)});
     return true;
   }
   return false;

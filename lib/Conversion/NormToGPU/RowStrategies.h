@@ -1,4 +1,4 @@
-//===- RowStrategies.h - the axes along which row kernels differ -*- C++ -*-===//
+//===- RowStrategies.h - how row kernels differ, axis by axis ---*- C++ -*-===//
 //
 // Part of mlir-norm. Private to lib/Conversion/NormToGPU.
 //
@@ -189,7 +189,7 @@ std::unique_ptr<ChunkWalk> makeLoopedChunks(RowContext &ctx);
 std::unique_ptr<Partials> makeRegisterPartials(RowContext &ctx);
 std::unique_ptr<Partials> makeSharedPartials(RowContext &ctx);
 std::unique_ptr<Partials> makeGlobalPartials(RowContext &ctx,
-                                                 InRowReduction &reduction);
+                                             InRowReduction &reduction);
 std::unique_ptr<InRowReduction> makeBlockReduction(RowContext &ctx);
 std::unique_ptr<InRowReduction> makeClusterReduction(RowContext &ctx);
 std::unique_ptr<LockProtocol> makeLockedProtocol(RowContext &ctx);
