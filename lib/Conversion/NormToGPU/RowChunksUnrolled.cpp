@@ -91,27 +91,14 @@ void UnrolledChunks::walk(OpBuilder &rb, Value chunks, int64_t rowsPerChunk,
 
 bool UnrolledChunks::load(OpBuilder &rb, memref::LoadOp load,
                           std::optional<int64_t> k, int64_t e, IRMapping &m) {
-  Value arr = privateArrays.lookup(load.getMemRef());
-  if (arr && k) {
-    m.map(load.getResult(),
-          memref::LoadOp::create(
-              rb, ctx.loc, arr,
-              ValueRange{cIndex(rb, ctx.loc, *k * ctx.g.vec + e)}));
-    return true;
-  }
-  return false;
+  return ctx.loadPrivate(rb, privateArrays.lookup(load.getMemRef()), load, k, e,
+                         m);
 }
 
 bool UnrolledChunks::store(OpBuilder &rb, memref::StoreOp store,
                            std::optional<int64_t> k, int64_t e, IRMapping &m) {
-  Value arr = privateArrays.lookup(store.getMemRef());
-  if (arr && k) {
-    memref::StoreOp::create(
-        rb, ctx.loc, ctx.materialize(rb, store.getValue(), m), arr,
-        ValueRange{cIndex(rb, ctx.loc, *k * ctx.g.vec + e)});
-    return true;
-  }
-  return false;
+  return ctx.storePrivate(rb, privateArrays.lookup(store.getMemRef()), store, k,
+                          e, m);
 }
 
 std::unique_ptr<ChunkWalk> norm::makeUnrolledChunks(RowContext &ctx) {

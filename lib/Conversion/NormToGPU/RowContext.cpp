@@ -37,6 +37,28 @@ void RowContext::begin(const IRMapping &programMap, Value columnBase) {
 
 Value RowContext::c(int64_t v) { return cIndex(b, loc, v); }
 
+bool RowContext::loadPrivate(OpBuilder &rb, Value arr, memref::LoadOp load,
+                             std::optional<int64_t> k, int64_t e,
+                             IRMapping &m) {
+  if (!arr || !k)
+    return false;
+  Value at = cIndex(rb, loc, *k * g.vec + e);
+  m.map(load.getResult(),
+        memref::LoadOp::create(rb, loc, arr, ValueRange{at}));
+  return true;
+}
+
+bool RowContext::storePrivate(OpBuilder &rb, Value arr, memref::StoreOp store,
+                              std::optional<int64_t> k, int64_t e,
+                              IRMapping &m) {
+  if (!arr || !k)
+    return false;
+  Value v = materialize(rb, store.getValue(), m);
+  Value at = cIndex(rb, loc, *k * g.vec + e);
+  memref::StoreOp::create(rb, loc, v, arr, ValueRange{at});
+  return true;
+}
+
 Value RowContext::columnOf(OpBuilder &rb, Value chunk, int64_t e) {
   auto ci = [&](int64_t v) { return cIndex(rb, loc, v); };
   auto inRow = [&](Value j) {

@@ -70,6 +70,14 @@ struct RowContext {
   /// ops and loads of the row body cloned again (they are cheap and their
   /// inputs are not modified), everything else as the kernel-level value.
   Value materialize(OpBuilder &rb, Value v, IRMapping &m);
+  /// `load` / `store` of the row body served from `arr`, a lane's private
+  /// array of K V elements (a row cache, or partial sums in registers), at
+  /// element e of the lane's chunk k; false (nothing emitted) when `arr` is
+  /// null or the chunk is not a constant one.
+  bool loadPrivate(OpBuilder &rb, Value arr, memref::LoadOp load,
+                   std::optional<int64_t> k, int64_t e, IRMapping &m);
+  bool storePrivate(OpBuilder &rb, Value arr, memref::StoreOp store,
+                    std::optional<int64_t> k, int64_t e, IRMapping &m);
   /// The column of element e of the lane's chunk `chunk` (= k L + lane),
   /// in the block's slice of the row (from colBase).
   Value columnOf(OpBuilder &rb, Value chunk, int64_t e);

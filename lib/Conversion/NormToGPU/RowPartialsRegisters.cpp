@@ -61,28 +61,15 @@ void RegisterPartials::allocate() {
 bool RegisterPartials::load(OpBuilder &rb, memref::LoadOp load,
                             std::optional<int64_t> k, int64_t e, IRMapping &m,
                             Value active) {
-  Value arr = partialArrays.lookup(load.getMemRef());
-  if (arr && k) {
-    m.map(load.getResult(),
-          memref::LoadOp::create(
-              rb, ctx.loc, arr,
-              ValueRange{cIndex(rb, ctx.loc, *k * ctx.g.vec + e)}));
-    return true;
-  }
-  return false;
+  return ctx.loadPrivate(rb, partialArrays.lookup(load.getMemRef()), load, k, e,
+                         m);
 }
 
 bool RegisterPartials::store(OpBuilder &rb, memref::StoreOp store,
                              std::optional<int64_t> k, int64_t e, IRMapping &m,
                              Value active) {
-  Value arr = partialArrays.lookup(store.getMemRef());
-  if (arr && k) {
-    memref::StoreOp::create(
-        rb, ctx.loc, ctx.materialize(rb, store.getValue(), m), arr,
-        ValueRange{cIndex(rb, ctx.loc, *k * ctx.g.vec + e)});
-    return true;
-  }
-  return false;
+  return ctx.storePrivate(rb, partialArrays.lookup(store.getMemRef()), store, k,
+                          e, m);
 }
 
 void RegisterPartials::writeBack() {
@@ -102,8 +89,7 @@ void RegisterPartials::writeBack() {
       // One row in flight: each thread owns its columns of the partial row.
       for (int64_t k = 0; k < g.chunksPerLane; ++k)
         for (int64_t e = 0; e < g.vec; ++e) {
-          Value chunk =
-              arith::AddIOp::create(b, loc, ctx.lane, c(k * g.lanes));
+          Value chunk = arith::AddIOp::create(b, loc, ctx.lane, c(k * g.lanes));
           Value j = ctx.columnOf(b, chunk, e);
           Value v =
               memref::LoadOp::create(b, loc, acc, ValueRange{c(k * g.vec + e)});
