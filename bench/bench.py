@@ -170,10 +170,8 @@ def dry_run(args, index):
 
 
 def C_groups(m, n):
-    """docs/Lowering.md: G = max(1, min(clamp(2^21 / N, 128, 512),
-    max(ceil(M / 8), min(M, 128))))."""
-    cap = min(max((1 << 21) // n, 128), 512)
-    return max(1, min(cap, max(-(-m // 8), min(m, 128))))
+    """docs/Lowering.md: G = max(1, min(cap(N), M)) (configs.py)."""
+    return C.default_groups(m, n)
 
 
 # --------------------------------------------------------------- GPU parts

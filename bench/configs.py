@@ -364,10 +364,17 @@ def rows_matrix():
     return list(keep.values())
 
 
+def group_cap(n):
+    """groupCap of include/norm/Support/Groups.h: the largest of 128, 256,
+    512 with G * N within 3 x 2^20 (at least 128)."""
+    per = (3 << 20) // max(n, 1)
+    return 512 if per >= 512 else 256 if per >= 256 else 128
+
+
 def default_groups(m, n):
-    """G of include/norm/Support/Groups.h (docs/Lowering.md)."""
-    cap = min(max((1 << 21) // max(n, 1), 128), 512)
-    return max(1, min(cap, max(-(-m // 8), min(m, 128))))
+    """G of include/norm/Support/Groups.h (docs/Lowering.md):
+    max(1, min(cap(N), M))."""
+    return max(1, min(group_cap(n), m))
 
 
 def rows_for_racecheck(cfg, m, kernels):
@@ -380,16 +387,13 @@ def rows_for_racecheck(cfg, m, kernels):
     configuration's kernels from configs.json (their "rows" per
     iteration). Grad ops: program p owns rows [p*R, (p+1)*R), R = ceil(M/G);
     with T rows per iteration, M = G_cap*(2T+1) - T gives R = 2T+1 (three
-    iterations, the last of one row) and a last program of T+1 rows. For
-    T < 4, any M gives R >= 8 rows per program, so min(m, 203). Forward
+    iterations, the last of one row) and a last program of T+1 rows. Forward
     ops (one block per T rows, no loop): min(m, max(203, 3T + T/2 + 1)).
     """
     t = max([k.get("rows", 1) for k in kernels
              if k.get("kind") in ("dx", "forward")] or [1])
     if not cfg.grad:
         return min(m, max(203, 3 * t + t // 2 + 1))
-    if t < 4:
-        return min(m, 203)
     cap = default_groups(1 << 62, cfg.n)
     return cap * (2 * t + 1) - t
 

@@ -9,7 +9,8 @@
 // arith ops it may contain; any other op fails the test) and compares it
 // with normrt_default_groups (libnormrt's C API) over a grid of (M, N) that
 // covers every branch: M around multiples of 16 and every cap boundary and
-// up to 2^62, N around the powers of two where 2^21 / N crosses 128 and 512.
+// up to 2^62, N around the powers of two and the caps' boundaries (6144,
+// 12288), where 3 x 2^20 / N crosses 512 and 256.
 //
 //===----------------------------------------------------------------------===//
 
@@ -34,7 +35,7 @@ namespace {
 /// emitDefaultGroups as a straight-line program over unsigned 64-bit slots;
 /// slot 0 is M and slot 1 is N.
 struct Program {
-  enum class Kind { Constant, MaxUI, MinUI, DivUI, CeilDivUI };
+  enum class Kind { Constant, MaxUI, MinUI, DivUI, CeilDivUI, MulI };
   struct Instr {
     Kind kind;
     int a = 0, b = 0;
@@ -65,6 +66,9 @@ struct Program {
         break;
       case Kind::CeilDivUI:
         out = a == 0 ? 0 : (a - 1) / b + 1;
+        break;
+      case Kind::MulI:
+        out = a * b;
         break;
       }
     }
@@ -105,6 +109,8 @@ bool compile(Program &program) {
       in.kind = Program::Kind::DivUI;
     } else if (isa<arith::CeilDivUIOp>(op)) {
       in.kind = Program::Kind::CeilDivUI;
+    } else if (isa<arith::MulIOp>(op)) {
+      in.kind = Program::Kind::MulI;
     } else {
       std::printf("cannot evaluate %s\n",
                   op.getName().getStringRef().str().c_str());
@@ -142,6 +148,9 @@ int main() {
   ms.insert(INT64_MAX);
   for (int64_t n = 1; n <= 20000; n += (n < 1100 ? 1 : 7))
     ns.insert(n);
+  for (int64_t edge : {int64_t(6144), int64_t(12288)})
+    for (int64_t d = -3; d <= 3; ++d)
+      ns.insert(edge + d);
   for (int shift = 0; shift < 40; ++shift)
     for (int64_t d = -3; d <= 3; ++d)
       if ((int64_t(1) << shift) + d > 0)

@@ -23,14 +23,21 @@
 // CHECK: } {norm.accumulate = f32, norm.id = 0 : i64, norm.stage = #norm.stage<xhat>}
 // CHECK: %[[G:.*]] = memref.alloc(%[[M]], %[[N]]) {norm.recomputable} : memref<?x?xbf16>
 // CHECK: norm.stage = #norm.stage<g>
-// The number of partial rows:
-// max(1, min(clamp(2^21 / N, 128, 512), max(ceil(M / 8), min(M, 128)))).
-// CHECK: arith.constant 2097152 : index
-// CHECK: %[[BYROWS:.*]] = arith.ceildivui %[[M]], %c8
-// CHECK: %[[FILL:.*]] = arith.minui %[[M]], %c128
-// CHECK: arith.maxui %[[BYROWS]], %[[FILL]]
-// CHECK: arith.minui
-// CHECK: %[[GROUPS:.*]] = arith.maxui
+// The number of partial rows: max(1, min(cap(N), M)), cap(N) the largest of
+// 512, 256, 128 with cap * N <= 3 * 2^20, each larger cap kept (times 1)
+// when 3 * 2^20 / N reaches it.
+// CHECK: %[[BUDGET:.*]] = arith.constant 3145728 : index
+// CHECK: %[[PER:.*]] = arith.divui %[[BUDGET]], %{{.*}}
+// CHECK: %[[R256:.*]] = arith.divui %[[PER]], %c256
+// CHECK: %[[K256:.*]] = arith.minui %[[R256]], %c1
+// CHECK: %[[C256:.*]] = arith.muli %[[K256]], %c256
+// CHECK: %[[CAP1:.*]] = arith.maxui %c128{{.*}}, %[[C256]]
+// CHECK: %[[R512:.*]] = arith.divui %[[PER]], %c512
+// CHECK: %[[K512:.*]] = arith.minui %[[R512]], %c1
+// CHECK: %[[C512:.*]] = arith.muli %[[K512]], %c512
+// CHECK: %[[CAP:.*]] = arith.maxui %[[CAP1]], %[[C512]]
+// CHECK: %[[BYROWS:.*]] = arith.minui %[[CAP]], %[[M]]
+// CHECK: %[[GROUPS:.*]] = arith.maxui %[[BYROWS]], %c1
 // CHECK: %[[R:.*]] = arith.ceildivui %[[M]], %[[GROUPS]]
 // CHECK: %[[WSW:.*]] = memref.alloc(%[[GROUPS]], %[[N]]) {norm.workspace} : memref<?x?xf32>
 // CHECK: %[[WSB:.*]] = memref.alloc(%[[GROUPS]], %[[N]]) {norm.workspace} : memref<?x?xf32>

@@ -24,7 +24,7 @@
 
 namespace mlir::norm::runtime {
 
-/// G = max(1, min(clamp(2^21 / N, 128, 512), max(ceil(M / 8), min(M, 128)))): the compiler's
+/// G = max(1, min(cap(N), M)) (norm/Support/Groups.h): the compiler's
 /// formula, from the header both include.
 using mlir::norm::defaultGroups;
 

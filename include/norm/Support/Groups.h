@@ -22,34 +22,37 @@
 
 namespace mlir::norm {
 
-/// Rows a program owns at least once there are enough rows to fill a chip,
-/// so partial traffic (G * N * 8 bytes) stays small next to the
-/// 3 * M * N * s bytes of the dx pass.
-constexpr int64_t kMinRowsPerGroup = 8;
-/// Cap on G as a function of N: about 2^21 partial elements, between 128 and
-/// 512 rows (512 programs for N <= 4096, fewer above: several per SM,
-/// for 4% extra traffic).
-constexpr int64_t kPartialElements = int64_t(1) << 21;
-constexpr int64_t kMinGroupCap = 128;
-constexpr int64_t kMaxGroupCap = 512;
-/// Programs wanted whatever M, while there are rows for them: one block
-/// per program, and fewer blocks than SMs leave the chip idle (M = 64 at
-/// 8 rows per program ran 8 blocks: 0.06-0.5x the best peer). The same on
-/// every chip (the count is not the chip's SM count: determinism).
-constexpr int64_t kMinPrograms = 128;
+/// The partial rows' budget, in f32 elements: G * N stays within it, so
+/// the partial traffic (G * N * 4 bytes a row of dweight/dbias, written by
+/// the dx kernel and read by the reduce kernel) stays small next to the dx
+/// pass once M is large.
+constexpr int64_t kPartialElements = int64_t(3) << 20;
+/// G is one of these, the largest within the budget (at least the first).
+/// Powers of two: a G that is not a multiple of the programs a chip holds at
+/// once leaves the last SMs a program short (G = 409 at N = 5120 ran 1.23x
+/// slower than G = 512 on the H200's 132 SMs, bench/tune.py).
+constexpr int64_t kGroupCaps[] = {128, 256, 512};
+constexpr int64_t kMinGroupCap = kGroupCaps[0];
+constexpr int64_t kMaxGroupCap = kGroupCaps[2];
 
-/// G = max(1, min(clamp(2^21 / N, 128, 512), max(ceil(M / 8), min(M, 128)))),
-/// for any M, N >= 0 without overflow (N = 0 counts as 1; ceil(M / 8) is
-/// computed without the M + 7 that overflows near INT64_MAX, as the IR's
-/// unsigned ceildivui).
+/// The cap on G for rows of N columns: 512 up to N = 6144, 256 up to 12288,
+/// 128 above.
+constexpr int64_t groupCap(int64_t n) {
+  int64_t per = kPartialElements / (n > 1 ? n : 1);
+  return per >= kGroupCaps[2]   ? kGroupCaps[2]
+         : per >= kGroupCaps[1] ? kGroupCaps[1]
+                                : kGroupCaps[0];
+}
+
+/// G = max(1, min(cap(N), M)): a program per row until the cap, so every
+/// program of a small or medium M has one or a few rows and the chip's SMs
+/// all have rows in flight (measured on the H200, bench/tune.py: at M =
+/// 1024, N = 3072-5120, 512 programs of 2 rows ran 1.3-1.6x faster than
+/// 128 programs of 8). The same on every chip: it is not the chip's SM count
+/// (determinism). For any M, N >= 0 without overflow (N = 0 counts as 1).
 constexpr int64_t defaultGroups(int64_t m, int64_t n) {
-  int64_t cap = kPartialElements / (n > 1 ? n : 1);
-  cap = cap < kMinGroupCap ? kMinGroupCap : cap;
-  cap = cap > kMaxGroupCap ? kMaxGroupCap : cap;
-  int64_t byRows = m / kMinRowsPerGroup + (m % kMinRowsPerGroup > 0);
-  int64_t fill = m < kMinPrograms ? m : kMinPrograms;
-  byRows = byRows > fill ? byRows : fill;
-  int64_t g = cap < byRows ? cap : byRows;
+  int64_t cap = groupCap(n);
+  int64_t g = cap < m ? cap : m;
   return g > 1 ? g : 1;
 }
 
@@ -58,7 +61,11 @@ static_assert(defaultGroups(INT64_MAX, 1) == kMaxGroupCap);
 static_assert(defaultGroups(INT64_MAX, INT64_MAX) == kMinGroupCap);
 static_assert(defaultGroups(17, 4096) == 17);
 static_assert(defaultGroups(683, 262144) == 128);
-static_assert(defaultGroups(4000, 4096) == 500);
+static_assert(defaultGroups(4000, 4096) == 512);
+static_assert(defaultGroups(1 << 20, 6144) == 512);
+static_assert(defaultGroups(1 << 20, 6145) == 256);
+static_assert(defaultGroups(1 << 20, 12288) == 256);
+static_assert(defaultGroups(1 << 20, 12289) == 128);
 
 } // namespace mlir::norm
 

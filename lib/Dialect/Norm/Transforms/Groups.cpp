@@ -16,12 +16,16 @@ Value norm::emitDefaultGroups(OpBuilder &b, Location loc, Value m, Value n) {
   };
   Value one = c(1);
   Value safeN = arith::MaxUIOp::create(b, loc, n, one);
-  Value cap = arith::DivUIOp::create(b, loc, c(kPartialElements), safeN);
-  cap = arith::MaxUIOp::create(b, loc, cap, c(kMinGroupCap));
-  cap = arith::MinUIOp::create(b, loc, cap, c(kMaxGroupCap));
-  Value byRows = arith::CeilDivUIOp::create(b, loc, m, c(kMinRowsPerGroup));
-  Value fill = arith::MinUIOp::create(b, loc, m, c(kMinPrograms));
-  byRows = arith::MaxUIOp::create(b, loc, byRows, fill);
-  Value g = arith::MinUIOp::create(b, loc, cap, byRows);
+  Value per = arith::DivUIOp::create(b, loc, c(kPartialElements), safeN);
+  // groupCap: the largest of kGroupCaps whose G * N fits the budget, each
+  // candidate kept (times 1) when per reaches it, else dropped (times 0).
+  Value cap = c(kGroupCaps[0]);
+  for (int64_t candidate : {kGroupCaps[1], kGroupCaps[2]}) {
+    Value reached = arith::MinUIOp::create(
+        b, loc, arith::DivUIOp::create(b, loc, per, c(candidate)), one);
+    cap = arith::MaxUIOp::create(
+        b, loc, cap, arith::MulIOp::create(b, loc, reached, c(candidate)));
+  }
+  Value g = arith::MinUIOp::create(b, loc, cap, m);
   return arith::MaxUIOp::create(b, loc, g, one);
 }

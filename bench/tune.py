@@ -1,0 +1,268 @@
+#!/usr/bin/env python3
+"""Time candidate geometries of our row kernels at given (M, N): the tuner.
+
+Ours only. A plan is a list of points (op, dtype, N, M) and, per (op,
+dtype, N), candidate configurations: norm-compile specs that differ from
+the default by geometry options (cluster, threads) or by a fixed G
+(groups). On the build machine `prepare` compiles every candidate into
+DIR/kernels and writes DIR/configs.json (the index bench/configs.py
+writes for .dev/gpu); on the H200 `run` times every candidate at every
+point of the plan (triton's do_bench, median, L2 flushed, fresh random
+inputs a point), checks each candidate's dweight/dbias bitwise against the
+default configuration's where both have the same G (a geometry that keeps
+the order of the sums must give the same bits), and writes DIR/tune.json
+and a table (tune.md) printed last.
+
+  python3 bench/tune.py prepare [--plan explore] [--dir .dev/tune]
+  python3 bench/tune.py run [--plan explore] [--dir .dev/tune] [--out DIR]
+                            [--deadline EPOCH]
+
+Standard library only on the build machine; torch and triton on the GPU.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import configs as C  # noqa: E402
+
+TENSOR_LIMIT = 1 << 30  # bytes of one [M, N] tensor at most
+
+
+def out(*a):
+    print(*a, flush=True)
+
+
+# ------------------------------------------------------------------- plans
+#
+# "explore": where the grid of issue 21 found us slow with few rows per SM
+# (M up to a few thousand, N from 1024 up): the default against a row split
+# over a cluster of 2, 4 or 8 blocks, and against more programs (G).
+
+EXPLORE_N = (1024, 3072, 5120, 8192, 16384, 32768, 65536, 262144)
+EXPLORE_M = (64, 256, 1024, 2048, 4096, 16384)
+EXPLORE_CLUSTERS = (2, 4, 8)
+EXPLORE_GROUPS = (256, 512, 1024)
+
+
+def explore_plan():
+    points, cands = [], {}
+    for op in C.GRAD_OPS:
+        for n in EXPLORE_N:
+            key = (op, "bf16", n)
+            cs = [C.Cfg(op, n, "bf16")]
+            cs += [C.Cfg(op, n, "bf16", cluster=c) for c in EXPLORE_CLUSTERS]
+            cs += [C.Cfg(op, n, "bf16", groups=g) for g in EXPLORE_GROUPS]
+            cands[key] = cs
+            for m in EXPLORE_M:
+                if m * n * 2 <= TENSOR_LIMIT:
+                    points.append((op, "bf16", n, m))
+    return points, cands
+
+
+PLANS = {"explore": explore_plan}
+
+
+def useful(cfg, m, n):
+    """Whether candidate cfg says anything at M: a fixed G no larger than M
+    and other than the default's."""
+    if cfg.groups:
+        return cfg.groups <= m and cfg.groups != C.default_groups(m, n)
+    return True
+
+
+# ----------------------------------------------------------------- prepare
+
+def cmd_prepare(args):
+    points, cands = PLANS[args.plan]()
+    nc = os.path.join(args.build, "bin", "norm-compile")
+    kdir = os.path.join(args.dir, "kernels")
+    os.makedirs(kdir, exist_ok=True)
+    todo = {}
+    for key, cs in cands.items():
+        for c in cs:
+            todo[c.name] = c
+    jobs = "\n".join("\t".join([c.name] + c.flags()) for c in todo.values())
+    script = ('IFS=$\'\\t\' read -r -a f <<<"$1"; n=${f[0]}; '
+              '"$NC" "${f[@]:1}" -o "$KDIR/$n.ptx" --manifest "$KDIR/$n.json"'
+              ' 2>"$KDIR/$n.err" && rm -f "$KDIR/$n.err" || '
+              'rm -f "$KDIR/$n.ptx" "$KDIR/$n.json"')
+    env = dict(os.environ, NC=nc, KDIR=kdir)
+    t0 = time.time()
+    subprocess.run(["xargs", "-P", str(args.jobs), "-d", "\n", "-n", "1",
+                    "bash", "-c", script, "_"], input=jobs, text=True,
+                   env=env, check=False)
+    configs, failed = {}, {}
+    for name, c in sorted(todo.items()):
+        ptx = os.path.join(kdir, name + ".ptx")
+        man = os.path.join(kdir, name + ".json")
+        if not (os.path.isfile(ptx) and os.path.isfile(man)):
+            err = os.path.join(kdir, name + ".err")
+            msg = open(err).read().strip() if os.path.isfile(err) else ""
+            failed[name] = {"flags": c.flags(), "error": msg or "no output"}
+            continue
+        with open(man) as f:
+            manifest = json.load(f)
+        configs[name] = {
+            "flags": c.flags(), "ptx": "kernels/%s.ptx" % name,
+            "manifest": "kernels/%s.json" % name,
+            "kernels": [{k: v for k, v in kern.items() if k != "params"}
+                        for kern in manifest.get("kernels", [])]}
+    with open(os.path.join(args.dir, "configs.json"), "w") as f:
+        json.dump({"format_version": 1, "configs": configs,
+                   "failed": failed, "eps": C.EPS}, f, indent=1,
+                  sort_keys=True)
+    lib = os.path.join(args.build, "lib", "libnormrt.so")
+    if os.path.isfile(lib):
+        subprocess.run(["cp", lib, args.dir], check=True)
+    out("tune: %d candidates compiled, %d failed, %.0f s" %
+        (len(configs), len(failed), time.time() - t0))
+    for name, f in sorted(failed.items()):
+        out("  not compiled: %s: %s" % (name, f["error"].splitlines()[-1]
+                                        if f["error"] else ""))
+    return 0
+
+
+# --------------------------------------------------------------------- run
+
+def geometry_note(entry):
+    """The dx kernel's launch record, short."""
+    for k in entry.get("kernels", []):
+        if k.get("kind") in ("dx", "forward"):
+            return "T%s L%s S%s C%s" % (k.get("block"), k.get("lanes"),
+                                       k.get("rows"), k.get("cluster", 1))
+    return ""
+
+
+def cmd_run(args):
+    import torch
+    from triton.testing import do_bench
+    import bench as B
+    import gpu_env as E
+    points, cands = PLANS[args.plan]()
+    index = C.load_index(args.dir)
+    rt = E.Runtime(E.find_library(args.dir))
+    torch.manual_seed(int.from_bytes(os.urandom(4), "little"))
+    tdt = {"bf16": torch.bfloat16, "f16": torch.float16,
+           "f32": torch.float32}
+    rows = []
+    t_start = time.time()
+    for op, dt, n, m in points:
+        if args.deadline and time.time() > args.deadline - 10:
+            out("tune: deadline: stopping before %s %dx%d" % (op, m, n))
+            break
+        layer = op.startswith("layer")
+        x = (torch.randn(m, n, device="cuda") +
+             (torch.rand(m, 1, device="cuda") * 2 - 1)).to(tdt[dt])
+        w = (1 + 0.25 * torch.randn(n, device="cuda")).to(tdt[dt])
+        dy = torch.randn(m, n, device="cuda").to(tdt[dt])
+        xf = x.float()
+        mean = xf.mean(1) if layer else None
+        xc = xf - mean[:, None] if layer else xf
+        rstd = (xc * xc).mean(1).add(C.EPS).rsqrt().contiguous()
+        del xf, xc
+        ins = {"x": x, "weight": w, "dy": dy, "rstd": rstd}
+        if layer:
+            ins["mean"] = mean.contiguous()
+        base_bits = None
+        for c in cands[(op, dt, n)]:
+            if not useful(c, m, n):
+                continue
+            e = index["configs"].get(c.name)
+            r = {"op": op, "dtype": dt, "N": n, "M": m, "cfg": c.name,
+                 "cluster": c.cluster, "threads": c.threads,
+                 "groups": c.groups or C.default_groups(m, n),
+                 "fixed_groups": bool(c.groups)}
+            if e is None:
+                r["error"] = "not compiled"
+                rows.append(r)
+                continue
+            r["geometry"] = geometry_note(e)
+            try:
+                o = B.Ours(rt, args.dir, e, ins, "ptx")
+                res = o.run()
+                torch.cuda.synchronize()
+                bits = [v.clone() for v in res[1:] if v is not None]
+                ref = res[0].float().clone()
+                if base_bits is None and not c.groups and not c.cluster:
+                    base_bits, base_dx = bits, ref
+                elif base_bits is not None and not c.groups:
+                    r["bitwise"] = all(torch.equal(a, b) for a, b in
+                                       zip(bits, base_bits))
+                    r["dx_rel"] = float((ref - base_dx).norm() /
+                                        base_dx.norm())
+                us = 1e3 * do_bench(o.run, warmup=args.warmup, rep=args.rep,
+                                    return_mode="median")
+                torch.cuda.synchronize()
+                r["us"] = us
+                r["gbs"] = B.min_bytes(op, m, n, dt) / (us * 1e-6) / 1e9
+                o.close()
+            except Exception as ex:  # noqa: BLE001
+                r["error"] = "%s: %s" % (type(ex).__name__, ex)
+            rows.append(r)
+        del x, w, dy, ins
+        torch.cuda.empty_cache()
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "tune.json"), "w") as f:
+        json.dump({"plan": args.plan, "rows": rows,
+                   "wall_s": time.time() - t_start,
+                   "device": torch.cuda.get_device_name()}, f, indent=0)
+    md = table(rows)
+    with open(os.path.join(args.out, "tune.md"), "w") as f:
+        f.write(md)
+    out(md)
+    return 0
+
+
+def table(rows):
+    """Per point: the default's time, the best candidate and its speed-up."""
+    by = {}
+    for r in rows:
+        by.setdefault((r["op"], r["dtype"], r["N"], r["M"]), []).append(r)
+    lines = ["| op | M x N | default us | best | best us | x | "
+             "bits kept (cluster) |", "| --- | --- | ---: | --- | ---: | "
+             "---: | --- |"]
+    for (op, dt, n, m), rs in sorted(by.items()):
+        ok = [r for r in rs if "us" in r]
+        if not ok:
+            continue
+        base = next((r for r in ok if not r["fixed_groups"] and
+                     not r["cluster"]), None)
+        best = min(ok, key=lambda r: r["us"])
+        bits = [r for r in ok if "bitwise" in r]
+        lines.append("| %s | %dx%d | %s | %s (%s) | %.1f | %s | %s |" % (
+            op.replace("_norm_grad", ""), m, n,
+            "%.1f" % base["us"] if base else "-",
+            best["cfg"].split(dt + "-")[-1], best.get("geometry", ""),
+            best["us"], "%.2f" % (base["us"] / best["us"]) if base else "-",
+            "%d/%d" % (sum(r["bitwise"] for r in bits), len(bits))))
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("prepare")
+    p.add_argument("--plan", default="explore", choices=sorted(PLANS))
+    p.add_argument("--dir", default=os.path.join(HERE, "..", ".dev", "tune"))
+    p.add_argument("--build", default=os.path.join(HERE, "..", "build"))
+    p.add_argument("--jobs", type=int, default=2)
+    p = sub.add_parser("run")
+    p.add_argument("--plan", default="explore", choices=sorted(PLANS))
+    p.add_argument("--dir", default=os.path.join(HERE, "..", ".dev", "tune"))
+    p.add_argument("--out", default=os.environ.get("OUT") or "tune-out")
+    p.add_argument("--deadline", type=float, default=0)
+    p.add_argument("--warmup", type=int, default=5)
+    p.add_argument("--rep", type=int, default=20)
+    args = ap.parse_args(argv)
+    args.dir = os.path.abspath(args.dir)
+    return {"prepare": cmd_prepare, "run": cmd_run}[args.cmd](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
