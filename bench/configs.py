@@ -50,6 +50,7 @@ class Cfg:
     cluster: int = 0  # --cluster (0: the compiler's choice, 1: none)
     batch: int = 0  # --batch-rows (0: the compiler's choice)
     lanes: int = 0  # --max-lanes (0: no cap)
+    rows: int = 0  # --rows (the tuning table's M hint; 0: unknown)
 
     @property
     def grad(self):
@@ -98,6 +99,8 @@ class Cfg:
             parts.append("b%d" % self.batch)
         if self.lanes:
             parts.append("l%d" % self.lanes)
+        if self.rows:
+            parts.append("r%d" % self.rows)
         return "-".join(parts)
 
     def flags(self):
@@ -128,6 +131,8 @@ class Cfg:
             f.append("--batch-rows=%d" % self.batch)
         if self.lanes:
             f.append("--max-lanes=%d" % self.lanes)
+        if self.rows:
+            f.append("--rows=%d" % self.rows)
         return f
 
     def expected_args(self, m="?"):
@@ -592,11 +597,59 @@ def grid_points(ops=GRID_OPS, dtypes=None):
     return pts
 
 
+TUNING_TABLE = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                            "..", "lib", "Conversion", "NormToGPU", "tuning",
+                            "sm_90.json")
+_tuning = None
+
+
+def tuned_rows(op, n, dt, wdt, m, table=None):
+    """The first row count of the sm_90 tuning table's entry that serves
+    (op, N, dtypes) at M rows (findTuning in Tuning.cpp), or 0 where none
+    does: a configuration compiled with --rows=that gets the entry's
+    geometry, and is the same for every M of the entry's range."""
+    global _tuning
+    if table is None:
+        if _tuning is None:
+            try:
+                with open(TUNING_TABLE) as f:
+                    _tuning = json.load(f).get("entries", [])
+            except OSError:
+                _tuning = []
+        table = _tuning
+    grad = op.endswith("_grad")
+    size = {"f32": 4, "f16": 2, "bf16": 2}
+    ebytes = min(size[dt], size[wdt or dt])
+    prows = (2 if op.startswith("layer") else 1) if grad else 0
+    for e in table:
+        if (e["kernel"] == "forward") == grad:
+            continue
+        if e.get("element_bytes", 2) != ebytes:
+            continue
+        if grad and e.get("partial_rows", 0) not in (0, prows):
+            continue
+        nlo, nhi = e["n"]
+        if n < nlo or (nhi and n > nhi):
+            continue
+        rlo, rhi = e.get("rows", [1, 0])
+        if m < rlo or (rhi and m > rhi):
+            continue
+        return rlo
+    return 0
+
+
+def grid_cfg(op, n, dt, wdt, m):
+    """Our configuration for a grid point: the tuning table's where it has
+    an entry for M, else the M-agnostic one."""
+    return Cfg(op, n, dt, wdtype=wdt if wdt != dt else "",
+               rows=tuned_rows(op, n, dt, wdt, m))
+
+
 def grid_cfgs():
-    """Our configuration for every (op, N, dtype pair) of the grid."""
+    """Our configuration for every point of the grid."""
     seen = {}
     for op, dt, wdt, m, n, _ in grid_points():
-        c = Cfg(op, n, dt, wdtype=wdt if wdt != dt else "")
+        c = grid_cfg(op, n, dt, wdt, m)
         seen.setdefault(c.name, c)
     return list(seen.values())
 

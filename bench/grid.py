@@ -227,8 +227,10 @@ def parse_shard(s):
     return k, n
 
 
-def cfg_for(op, n, dt, wdt):
-    return C.Cfg(op, n, dt, wdtype=wdt if wdt and wdt != dt else "")
+def cfg_for(op, n, dt, wdt, m):
+    """Our configuration at a point (configs.grid_cfg: the tuning table's
+    for M where it has an entry)."""
+    return C.grid_cfg(op, n, dt, wdt or dt, m)
 
 
 def dry_run(args, pts, impls):
@@ -240,13 +242,13 @@ def dry_run(args, pts, impls):
             "scripts/gpu-prepare.sh" % (args.gpu_dir, ex))
     missing = set()
     for op, dt, wdt, m, n, _ in pts:
-        name = cfg_for(op, n, dt, wdt).name
+        name = cfg_for(op, n, dt, wdt, m).name
         if index is not None and name not in index["configs"]:
             missing.add(name)
     from collections import Counter
     cnt = Counter((p[0], pair_name(p[1], p[2])) for p in pts)
     out("grid: %d points over %d (op, N, dtypes) configurations; impls %s"
-        % (len(pts), len({cfg_for(p[0], p[4], p[1], p[2]).name
+        % (len(pts), len({cfg_for(p[0], p[4], p[1], p[2], p[3]).name
                           for p in pts}), ",".join(impls)))
     for (op, pr), c in sorted(cnt.items()):
         out("  %-16s %-9s %4d points" % (op, pr, c))
@@ -526,7 +528,7 @@ class Grid:
         def ours():
             if self.rt is None:
                 raise RuntimeError(self.rt_error)
-            cfg = cfg_for(op, n, dt, wdt)
+            cfg = cfg_for(op, n, dt, wdt, m)
             e = self.index["configs"].get(cfg.name)
             if e is None:
                 raise RuntimeError("configuration %s not compiled (GRID=1 "

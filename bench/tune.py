@@ -16,12 +16,15 @@ and a table (tune.md) printed last.
   python3 bench/tune.py prepare [--plan explore] [--dir .dev/tune]
   python3 bench/tune.py run [--plan explore] [--dir .dev/tune] [--out DIR]
                             [--deadline EPOCH]
+  python3 bench/tune.py table tune.json   (plan table: writes the chip
+      family's table, lib/Conversion/NormToGPU/tuning/sm_90.json)
 
 Standard library only on the build machine; torch and triton on the GPU.
 """
 
 import argparse
 import json
+import math
 import os
 import subprocess
 import sys
@@ -65,7 +68,49 @@ def explore_plan():
     return points, cands
 
 
-PLANS = {"explore": explore_plan}
+# "table": what the tuning table is made from (bench/tune.py table): bf16,
+# both backward ops, the cost model against the geometry knobs a table
+# entry may give (threads, cluster); G is the default's at every point.
+TABLE_N = (1024, 2048, 3072, 4096, 5120, 6144, 8192, 12288, 16384, 24576,
+           32768, 65536, 131072, 262144)
+TABLE_M = (64, 256, 1024, 4096, 16384)
+# (threads, cluster): 0 the cost model's.
+TABLE_KNOBS = ((0, 2), (0, 4), (0, 8), (128, 0), (256, 0), (512, 0),
+               (256, 4), (256, 8), (512, 2), (512, 4))
+
+
+def table_plan():
+    points, cands = [], {}
+    for op in C.GRAD_OPS:
+        for n in TABLE_N:
+            cands[(op, "bf16", n)] = [C.Cfg(op, n, "bf16")] + [
+                C.Cfg(op, n, "bf16", threads=t, cluster=c)
+                for t, c in TABLE_KNOBS]
+            for m in TABLE_M:
+                if m * n * 2 <= TENSOR_LIMIT:
+                    points.append((op, "bf16", n, m))
+    return points, cands
+
+
+# "grid": the check on shapes the table was not tuned on: every bf16
+# backward point of the grid (bench/grid.py; 1 GiB a tensor at most), the
+# M-agnostic configuration against the one the grid takes for M (the
+# table's, configs.grid_cfg) where they differ.
+def grid_plan():
+    points, cands = [], {}
+    for op, dt, wdt, m, n, _ in C.grid_points(ops=C.GRAD_OPS,
+                                               dtypes=["bf16"]):
+        if m * n * 2 > TENSOR_LIMIT:
+            continue
+        points.append((op, dt, n, m))
+        cs = cands.setdefault((op, dt, n), [C.Cfg(op, n, dt)])
+        c = C.grid_cfg(op, n, dt, wdt, m)
+        if c not in cs:
+            cs.append(c)
+    return points, cands
+
+
+PLANS = {"explore": explore_plan, "table": table_plan, "grid": grid_plan}
 
 
 def useful(cfg, m, n):
@@ -73,6 +118,9 @@ def useful(cfg, m, n):
     and other than the default's."""
     if cfg.groups:
         return cfg.groups <= m and cfg.groups != C.default_groups(m, n)
+    if cfg.rows:
+        return C.tuned_rows(cfg.op, n, cfg.dtype, cfg.weight_dtype,
+                            m) == cfg.rows
     return True
 
 
@@ -152,6 +200,13 @@ def cmd_run(args):
            "f32": torch.float32}
     rows = []
     t_start = time.time()
+    # Warm-up: triton's first do_bench (its L2-flush buffer) and the first
+    # kernel launches, so the first point is not timed cold.
+    scratch = [torch.empty(1 << 26, device="cuda")]
+    for _ in range(3):
+        do_bench(lambda: scratch[0].add_(1), warmup=args.warmup,
+                 rep=args.rep)
+    scratch.clear()
     for op, dt, n, m in points:
         if args.deadline and time.time() > args.deadline - 10:
             out("tune: deadline: stopping before %s %dx%d" % (op, m, n))
@@ -176,6 +231,7 @@ def cmd_run(args):
             e = index["configs"].get(c.name)
             r = {"op": op, "dtype": dt, "N": n, "M": m, "cfg": c.name,
                  "cluster": c.cluster, "threads": c.threads,
+                 "rows": c.rows,
                  "groups": c.groups or C.default_groups(m, n),
                  "fixed_groups": bool(c.groups)}
             if e is None:
@@ -189,7 +245,8 @@ def cmd_run(args):
                 torch.cuda.synchronize()
                 bits = [v.clone() for v in res[1:] if v is not None]
                 ref = res[0].float().clone()
-                if base_bits is None and not c.groups and not c.cluster:
+                if base_bits is None and not c.groups and not c.cluster \
+                        and not c.threads and not c.rows:
                     base_bits, base_dx = bits, ref
                 elif base_bits is not None and not c.groups:
                     r["bitwise"] = all(torch.equal(a, b) for a, b in
@@ -232,7 +289,8 @@ def table(rows):
         if not ok:
             continue
         base = next((r for r in ok if not r["fixed_groups"] and
-                     not r["cluster"]), None)
+                     not r["cluster"] and not r["threads"] and
+                     not r.get("rows")), None)
         best = min(ok, key=lambda r: r["us"])
         bits = [r for r in ok if "bitwise" in r]
         lines.append("| %s | %dx%d | %s | %s (%s) | %.1f | %s | %s |" % (
@@ -242,6 +300,102 @@ def table(rows):
             best["us"], "%.2f" % (base["us"] / best["us"]) if base else "-",
             "%d/%d" % (sum(r["bitwise"] for r in bits), len(bits))))
     return "\n".join(lines) + "\n"
+
+
+# ------------------------------------------------------------------- table
+
+MIN_GAIN = 1.05  # a knob enters the table only this much faster
+
+
+def midpoint(a, b):
+    """The geometric midpoint of two plan values, rounded."""
+    return int(round(math.sqrt(a * b)))
+
+
+def winners(rows):
+    """{(op, dtype, N): {M: (threads, cluster, gain)}}: per point the
+    fastest candidate whose dweight/dbias kept the default's bits, where it
+    beats the default by MIN_GAIN."""
+    by = {}
+    for r in rows:
+        by.setdefault((r["op"], r["dtype"], r["N"], r["M"]), []).append(r)
+    out = {}
+    for (op, dt, n, m), rs in by.items():
+        ok = [r for r in rs if "us" in r and not r["fixed_groups"]]
+        base = next((r for r in ok if not r["cluster"] and
+                     not r["threads"]), None)
+        if base is None:
+            continue
+        kept = [r for r in ok if r.get("bitwise")]
+        best = min(kept, key=lambda r: r["us"], default=None)
+        w = out.setdefault((op, dt, n), {})
+        if best is not None and base["us"] / best["us"] >= MIN_GAIN:
+            w[m] = (best["threads"], best["cluster"],
+                    round(base["us"] / best["us"], 2))
+        else:
+            w[m] = None
+    return out
+
+
+def make_table(rows, plan_n, plan_m):
+    """The entries of a tuning table (Tuning.h) from run rows: for each
+    (op, N) the M where a knob won, runs of the same knob merged into one
+    M range; N and M ranges end at the geometric midpoints between the
+    plan's values (the first and last half a step beyond)."""
+    entries = []
+    for (op, dt, n), w in sorted(winners(rows).items()):
+        ns = sorted(plan_n)
+        i = ns.index(n)
+        nlo = midpoint(ns[i - 1], n) + 1 if i else max(1, n // 2 + 1)
+        nhi = midpoint(n, ns[i + 1]) if i + 1 < len(ns) else 0
+        ms = sorted(w)
+        run = []
+        for j, m in enumerate(ms + [None]):
+            knob = w.get(m) if m is not None else None
+            if run and (knob is None or knob[:2] != w[run[0]][:2]):
+                k = w[run[0]]
+                a = sorted(plan_m).index(run[0])
+                b = sorted(plan_m).index(run[-1])
+                pm = sorted(plan_m)
+                rlo = midpoint(pm[a - 1], pm[a]) + 1 if a else 1
+                rhi = midpoint(pm[b], pm[b + 1]) if b + 1 < len(pm) else 0
+                e = {"kernel": "dx",
+                     "partial_rows": 2 if op.startswith("layer") else 1,
+                     "element_bytes": {"bf16": 2, "f16": 2, "f32": 4}[dt],
+                     "n": [nlo, nhi], "rows": [rlo, rhi]}
+                if k[0]:
+                    e["threads"] = k[0]
+                if k[1]:
+                    e["cluster"] = k[1]
+                e["measured"] = "%s N = %d, M = %s: %s x the cost model" % (
+                    op, n, ",".join(str(x) for x in run),
+                    ", ".join("%.2f" % w[x][2] for x in run))
+                entries.append(e)
+                run = []
+            if knob is not None:
+                run.append(m)
+    return entries
+
+
+def cmd_table(args):
+    with open(args.results) as f:
+        d = json.load(f)
+    points, _ = PLANS[d["plan"]]()
+    plan_n = sorted({p[2] for p in points})
+    plan_m = sorted({p[3] for p in points})
+    entries = make_table(d["rows"], plan_n, plan_m)
+    table = {"family": args.family,
+             "about": "Measured geometry choices (threads, cluster) for %s, "
+                      "written by bench/tune.py table from %s (%s); see "
+                      "docs/GPU.md, The tuning table." % (
+                          args.family, os.path.basename(args.results),
+                          d.get("device", "?")),
+             "entries": entries}
+    with open(args.table, "w") as f:
+        json.dump(table, f, indent=1)
+        f.write("\n")
+    out("tune: %d entries into %s" % (len(entries), args.table))
+    return 0
 
 
 def main(argv=None):
@@ -259,7 +413,15 @@ def main(argv=None):
     p.add_argument("--deadline", type=float, default=0)
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--rep", type=int, default=20)
+    p = sub.add_parser("table")
+    p.add_argument("results", help="tune.json of a `run` of plan table")
+    p.add_argument("--family", default="sm_90")
+    p.add_argument("--table", default=os.path.join(
+        HERE, "..", "lib", "Conversion", "NormToGPU", "tuning",
+        "sm_90.json"))
     args = ap.parse_args(argv)
+    if args.cmd == "table":
+        return cmd_table(args)
     args.dir = os.path.abspath(args.dir)
     return {"prepare": cmd_prepare, "run": cmd_run}[args.cmd](args)
 

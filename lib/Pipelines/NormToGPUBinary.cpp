@@ -23,6 +23,8 @@ void norm::buildNormToGPUBinaryPipeline(OpPassManager &pm,
   choose.batchRows = options.batchRows;
   choose.maxLanes = options.maxLanes;
   choose.chip = options.chip;
+  choose.rows = options.rows;
+  choose.tuning = options.tuning;
   pm.addNestedPass<func::FuncOp>(createNormChooseGeometry(choose));
   NormMapToGPUOptions map;
   map.chip = options.chip;

@@ -39,6 +39,16 @@ def NormChooseGeometry : Pass<"norm-choose-geometry", "::mlir::func::FuncOp"> {
     change their bits, so it is refused (one row in flight per block adds
     them in row order whatever else differs).
 
+    Where none is written and the `threads` and `cluster` options are 0,
+    the chip family's tuning table (lib/Conversion/NormToGPU/tuning/
+    <family>.json, embedded at build time, written by bench/tune.py) is
+    consulted first: an entry for the kernel, its element size, N and the
+    `rows` hint gives the knobs (threads, cluster) the cost model then
+    lays the row out with, kept only where that geometry passes the same
+    checks and adds dweight/dbias in the cost model's order; otherwise the
+    cost model's own choice stands. So a table changes speed and dx's
+    in-row sum order, never dweight/dbias bits.
+
     Post-condition: every norm op and every `dx` / `forward` nest carries a
     complete, checked `norm.geometry`.
   }];
@@ -63,7 +73,15 @@ def NormChooseGeometry : Pass<"norm-choose-geometry", "::mlir::func::FuncOp"> {
            "of the partial rows adds (0: chosen, Geometry.h's "
            "kLoopedPartialBytes; 1 to 16: that many)">,
     Option<"chip", "chip", "std::string", /*default=*/"\"sm_90\"",
-           "Target chip (TargetInfo); limits only, never the sum order">
+           "Target chip (TargetInfo); limits only, never the sum order">,
+    Option<"rows", "rows", "int64_t", /*default=*/"0",
+           "Rows M the kernels are built for, a hint: the tuning table's "
+           "entries for a range of M apply when it lies in the range (0: "
+           "unknown, only entries for every M apply). Kernels stay correct "
+           "for every M">,
+    Option<"tuning", "tuning", "bool", /*default=*/"true",
+           "Consult the chip family's tuning table (tuning/<family>.json) "
+           "before the cost model, where threads and cluster are 0">
   ];
 }
 

@@ -74,6 +74,17 @@ struct GeometryOptions : public PassPipelineOptions<GeometryOptions> {
       llvm::cl::desc("Rows per partial-row update of the looped regime (0: "
                      "chosen; 1 to 16)"),
       llvm::cl::init(0)};
+  Option<int64_t> rows{
+      *this, "rows",
+      llvm::cl::desc("Rows M the kernels are built for, a hint for the "
+                     "tuning table (0: unknown); kernels stay correct for "
+                     "every M"),
+      llvm::cl::init(0)};
+  Option<bool> tuning{
+      *this, "tuning",
+      llvm::cl::desc("Consult the chip family's tuning table before the "
+                     "cost model"),
+      llvm::cl::init(true)};
 };
 
 /// Options of the GPU code generation tail (gpu.module -> PTX/cubin).

@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "GeometryAttr.h"
+#include "Tuning.h"
 
 #include "norm/Conversion/NormToGPU/TargetInfo.h"
 #include "norm/Conversion/Passes.h"
@@ -58,6 +59,11 @@ struct ChooseGeometryPass
       return emitError(func.getLoc())
              << "norm-choose-geometry: batch-rows must be 0 (chosen) or 1 to "
              << kMaxBatchRows << ", got " << static_cast<int64_t>(batchRows);
+    if (rows < 0)
+      return emitError(func.getLoc())
+             << "norm-choose-geometry: rows must be 0 (unknown) or the rows "
+                "M the kernels are for, got "
+             << static_cast<int64_t>(rows);
     if (maxRegisterElements < 1)
       return emitError(func.getLoc())
              << "norm-choose-geometry: max-register-elements must be "
@@ -102,6 +108,33 @@ struct ChooseGeometryPass
     return std::string();
   }
 
+  /// The tuning table's geometry for the row `s` where it has an entry
+  /// that passes every check and keeps the cost model's dweight/dbias
+  /// order, else `chosen` (the cost model's).
+  Geometry tuned(const RowShape &s, const Geometry &chosen,
+                 const TargetInfo &target) {
+    if (!tuning || s.threads != 0 || s.cluster != 0)
+      return chosen;
+    const TuningEntry *e =
+        findTuning(tuningTable(tuningFamily(target.chip)), s, rows);
+    if (!e)
+      return chosen;
+    RowShape knobs = s;
+    knobs.threads = e->threads;
+    knobs.cluster = e->cluster;
+    if (knobs.cluster > target.maxClusterBlocks)
+      return chosen;
+    Geometry g = chooseRowGeometry(knobs, target);
+    if (!checkGeometry(g, s, target).empty())
+      return chosen;
+    if (s.partials == PartialSums::Deterministic && s.partialRows > 0 &&
+        !samePartialOrder(g, chosen))
+      return chosen;
+    if (s.partials == PartialSums::Locked && g.rows != 1)
+      return chosen;
+    return g;
+  }
+
   /// Chooses or checks the geometry of `op` (a norm op or a row nest) for the
   /// row `s`.
   LogicalResult place(Operation *op, const RowShape &s,
@@ -109,7 +142,7 @@ struct ChooseGeometryPass
     Geometry chosen = chooseRowGeometry(s, target);
     RowGeometryAttr written = getGeometry(op);
     if (!written) {
-      setGeometry(op, toAttr(op->getContext(), chosen));
+      setGeometry(op, toAttr(op->getContext(), tuned(s, chosen, target)));
       return success();
     }
     Geometry g = fromAttr(written, s, target);

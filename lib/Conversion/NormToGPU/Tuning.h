@@ -1,0 +1,67 @@
+//===- Tuning.h - measured geometry choices per chip family -----*- C++ -*-===//
+//
+// Part of mlir-norm. Private to lib/Conversion/NormToGPU.
+//
+// A tuning table (tuning/<family>.json, embedded at build time) lists, per
+// row kernel, N range and range of rows M, the cost model's knobs
+// (threads, cluster) that bench/tune.py measured faster on that chip
+// family than the cost model's own choice. norm-choose-geometry consults it
+// before the cost model and keeps an entry's geometry only where it adds
+// the dweight/dbias partial sums in the cost model's order
+// (samePartialOrder), so no entry can change those bits; chips without a
+// table, rows it does not cover and a disabled table (`tuning=false`) get
+// the cost model. docs/GPU.md "The tuning table".
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NORM_LIB_CONVERSION_NORMTOGPU_TUNING_H
+#define NORM_LIB_CONVERSION_NORMTOGPU_TUNING_H
+
+#include "norm/Conversion/NormToGPU/Geometry.h"
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <vector>
+
+namespace mlir::norm {
+
+/// One measured choice.
+struct TuningEntry {
+  /// The row kernel: a forward kernel, else a dx kernel with this many
+  /// deterministic partial rows (1: RMSNorm or LayerNorm without bias, 2:
+  /// LayerNorm); 0 matches any dx kernel.
+  bool forward = false;
+  int64_t partialRows = 0;
+  /// Bytes of the row's narrowest element (2: bf16 and f16, 4: f32).
+  int64_t elementBytes = 2;
+  /// Inclusive ranges; rowsHi 0 means no upper bound.
+  int64_t nLo = 1, nHi = 0;
+  int64_t rowsLo = 1, rowsHi = 0;
+  /// The knobs, as the pass options would give them (0: the cost model's).
+  int64_t threads = 0;
+  int64_t cluster = 0;
+};
+
+/// The chip family whose table serves `chip` ("sm_90" for sm_90 and
+/// sm_90a), or empty when none has one.
+llvm::StringRef tuningFamily(llvm::StringRef chip);
+
+/// Parses a table (the JSON of tuning/<family>.json); an error names the
+/// entry and key at fault.
+llvm::Expected<std::vector<TuningEntry>> parseTuningTable(llvm::StringRef json);
+
+/// The embedded table of `family` (empty for a family without one). The
+/// embedded tables are checked at build time by the geometry test, so this
+/// never fails at run time.
+llvm::ArrayRef<TuningEntry> tuningTable(llvm::StringRef family);
+
+/// The first entry of `table` for the row `s` at `rows` rows (0: unknown,
+/// which only entries for every M match).
+const TuningEntry *findTuning(llvm::ArrayRef<TuningEntry> table,
+                              const RowShape &s, int64_t rows);
+
+} // namespace mlir::norm
+
+#endif // NORM_LIB_CONVERSION_NORMTOGPU_TUNING_H
