@@ -170,7 +170,7 @@ def dry_run(args, index):
 
 
 def C_groups(m, n):
-    """docs/Lowering.md: G = max(1, min(cap(N), M)) (configs.py)."""
+    """G of docs/Lowering.md (configs.default_groups)."""
     return C.default_groups(m, n)
 
 

@@ -378,8 +378,10 @@ def group_cap(n):
 
 def default_groups(m, n):
     """G of include/norm/Support/Groups.h (docs/Lowering.md):
-    max(1, min(cap(N), M))."""
-    return max(1, min(group_cap(n), m))
+    max(1, min(cap(N), max(ceil(M / r(N)), min(M, 128)))), r(N) =
+    ceil(4096 / N)."""
+    r = -(-4096 // max(n, 1))
+    return max(1, min(group_cap(n), max(-(-m // r), min(m, 128))))
 
 
 def rows_for_racecheck(cfg, m, kernels):

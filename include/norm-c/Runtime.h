@@ -202,7 +202,8 @@ NORMRT_API int normrt_dry_run(const NormrtModule *module,
 
 /// The number of partial rows G the dweight/dbias reduction uses for M rows
 /// of N columns, when the manifest fixes none:
-/// max(1, min(cap(N), M)), cap(N) the largest of 512, 256 and 128 with
+/// max(1, min(cap(N), max(ceil(M / r(N)), min(M, 128)))), r(N) =
+/// ceil(4096 / N), cap(N) the largest of 512, 256 and 128 with
 /// cap * N <= 3 * 2^20 (at least 128). Never fails.
 NORMRT_API int64_t normrt_default_groups(int64_t rows, int64_t n);
 

@@ -23,7 +23,8 @@
 // CHECK: } {norm.accumulate = f32, norm.id = 0 : i64, norm.stage = #norm.stage<xhat>}
 // CHECK: %[[G:.*]] = memref.alloc(%[[M]], %[[N]]) {norm.recomputable} : memref<?x?xbf16>
 // CHECK: norm.stage = #norm.stage<g>
-// The number of partial rows: max(1, min(cap(N), M)), cap(N) the largest of
+// The number of partial rows: max(1, min(cap(N), max(ceil(M / r(N)),
+// min(M, 128)))), cap(N) the largest of
 // 512, 256, 128 with cap * N <= 3 * 2^20, each larger cap kept (times 1)
 // when 3 * 2^20 / N reaches it.
 // CHECK: %[[BUDGET:.*]] = arith.constant 3145728 : index
@@ -36,8 +37,13 @@
 // CHECK: %[[K512:.*]] = arith.minui %[[R512]], %c1
 // CHECK: %[[C512:.*]] = arith.muli %[[K512]], %c512
 // CHECK: %[[CAP:.*]] = arith.maxui %[[CAP1]], %[[C512]]
-// CHECK: %[[BYROWS:.*]] = arith.minui %[[CAP]], %[[M]]
-// CHECK: %[[GROUPS:.*]] = arith.maxui %[[BYROWS]], %c1
+// Then at least r(N) = ceil(4096 / N) rows a program while that leaves 128:
+// CHECK: %[[R:.*]] = arith.ceildivui %c4096{{.*}}, %{{.*}}
+// CHECK: %[[BYROWS:.*]] = arith.ceildivui %[[M]], %[[R]]
+// CHECK: %[[FILL:.*]] = arith.minui %[[M]], %c128
+// CHECK: %[[WANT:.*]] = arith.maxui %[[BYROWS]], %[[FILL]]
+// CHECK: %[[CAPPED:.*]] = arith.minui %[[CAP]], %[[WANT]]
+// CHECK: %[[GROUPS:.*]] = arith.maxui %[[CAPPED]], %c1
 // CHECK: %[[R:.*]] = arith.ceildivui %[[M]], %[[GROUPS]]
 // CHECK: %[[WSW:.*]] = memref.alloc(%[[GROUPS]], %[[N]]) {norm.workspace} : memref<?x?xf32>
 // CHECK: %[[WSB:.*]] = memref.alloc(%[[GROUPS]], %[[N]]) {norm.workspace} : memref<?x?xf32>

@@ -24,7 +24,7 @@
 
 namespace mlir::norm::runtime {
 
-/// G = max(1, min(cap(N), M)) (norm/Support/Groups.h): the compiler's
+/// G = defaultGroups (norm/Support/Groups.h): the compiler's
 /// formula, from the header both include.
 using mlir::norm::defaultGroups;
 

@@ -44,15 +44,33 @@ constexpr int64_t groupCap(int64_t n) {
                                 : kGroupCaps[0];
 }
 
-/// G = max(1, min(cap(N), M)): a program per row until the cap, so every
-/// program of a small or medium M has one or a few rows and the chip's SMs
-/// all have rows in flight (measured on the H200, bench/tune.py: at M =
-/// 1024, N = 3072-5120, 512 programs of 2 rows ran 1.3-1.6x faster than
-/// 128 programs of 8). The same on every chip: it is not the chip's SM count
-/// (determinism). For any M, N >= 0 without overflow (N = 0 counts as 1).
+/// Elements of rows a program owns at least (r(N) = ceil(this / N) rows),
+/// while that leaves kMinPrograms programs: a block of the small-N kernels
+/// holds several rows at once (256 threads x 8 bf16 elements = 2048
+/// elements a pass), so a program of fewer rows leaves lanes idle and G
+/// partial rows to add for nothing (G = M at N = 64-1000, M = 1024 ran
+/// 1.2-1.5x slower than 128 programs, bench/tune.py).
+constexpr int64_t kMinProgramElements = 4096;
+/// Programs wanted whatever N, while there are rows for them.
+constexpr int64_t kMinPrograms = 128;
+
+/// G = max(1, min(cap(N), max(ceil(M / r(N)), min(M, 128)))), r(N) =
+/// ceil(4096 / N): a program per row from N = 4096 up until the cap, so
+/// every SM has rows in flight at small and medium M (measured on the
+/// H200, bench/tune.py: at M = 1024, N = 3072-5120, 512 programs of 2 rows
+/// ran 1.3-1.6x faster than 128 programs of 8); a few rows a program below.
+/// The same on every chip: it is not the chip's SM count (determinism).
+/// For any M, N >= 0 without overflow (N = 0 counts as 1; the ceilings
+/// are computed without an M + r - 1 that overflows near INT64_MAX, as
+/// the IR's unsigned ceildivui).
 constexpr int64_t defaultGroups(int64_t m, int64_t n) {
   int64_t cap = groupCap(n);
-  int64_t g = cap < m ? cap : m;
+  int64_t safeN = n > 1 ? n : 1;
+  int64_t r = kMinProgramElements / safeN + (kMinProgramElements % safeN > 0);
+  int64_t byRows = m / r + (m % r > 0);
+  int64_t fill = m < kMinPrograms ? m : kMinPrograms;
+  byRows = byRows > fill ? byRows : fill;
+  int64_t g = cap < byRows ? cap : byRows;
   return g > 1 ? g : 1;
 }
 
@@ -62,6 +80,9 @@ static_assert(defaultGroups(INT64_MAX, INT64_MAX) == kMinGroupCap);
 static_assert(defaultGroups(17, 4096) == 17);
 static_assert(defaultGroups(683, 262144) == 128);
 static_assert(defaultGroups(4000, 4096) == 512);
+static_assert(defaultGroups(1024, 64) == 128);
+static_assert(defaultGroups(16384, 64) == 256);
+static_assert(defaultGroups(1024, 3072) == 512);
 static_assert(defaultGroups(1 << 20, 6144) == 512);
 static_assert(defaultGroups(1 << 20, 6145) == 256);
 static_assert(defaultGroups(1 << 20, 12288) == 256);

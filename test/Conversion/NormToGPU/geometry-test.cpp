@@ -20,6 +20,8 @@
 #include "norm/Conversion/NormToGPU/Geometry.h"
 #include "norm/Conversion/NormToGPU/TargetInfo.h"
 
+#include "Tuning.h"
+
 #include <cstdio>
 #include <optional>
 #include <string>
@@ -414,6 +416,63 @@ int main() {
     // Without clusters the option changes nothing.
     Geometry g = geometry(65536, bf16.bytes, layer, first, 0, 8);
     check(g.cluster == 1 && !g.registers, "sm_80 cluster=8: " + show(g));
+  }
+
+  // The tuning tables: the embedded one parses (tuningTable would abort
+  // otherwise) and has entries; each family's table is found by its chips
+  // only; a malformed table is refused with the entry and key at fault.
+  {
+    check(!tuningTable(tuningFamily("sm_90")).empty() &&
+              tuningTable(tuningFamily("sm_90")).data() ==
+                  tuningTable(tuningFamily("sm_90a")).data(),
+          "the sm_90 table serves sm_90 and sm_90a");
+    check(tuningTable(tuningFamily("sm_80")).empty(),
+          "sm_80 has no tuning table");
+    auto refused = [](const char *json, const char *needle) {
+      llvm::Expected<std::vector<TuningEntry>> t = parseTuningTable(json);
+      if (t) {
+        check(false, std::string("table accepted: ") + json);
+        return;
+      }
+      std::string msg = llvm::toString(t.takeError());
+      check(msg.find(needle) != std::string::npos,
+            "table error '" + msg + "' names " + needle);
+    };
+    refused("{}", "no \"entries\"");
+    refused("{\"entries\": [{\"kernel\": \"dx\", \"n\": [1, 2]}]}",
+            "no knob");
+    refused("{\"entries\": [{\"kernel\": \"dx\", \"n\": [5, 2], "
+            "\"cluster\": 2}]}",
+            "\"n\" must be");
+    refused("{\"entries\": [{\"kernel\": \"row\", \"n\": [1, 2], "
+            "\"cluster\": 2}]}",
+            "\"kernel\"");
+    refused("{\"entries\": [{\"kernel\": \"dx\", \"n\": [1, 2], "
+            "\"cluster\": 2, \"grid\": 3}]}",
+            "unknown key \"grid\"");
+    refused("{\"entries\": [{\"kernel\": \"dx\", \"n\": [1, 2], "
+            "\"cluster\": 16}]}",
+            "\"cluster\" must be at most");
+    // Lookup: ranges inclusive, rows 0 (unknown) only for every-M entries.
+    llvm::Expected<std::vector<TuningEntry>> t = parseTuningTable(
+        "{\"entries\": [{\"kernel\": \"dx\", \"partial_rows\": 1, "
+        "\"element_bytes\": 2, \"n\": [100, 200], \"rows\": [10, 20], "
+        "\"cluster\": 2}, {\"kernel\": \"dx\", \"element_bytes\": 2, "
+        "\"n\": [100, 200], \"threads\": 128}]}");
+    check(bool(t), "a well-formed table parses");
+    if (t) {
+      RowShape r = shapeOf(150, 2, rms, 0, 0, 0);
+      const TuningEntry *e = findTuning(*t, r, 10);
+      check(e && e->cluster == 2, "rows 10 finds the ranged entry");
+      e = findTuning(*t, r, 21);
+      check(e && e->threads == 128, "rows 21 falls to the every-M entry");
+      e = findTuning(*t, r, 0);
+      check(e && e->threads == 128, "unknown rows: only every-M entries");
+      check(!findTuning(*t, shapeOf(201, 2, rms, 0, 0, 0), 10),
+            "N past the range finds nothing");
+      check(!findTuning(*t, shapeOf(150, 4, rms, 0, 0, 0), 10),
+            "another element size finds nothing");
+    }
   }
 
   if (failures)

@@ -26,6 +26,10 @@ Value norm::emitDefaultGroups(OpBuilder &b, Location loc, Value m, Value n) {
     cap = arith::MaxUIOp::create(
         b, loc, cap, arith::MulIOp::create(b, loc, reached, c(candidate)));
   }
-  Value g = arith::MinUIOp::create(b, loc, cap, m);
+  Value r = arith::CeilDivUIOp::create(b, loc, c(kMinProgramElements), safeN);
+  Value byRows = arith::CeilDivUIOp::create(b, loc, m, r);
+  Value fill = arith::MinUIOp::create(b, loc, m, c(kMinPrograms));
+  byRows = arith::MaxUIOp::create(b, loc, byRows, fill);
+  Value g = arith::MinUIOp::create(b, loc, cap, byRows);
   return arith::MaxUIOp::create(b, loc, g, one);
 }

@@ -41,8 +41,9 @@ def NormSplit : Pass<"norm-split", "::mlir::func::FuncOp"> {
     Arithmetic is in the storage type (the faithful form); `norm-promote`
     moves it to f32. `G` comes from the `groups` attribute, else from this
     pass's `groups` option, else from (M, N) alone (never the device):
-    `G = max(1, min(cap(N), M))`, cap(N) the largest of 512, 256 and 128
-    with `cap * N <= 3 * 2^20` (norm/Support/Groups.h).
+    `G = max(1, min(cap(N), max(ceil(M / r(N)), min(M, 128))))`, r(N) =
+    `ceil(4096 / N)`, cap(N) the largest of 512, 256 and 128 with
+    `cap * N <= 3 * 2^20` (norm/Support/Groups.h).
 
     Forward ops are left alone (norm-lower-forward lowers them).
 
