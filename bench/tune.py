@@ -16,8 +16,9 @@ and a table (tune.md) printed last.
   python3 bench/tune.py prepare [--plan explore] [--dir .dev/tune]
   python3 bench/tune.py run [--plan explore] [--dir .dev/tune] [--out DIR]
                             [--deadline EPOCH]
-  python3 bench/tune.py table tune.json   (plan table: writes the chip
-      family's table, lib/Conversion/NormToGPU/tuning/sm_90.json)
+  python3 bench/tune.py table tune.json...   (plans table, table-f32,
+      table-fwd: writes the chip family's table,
+      lib/Conversion/NormToGPU/tuning/sm_90.json)
 
 Standard library only on the build machine; torch and triton on the GPU.
 """
@@ -74,33 +75,49 @@ def explore_plan():
 TABLE_N = (1024, 2048, 3072, 4096, 5120, 6144, 8192, 12288, 16384, 24576,
            32768, 65536, 131072, 262144)
 TABLE_M = (64, 256, 1024, 4096, 16384)
-# (threads, cluster): 0 the cost model's.
-TABLE_KNOBS = ((0, 2), (0, 4), (0, 8), (128, 0), (256, 0), (512, 0),
-               (256, 4), (256, 8), (512, 2), (512, 4))
+# (threads, cluster, max-lanes): 0 the cost model's.
+TABLE_KNOBS = ((0, 2, 0), (0, 4, 0), (0, 8, 0), (128, 0, 0), (256, 0, 0),
+               (512, 0, 0), (256, 4, 0), (256, 8, 0), (512, 2, 0),
+               (512, 4, 0))
 
 
-def table_plan():
+def table_plan(dtypes=("bf16",), ops=C.GRAD_OPS, ns=TABLE_N,
+               knobs=TABLE_KNOBS):
     points, cands = [], {}
-    for op in C.GRAD_OPS:
-        for n in TABLE_N:
-            cands[(op, "bf16", n)] = [C.Cfg(op, n, "bf16")] + [
-                C.Cfg(op, n, "bf16", threads=t, cluster=c)
-                for t, c in TABLE_KNOBS]
-            for m in TABLE_M:
-                if m * n * 2 <= TENSOR_LIMIT:
-                    points.append((op, "bf16", n, m))
+    for dt in dtypes:
+        size = {"f32": 4, "f16": 2, "bf16": 2}[dt]
+        for op in ops:
+            for n in ns:
+                cands[(op, dt, n)] = [C.Cfg(op, n, dt)] + [
+                    C.Cfg(op, n, dt, threads=t, cluster=c, lanes=ln)
+                    for t, c, ln in knobs]
+                for m in TABLE_M:
+                    if m * n * size <= TENSOR_LIMIT:
+                        points.append((op, dt, n, m))
     return points, cands
 
 
-# "grid": the check on shapes the table was not tuned on: every bf16
-# backward point of the grid (bench/grid.py; 1 GiB a tensor at most), the
+# The forward's knobs: threads and max-lanes (no cluster split).
+TABLE_FWD_N = (64, 128, 320, 768, 1024, 2048, 4096, 8192, 16384, 32768,
+               65536)
+TABLE_FWD_KNOBS = ((128, 0, 0), (512, 0, 0), (0, 0, 8), (0, 0, 32),
+                   (0, 0, 128), (0, 0, 1024))
+TABLE_PLANS = {
+    "table": lambda: table_plan(),
+    "table-f32": lambda: table_plan(dtypes=("f32",)),
+    "table-fwd": lambda: table_plan(dtypes=("bf16", "f32"), ops=C.FWD_OPS,
+                                    ns=TABLE_FWD_N, knobs=TABLE_FWD_KNOBS),
+}
+
+
+# "grid": the check on shapes the table was not tuned on: every bf16 and
+# f32 point of the grid (bench/grid.py; 1 GiB a tensor at most), the
 # M-agnostic configuration against the one the grid takes for M (the
 # table's, configs.grid_cfg) where they differ.
 def grid_plan():
     points, cands = [], {}
-    for op, dt, wdt, m, n, _ in C.grid_points(ops=C.GRAD_OPS,
-                                               dtypes=["bf16"]):
-        if m * n * 2 > TENSOR_LIMIT:
+    for op, dt, wdt, m, n, _ in C.grid_points(dtypes=["bf16", "f32"]):
+        if m * n * {"f32": 4, "f16": 2, "bf16": 2}[dt] > TENSOR_LIMIT:
             continue
         points.append((op, dt, n, m))
         cs = cands.setdefault((op, dt, n), [C.Cfg(op, n, dt)])
@@ -110,7 +127,7 @@ def grid_plan():
     return points, cands
 
 
-PLANS = {"explore": explore_plan, "table": table_plan, "grid": grid_plan}
+PLANS = dict(TABLE_PLANS, explore=explore_plan, grid=grid_plan)
 
 
 def useful(cfg, m, n):
@@ -135,7 +152,11 @@ def cmd_prepare(args):
     for key, cs in cands.items():
         for c in cs:
             todo[c.name] = c
-    jobs = "\n".join("\t".join([c.name] + c.flags()) for c in todo.values())
+    # The candidates against the cost model: no tuning table under them
+    # (the grid plan's configurations are the table's, by their --rows).
+    extra = [] if args.plan == "grid" else ["--tuning=false"]
+    jobs = "\n".join("\t".join([c.name] + c.flags() + extra)
+                     for c in todo.values())
     script = ('IFS=$\'\\t\' read -r -a f <<<"$1"; n=${f[0]}; '
               '"$NC" "${f[@]:1}" -o "$KDIR/$n.ptx" --manifest "$KDIR/$n.json"'
               ' 2>"$KDIR/$n.err" && rm -f "$KDIR/$n.err" || '
@@ -212,18 +233,22 @@ def cmd_run(args):
             out("tune: deadline: stopping before %s %dx%d" % (op, m, n))
             break
         layer = op.startswith("layer")
+        grad = op.endswith("_grad")
         x = (torch.randn(m, n, device="cuda") +
              (torch.rand(m, 1, device="cuda") * 2 - 1)).to(tdt[dt])
         w = (1 + 0.25 * torch.randn(n, device="cuda")).to(tdt[dt])
-        dy = torch.randn(m, n, device="cuda").to(tdt[dt])
-        xf = x.float()
-        mean = xf.mean(1) if layer else None
-        xc = xf - mean[:, None] if layer else xf
-        rstd = (xc * xc).mean(1).add(C.EPS).rsqrt().contiguous()
-        del xf, xc
-        ins = {"x": x, "weight": w, "dy": dy, "rstd": rstd}
-        if layer:
-            ins["mean"] = mean.contiguous()
+        ins = {"x": x, "weight": w}
+        if grad:
+            xf = x.float()
+            mean = xf.mean(1) if layer else None
+            xc = xf - mean[:, None] if layer else xf
+            ins["rstd"] = (xc * xc).mean(1).add(C.EPS).rsqrt().contiguous()
+            del xf, xc
+            ins["dy"] = torch.randn(m, n, device="cuda").to(tdt[dt])
+            if layer:
+                ins["mean"] = mean.contiguous()
+        elif layer:
+            ins["bias"] = (0.5 * torch.randn(n, device="cuda")).to(tdt[dt])
         base_bits = None
         for c in cands[(op, dt, n)]:
             if not useful(c, m, n):
@@ -231,7 +256,7 @@ def cmd_run(args):
             e = index["configs"].get(c.name)
             r = {"op": op, "dtype": dt, "N": n, "M": m, "cfg": c.name,
                  "cluster": c.cluster, "threads": c.threads,
-                 "rows": c.rows,
+                 "lanes": c.lanes, "rows": c.rows,
                  "groups": c.groups or C.default_groups(m, n),
                  "fixed_groups": bool(c.groups)}
             if e is None:
@@ -246,23 +271,27 @@ def cmd_run(args):
                 bits = [v.clone() for v in res[1:] if v is not None]
                 ref = res[0].float().clone()
                 if base_bits is None and not c.groups and not c.cluster \
-                        and not c.threads and not c.rows:
+                        and not c.threads and not c.rows and not c.lanes:
                     base_bits, base_dx = bits, ref
                 elif base_bits is not None and not c.groups:
-                    r["bitwise"] = all(torch.equal(a, b) for a, b in
-                                       zip(bits, base_bits))
+                    # The forward has no order to keep: its y, mean and
+                    # rstd may differ in the last bits like dx.
+                    if grad:
+                        r["bitwise"] = all(torch.equal(a, b) for a, b in
+                                           zip(bits, base_bits))
                     r["dx_rel"] = float((ref - base_dx).norm() /
                                         base_dx.norm())
                 us = 1e3 * do_bench(o.run, warmup=args.warmup, rep=args.rep,
                                     return_mode="median")
                 torch.cuda.synchronize()
                 r["us"] = us
-                r["gbs"] = B.min_bytes(op, m, n, dt) / (us * 1e-6) / 1e9
+                mb = B.min_bytes if grad else B.min_bytes_fwd
+                r["gbs"] = mb(op, m, n, dt) / (us * 1e-6) / 1e9
                 o.close()
             except Exception as ex:  # noqa: BLE001
                 r["error"] = "%s: %s" % (type(ex).__name__, ex)
             rows.append(r)
-        del x, w, dy, ins
+        del x, w, ins
         torch.cuda.empty_cache()
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "tune.json"), "w") as f:
@@ -290,7 +319,7 @@ def table(rows):
             continue
         base = next((r for r in ok if not r["fixed_groups"] and
                      not r["cluster"] and not r["threads"] and
-                     not r.get("rows")), None)
+                     not r.get("rows") and not r.get("lanes")), None)
         best = min(ok, key=lambda r: r["us"])
         bits = [r for r in ok if "bitwise" in r]
         lines.append("| %s | %dx%d | %s | %s (%s) | %.1f | %s | %s |" % (
@@ -305,6 +334,7 @@ def table(rows):
 # ------------------------------------------------------------------- table
 
 MIN_GAIN = 1.05  # a knob enters the table only this much faster
+MIN_SAVED_US = 1.0  # and by this many microseconds (the noise of small M)
 
 
 def midpoint(a, b):
@@ -312,25 +342,52 @@ def midpoint(a, b):
     return int(round(math.sqrt(a * b)))
 
 
+def forward_rows(rows):
+    """The forward ops' rows as one kernel, "forward": LayerNorm's and
+    RMSNorm's forward kernels are one entry kind of the table (Tuning.h has
+    no key between them), so a candidate's time at a point is the geometric
+    mean of its two (both must have run)."""
+    by = {}
+    for r in rows:
+        if r["op"] not in C.FWD_OPS or "us" not in r:
+            continue
+        tail = r["cfg"].split("-", 1)[1]
+        by.setdefault((r["dtype"], r["N"], r["M"], tail), []).append(r)
+    out = []
+    for (dt, n, m, tail), rs in by.items():
+        if len(rs) != 2:
+            continue
+        r = dict(rs[0], op="forward", cfg="forward-" + tail,
+                 us=math.sqrt(rs[0]["us"] * rs[1]["us"]))
+        out.append(r)
+    return out
+
+
 def winners(rows):
-    """{(op, dtype, N): {M: (threads, cluster, gain)}}: per point the
-    fastest candidate whose dweight/dbias kept the default's bits, where it
-    beats the default by MIN_GAIN."""
+    """{(op, dtype, N): {M: (threads, cluster, lanes, gain)}}: per point the
+    fastest candidate (for the backward: of those whose dweight/dbias kept
+    the default's bits) where it beats the default by MIN_GAIN and
+    MIN_SAVED_US; None where none does."""
+    rows = [r for r in rows if r["op"] not in C.FWD_OPS] + forward_rows(rows)
     by = {}
     for r in rows:
         by.setdefault((r["op"], r["dtype"], r["N"], r["M"]), []).append(r)
     out = {}
     for (op, dt, n, m), rs in by.items():
-        ok = [r for r in rs if "us" in r and not r["fixed_groups"]]
+        ok = [r for r in rs if "us" in r and not r["fixed_groups"] and
+              not r.get("rows")]
         base = next((r for r in ok if not r["cluster"] and
-                     not r["threads"]), None)
+                     not r["threads"] and not r.get("lanes")), None)
         if base is None:
             continue
-        kept = [r for r in ok if r.get("bitwise")]
+        grad = op.endswith("_grad")
+        kept = [r for r in ok if r is not base and
+                (r.get("bitwise") or not grad)]
         best = min(kept, key=lambda r: r["us"], default=None)
         w = out.setdefault((op, dt, n), {})
-        if best is not None and base["us"] / best["us"] >= MIN_GAIN:
-            w[m] = (best["threads"], best["cluster"],
+        if best is not None and base["us"] / best["us"] >= MIN_GAIN and \
+                base["us"] - best["us"] >= MIN_SAVED_US:
+            w[m] = (best["threads"], best["cluster"], best.get("lanes", 0),
                     round(base["us"] / best["us"], 2))
         else:
             w[m] = None
@@ -352,24 +409,29 @@ def make_table(rows, plan_n, plan_m):
         run = []
         for j, m in enumerate(ms + [None]):
             knob = w.get(m) if m is not None else None
-            if run and (knob is None or knob[:2] != w[run[0]][:2]):
+            if run and (knob is None or knob[:3] != w[run[0]][:3]):
                 k = w[run[0]]
                 a = sorted(plan_m).index(run[0])
                 b = sorted(plan_m).index(run[-1])
                 pm = sorted(plan_m)
                 rlo = midpoint(pm[a - 1], pm[a]) + 1 if a else 1
                 rhi = midpoint(pm[b], pm[b + 1]) if b + 1 < len(pm) else 0
-                e = {"kernel": "dx",
-                     "partial_rows": 2 if op.startswith("layer") else 1,
-                     "element_bytes": {"bf16": 2, "f16": 2, "f32": 4}[dt],
-                     "n": [nlo, nhi], "rows": [rlo, rhi]}
-                if k[0]:
-                    e["threads"] = k[0]
-                if k[1]:
-                    e["cluster"] = k[1]
-                e["measured"] = "%s N = %d, M = %s: %s x the cost model" % (
-                    op, n, ",".join(str(x) for x in run),
-                    ", ".join("%.2f" % w[x][2] for x in run))
+                grad = op.endswith("_grad")
+                e = {"kernel": "dx" if grad else "forward"}
+                if not grad:
+                    op = "layer_norm and rms_norm"
+                if grad:
+                    e["partial_rows"] = 2 if op.startswith("layer") else 1
+                e.update({"element_bytes": {"bf16": 2, "f16": 2,
+                                            "f32": 4}[dt],
+                          "n": [nlo, nhi], "rows": [rlo, rhi]})
+                for key, v in zip(("threads", "cluster", "max_lanes"),
+                                  k[:3]):
+                    if v:
+                        e[key] = v
+                e["measured"] = "%s %s N = %d, M = %s: %s x the cost " \
+                    "model" % (op, dt, n, ",".join(str(x) for x in run),
+                               ", ".join("%.2f" % w[x][3] for x in run))
                 entries.append(e)
                 run = []
             if knob is not None:
@@ -378,18 +440,21 @@ def make_table(rows, plan_n, plan_m):
 
 
 def cmd_table(args):
-    with open(args.results) as f:
-        d = json.load(f)
-    points, _ = PLANS[d["plan"]]()
-    plan_n = sorted({p[2] for p in points})
-    plan_m = sorted({p[3] for p in points})
-    entries = make_table(d["rows"], plan_n, plan_m)
+    entries, sources = [], []
+    for path in args.results:
+        with open(path) as f:
+            d = json.load(f)
+        points, _ = PLANS[d["plan"]]()
+        plan_n = sorted({p[2] for p in points})
+        plan_m = sorted({p[3] for p in points})
+        entries += make_table(d["rows"], plan_n, plan_m)
+        sources.append("%s (plan %s, %s)" % (os.path.basename(path),
+                                             d["plan"], d.get("device", "?")))
     table = {"family": args.family,
-             "about": "Measured geometry choices (threads, cluster) for %s, "
-                      "written by bench/tune.py table from %s (%s); see "
-                      "docs/GPU.md, The tuning table." % (
-                          args.family, os.path.basename(args.results),
-                          d.get("device", "?")),
+             "about": "Measured geometry choices (threads, cluster, "
+                      "max_lanes) for %s, written by bench/tune.py table "
+                      "from %s; see docs/GPU.md, The tuning table." % (
+                          args.family, "; ".join(sources)),
              "entries": entries}
     with open(args.table, "w") as f:
         json.dump(table, f, indent=1)
@@ -414,7 +479,8 @@ def main(argv=None):
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--rep", type=int, default=20)
     p = sub.add_parser("table")
-    p.add_argument("results", help="tune.json of a `run` of plan table")
+    p.add_argument("results", nargs="+",
+                   help="tune.json of `run`s of the table plans")
     p.add_argument("--family", default="sm_90")
     p.add_argument("--table", default=os.path.join(
         HERE, "..", "lib", "Conversion", "NormToGPU", "tuning",

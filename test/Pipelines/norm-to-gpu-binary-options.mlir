@@ -18,7 +18,7 @@
 // CHECK: norm-fuse-partials
 // CHECK: norm-cache-rows
 // CHECK: norm-check-stage{stage=fused}
-// CHECK: norm-choose-geometry{batch-rows=3 chip=sm_80 cluster=0 max-lanes=16 max-register-elements=32 threads=128}
+// CHECK: norm-choose-geometry{batch-rows=3 chip=sm_80 cluster=0 max-lanes=16 max-register-elements=32 rows=0 threads=128 tuning=true}
 // CHECK: norm-map-to-gpu{chip=sm_80}
 // CHECK: norm-check-target{chip=sm_80
 // CHECK: norm-attach-cluster-dims

@@ -39,15 +39,16 @@ def NormChooseGeometry : Pass<"norm-choose-geometry", "::mlir::func::FuncOp"> {
     change their bits, so it is refused (one row in flight per block adds
     them in row order whatever else differs).
 
-    Where none is written and the `threads` and `cluster` options are 0,
-    the chip family's tuning table (lib/Conversion/NormToGPU/tuning/
-    <family>.json, embedded at build time, written by bench/tune.py) is
-    consulted first: an entry for the kernel, its element size, N and the
-    `rows` hint gives the knobs (threads, cluster) the cost model then
-    lays the row out with, kept only where that geometry passes the same
-    checks and adds dweight/dbias in the cost model's order; otherwise the
-    cost model's own choice stands. So a table changes speed and dx's
-    in-row sum order, never dweight/dbias bits.
+    Where none is written and the `threads`, `cluster` and `max-lanes`
+    options are 0, the chip family's tuning table
+    (lib/Conversion/NormToGPU/tuning/<family>.json, embedded at build time,
+    written by bench/tune.py) is consulted first: an entry for the kernel,
+    its element size, N and the `rows` hint gives the knobs (threads,
+    cluster, max-lanes) the cost model then lays the row out with, kept
+    only where that geometry passes the same checks and adds dweight/dbias
+    in the cost model's order; otherwise the cost model's own choice
+    stands. So a table changes speed and dx's in-row sum order, never
+    dweight/dbias bits.
 
     Post-condition: every norm op and every `dx` / `forward` nest carries a
     complete, checked `norm.geometry`.
@@ -81,7 +82,8 @@ def NormChooseGeometry : Pass<"norm-choose-geometry", "::mlir::func::FuncOp"> {
            "for every M">,
     Option<"tuning", "tuning", "bool", /*default=*/"true",
            "Consult the chip family's tuning table (tuning/<family>.json) "
-           "before the cost model, where threads and cluster are 0">
+           "before the cost model, where threads, cluster and max-lanes "
+           "are 0">
   ];
 }
 

@@ -113,7 +113,7 @@ struct ChooseGeometryPass
   /// order, else `chosen` (the cost model's).
   Geometry tuned(const RowShape &s, const Geometry &chosen,
                  const TargetInfo &target) {
-    if (!tuning || s.threads != 0 || s.cluster != 0)
+    if (!tuning || s.threads != 0 || s.cluster != 0 || s.maxLanes != 0)
       return chosen;
     const TuningEntry *e =
         findTuning(tuningTable(tuningFamily(target.chip)), s, rows);
@@ -122,6 +122,7 @@ struct ChooseGeometryPass
     RowShape knobs = s;
     knobs.threads = e->threads;
     knobs.cluster = e->cluster;
+    knobs.maxLanes = e->maxLanes;
     if (knobs.cluster > target.maxClusterBlocks)
       return chosen;
     Geometry g = chooseRowGeometry(knobs, target);

@@ -9,6 +9,7 @@
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/ErrorHandling.h"
 #include "llvm/Support/JSON.h"
+#include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
 using namespace mlir::norm;
@@ -80,7 +81,7 @@ mlir::norm::parseTuningTable(llvm::StringRef json) {
   std::vector<TuningEntry> table;
   static const llvm::StringRef known[] = {
       "kernel", "partial_rows", "element_bytes", "n", "rows",
-      "threads", "cluster", "measured"};
+      "threads", "cluster", "max_lanes", "measured"};
   for (size_t i = 0; i < entries->size(); ++i) {
     const llvm::json::Object *o = (*entries)[i].getAsObject();
     if (!o)
@@ -98,14 +99,21 @@ mlir::norm::parseTuningTable(llvm::StringRef json) {
         !readInt(*o, "element_bytes", e.elementBytes, i, err) ||
         !readInt(*o, "threads", e.threads, i, err) ||
         !readInt(*o, "cluster", e.cluster, i, err) ||
+        !readInt(*o, "max_lanes", e.maxLanes, i, err) ||
         !readRange(*o, "n", e.nLo, e.nHi, i, err) ||
         !readRange(*o, "rows", e.rowsLo, e.rowsHi, i, err))
       return std::move(err);
     llvm::consumeError(std::move(err));
     if (!o->get("n"))
       return bad(i, "\"n\" is required");
-    if (e.threads == 0 && e.cluster == 0)
-      return bad(i, "no knob: give \"threads\" or \"cluster\"");
+    if (e.threads == 0 && e.cluster == 0 && e.maxLanes == 0)
+      return bad(i, "no knob: give \"threads\", \"cluster\" or "
+                    "\"max_lanes\"");
+    if (e.maxLanes && !llvm::isPowerOf2_64(e.maxLanes))
+      return bad(i, "\"max_lanes\" must be a power of two");
+    if (e.threads && (!llvm::isPowerOf2_64(e.threads) || e.threads < 32 ||
+                      e.threads > 1024))
+      return bad(i, "\"threads\" must be a power of two from 32 to 1024");
     if (e.cluster > kMaxClusterBlocks)
       return bad(i, "\"cluster\" must be at most " +
                         llvm::Twine(kMaxClusterBlocks));

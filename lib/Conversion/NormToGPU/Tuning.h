@@ -39,9 +39,11 @@ struct TuningEntry {
   /// Inclusive ranges; rowsHi 0 means no upper bound.
   int64_t nLo = 1, nHi = 0;
   int64_t rowsLo = 1, rowsHi = 0;
-  /// The knobs, as the pass options would give them (0: the cost model's).
+  /// The knobs, as the pass options would give them (0: the cost model's):
+  /// threads, cluster, max-lanes.
   int64_t threads = 0;
   int64_t cluster = 0;
+  int64_t maxLanes = 0;
 };
 
 /// The chip family whose table serves `chip` ("sm_90" for sm_90 and

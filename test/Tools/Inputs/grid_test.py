@@ -63,9 +63,24 @@ class Plan(unittest.TestCase):
             self.assertIn(C.grid_max_m(n, "bf16"), ms)
         names = {c.name for c in C.grid_cfgs()}
         for op, dt, wdt, m, n, lab in pts:
-            self.assertIn(G.cfg_for(op, n, dt, wdt).name, names)
+            self.assertIn(G.cfg_for(op, n, dt, wdt, m).name, names)
         self.assertIn("rms_norm-n768-bf16-wf32",
                       {c.name for c in C.grid_cfgs()})
+        # the tuning table's entries give a point its M range's
+        # configuration (--rows=the range's first M), others the
+        # M-agnostic one
+        table = [{"kernel": "dx", "partial_rows": 1, "element_bytes": 2,
+                  "n": [60000, 70000], "rows": [129, 8192], "cluster": 8}]
+        self.assertEqual(C.tuned_rows("rms_norm_grad", 65536, "bf16",
+                                      "bf16", 1024, table), 129)
+        self.assertEqual(C.tuned_rows("rms_norm_grad", 65536, "bf16",
+                                      "bf16", 64, table), 0)
+        self.assertEqual(C.tuned_rows("layer_norm_grad", 65536, "bf16",
+                                      "bf16", 1024, table), 0)
+        self.assertEqual(C.tuned_rows("rms_norm_grad", 65536, "f32",
+                                      "f32", 1024, table), 0)
+        self.assertEqual(C.tuned_rows("rms_norm", 65536, "bf16",
+                                      "bf16", 1024, table), 0)
 
     def test_sets_env(self):
         os.environ.pop("NORM_CONFIG_SETS", None)
