@@ -127,7 +127,15 @@ def grid_plan():
     return points, cands
 
 
-PLANS = dict(TABLE_PLANS, explore=explore_plan, grid=grid_plan)
+def grid_cfgs_plan(dtypes=("bf16",)):
+    """No points: the grid's configurations of these dtypes, compiled for
+    bench/grid.py --gpu-dir (a lighter preparation than gpu-prepare's)."""
+    return [], {("grid", "", 0): [
+        c for c in C.grid_cfgs() if c.dtype in dtypes]}
+
+
+PLANS = dict(TABLE_PLANS, explore=explore_plan, grid=grid_plan,
+             **{"grid-cfgs": grid_cfgs_plan})
 
 
 def useful(cfg, m, n):
@@ -154,7 +162,7 @@ def cmd_prepare(args):
             todo[c.name] = c
     # The candidates against the cost model: no tuning table under them
     # (the grid plan's configurations are the table's, by their --rows).
-    extra = [] if args.plan == "grid" else ["--tuning=false"]
+    extra = [] if args.plan.startswith("grid") else ["--tuning=false"]
     jobs = "\n".join("\t".join([c.name] + c.flags() + extra)
                      for c in todo.values())
     script = ('IFS=$\'\\t\' read -r -a f <<<"$1"; n=${f[0]}; '
