@@ -102,8 +102,13 @@ TABLE_FWD_N = (64, 128, 320, 768, 1024, 2048, 4096, 8192, 16384, 32768,
                65536)
 TABLE_FWD_KNOBS = ((128, 0, 0), (512, 0, 0), (0, 0, 8), (0, 0, 32),
                    (0, 0, 128), (0, 0, 1024))
+# More N between those of the first table run, where the cost model's regime
+# changes (cluster splits, the register estimate's steps) and a range between
+# two measured N was too wide (bench/RESULTS.md: N = 14336).
+TABLE_N_MORE = (10240, 14336, 20480, 49152, 98304)
 TABLE_PLANS = {
     "table": lambda: table_plan(),
+    "table-more": lambda: table_plan(ns=TABLE_N_MORE),
     "table-f32": lambda: table_plan(dtypes=("f32",)),
     "table-fwd": lambda: table_plan(dtypes=("bf16", "f32"), ops=C.FWD_OPS,
                                     ns=TABLE_FWD_N, knobs=TABLE_FWD_KNOBS),
@@ -402,14 +407,19 @@ def winners(rows):
     return out
 
 
-def make_table(rows, plan_n, plan_m):
+def make_table(rows, plan_m):
     """The entries of a tuning table (Tuning.h) from run rows: for each
     (op, N) the M where a knob won, runs of the same knob merged into one
-    M range; N and M ranges end at the geometric midpoints between the
-    plan's values (the first and last half a step beyond)."""
+    M range; N ranges end at the geometric midpoints between the N measured
+    for the same (op, dtype), M ranges between the plan's M (the first and
+    last N half a step beyond)."""
     entries = []
-    for (op, dt, n), w in sorted(winners(rows).items()):
-        ns = sorted(plan_n)
+    ws = winners(rows)
+    measured_n = {}
+    for op, dt, n in ws:
+        measured_n.setdefault((op, dt), set()).add(n)
+    for (op, dt, n), w in sorted(ws.items()):
+        ns = sorted(measured_n[(op, dt)])
         i = ns.index(n)
         nlo = midpoint(ns[i - 1], n) + 1 if i else max(1, n // 2 + 1)
         nhi = midpoint(n, ns[i + 1]) if i + 1 < len(ns) else 0
@@ -448,16 +458,16 @@ def make_table(rows, plan_n, plan_m):
 
 
 def cmd_table(args):
-    entries, sources = [], []
+    rows, sources, plan_m = [], [], set()
     for path in args.results:
         with open(path) as f:
             d = json.load(f)
         points, _ = PLANS[d["plan"]]()
-        plan_n = sorted({p[2] for p in points})
-        plan_m = sorted({p[3] for p in points})
-        entries += make_table(d["rows"], plan_n, plan_m)
+        plan_m |= {p[3] for p in points}
+        rows += d["rows"]
         sources.append("%s (plan %s, %s)" % (os.path.basename(path),
                                              d["plan"], d.get("device", "?")))
+    entries = make_table(rows, sorted(plan_m))
     table = {"family": args.family,
              "about": "Measured geometry choices (threads, cluster, "
                       "max_lanes) for %s, written by bench/tune.py table "
