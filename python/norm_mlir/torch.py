@@ -145,13 +145,13 @@ def _module(spec, device):
 _kernels_by_key = {}
 
 
-def _kernels(op, n, x, weight, has_bias, eps, zero_centered):
+def _kernels(op, n, x, weight, has_bias, eps, zero_centered, dres=False):
     key = (op, n, x.dtype, None if weight is None else weight.dtype,
-           has_bias, eps, zero_centered, x.device)
+           has_bias, eps, zero_centered, x.device, dres)
     mod = _kernels_by_key.get(key)
     if mod is None:
-        mod = _module(_spec(op, n, x, weight, has_bias, eps, zero_centered),
-                      x.device)
+        mod = _module(_spec(op, n, x, weight, has_bias, eps, zero_centered,
+                            dres), x.device)
         _kernels_by_key[key] = mod
     return mod
 
@@ -246,15 +246,17 @@ def _launch(mod, args, rows, device):
                ws_bytes, _raw_stream(idx))
 
 
-def _spec(op, n, x, weight, has_bias, eps, zero_centered):
+def _spec(op, n, x, weight, has_bias, eps, zero_centered, dres=False):
     return _spec_of(op, n, _DT[x.dtype],
                     None if weight is None else _DT[weight.dtype], has_bias,
-                    eps, zero_centered)
+                    eps, zero_centered, dres)
 
 
-def _spec_of(op, n, dtype, weight_dtype, has_bias, eps, zero_centered):
+def _spec_of(op, n, dtype, weight_dtype, has_bias, eps, zero_centered,
+             dres=False):
     """compile_spec's arguments for an op on x of `dtype` ("bf16"...) with
-    a weight of `weight_dtype` (None: no weight)."""
+    a weight of `weight_dtype` (None: no weight); dres: a backward that adds
+    a residual's gradient (dresidual) into dx."""
     s = {"op": op, "n": int(n), "dtype": dtype,
          "weight": weight_dtype is not None,
          "zero_centered": bool(zero_centered)}
@@ -264,6 +266,8 @@ def _spec_of(op, n, dtype, weight_dtype, has_bias, eps, zero_centered):
         s["bias"] = bool(has_bias)
     if eps is not None and not op.endswith("_grad"):
         s["eps"] = float(eps)
+    if dres:
+        s["dresidual"] = True
     return s
 
 
@@ -371,14 +375,29 @@ def _grad_rows(dy, x, weight, n):
     return xr, dyr, xr.shape[0], dx, dw
 
 
-def _ln_bwd_impl(dy, x, mean, rstd, weight, has_bias, n, zero_centered):
+def _dresidual_rows(dresidual, x, n):
+    """A residual's gradient as rows (x's shape and dtype), or None."""
+    if dresidual is None:
+        return None
+    _same_device(x, dresidual)
+    if dresidual.shape != x.shape or dresidual.dtype != x.dtype:
+        raise ValueError("norm_mlir: dresidual must have x's shape and "
+                         "dtype")
+    return _rows(dresidual, n)
+
+
+def _ln_bwd_impl(dy, x, mean, rstd, weight, has_bias, n, zero_centered,
+                 dresidual=None):
     _same_device(x, dy, mean, rstd, weight)
+    rr = _dresidual_rows(dresidual, x, n)
     xr, dyr, m, dx, dw = _grad_rows(dy, x, weight, n)
     db = torch.empty(n if has_bias else 0, dtype=dw.dtype, device=x.device)
     mod = _kernels("layer_norm_grad", n, x, weight, has_bias, None,
-                   zero_centered)
-    args = [("dy", dyr), ("x", xr), ("mean", mean), ("rstd", rstd),
-            ("dx", dx.view(m, n))]
+                   zero_centered, rr is not None)
+    args = [("dy", dyr), ("x", xr), ("mean", mean), ("rstd", rstd)]
+    if rr is not None:
+        args.append(("dresidual", rr))
+    args.append(("dx", dx.view(m, n)))
     if weight is not None:
         args += [("weight", weight.reshape(n)), ("dweight", dw)]
     if has_bias:
@@ -387,7 +406,8 @@ def _ln_bwd_impl(dy, x, mean, rstd, weight, has_bias, n, zero_centered):
     return dx, dw, db
 
 
-def _ln_bwd_fake(dy, x, mean, rstd, weight, has_bias, n, zero_centered):
+def _ln_bwd_fake(dy, x, mean, rstd, weight, has_bias, n, zero_centered,
+                 dresidual=None):
     wdt = weight.dtype if weight is not None else x.dtype
     return (torch.empty_like(x, memory_format=torch.contiguous_format),
             x.new_empty((n if weight is not None else 0,), dtype=wdt),
@@ -396,23 +416,28 @@ def _ln_bwd_fake(dy, x, mean, rstd, weight, has_bias, n, zero_centered):
 
 _ln_bwd = _define(
     "layer_norm_bwd(Tensor dy, Tensor x, Tensor mean, Tensor rstd, "
-    "Tensor? weight, bool has_bias, int n, bool zero_centered) "
-    "-> (Tensor, Tensor, Tensor)",
+    "Tensor? weight, bool has_bias, int n, bool zero_centered, "
+    "Tensor? dresidual=None) -> (Tensor, Tensor, Tensor)",
     _ln_bwd_impl, _ln_bwd_fake)
 
 
-def _rms_bwd_impl(dy, x, rstd, weight, n, zero_centered):
+def _rms_bwd_impl(dy, x, rstd, weight, n, zero_centered, dresidual=None):
     _same_device(x, dy, rstd, weight)
+    rr = _dresidual_rows(dresidual, x, n)
     xr, dyr, m, dx, dw = _grad_rows(dy, x, weight, n)
-    mod = _kernels("rms_norm_grad", n, x, weight, False, None, zero_centered)
-    args = [("dy", dyr), ("x", xr), ("rstd", rstd), ("dx", dx.view(m, n))]
+    mod = _kernels("rms_norm_grad", n, x, weight, False, None, zero_centered,
+                   rr is not None)
+    args = [("dy", dyr), ("x", xr), ("rstd", rstd)]
+    if rr is not None:
+        args.append(("dresidual", rr))
+    args.append(("dx", dx.view(m, n)))
     if weight is not None:
         args += [("weight", weight.reshape(n)), ("dweight", dw)]
     _launch(mod, args, m, x.device)
     return dx, dw
 
 
-def _rms_bwd_fake(dy, x, rstd, weight, n, zero_centered):
+def _rms_bwd_fake(dy, x, rstd, weight, n, zero_centered, dresidual=None):
     wdt = weight.dtype if weight is not None else x.dtype
     return (torch.empty_like(x, memory_format=torch.contiguous_format),
             x.new_empty((n if weight is not None else 0,), dtype=wdt))
@@ -420,7 +445,7 @@ def _rms_bwd_fake(dy, x, rstd, weight, n, zero_centered):
 
 _rms_bwd = _define(
     "rms_norm_bwd(Tensor dy, Tensor x, Tensor rstd, Tensor? weight, int n, "
-    "bool zero_centered) -> (Tensor, Tensor)",
+    "bool zero_centered, Tensor? dresidual=None) -> (Tensor, Tensor)",
     _rms_bwd_impl, _rms_bwd_fake)
 
 
@@ -441,9 +466,11 @@ _OP_NAMES = ("layer_norm", "rms_norm", "layer_norm_grad", "rms_norm_grad")
 _DT_NAMES = ("f32", "f16", "bf16")  # NormrtDtype order
 _ERR = 4096
 
+# op, n, x dtype, weight dtype, flags (bit 0 bias, 1 zero-centred, 2
+# dresidual), eps, device type, device, error buffer, its size.
 _RESOLVER = ctypes.CFUNCTYPE(
     ctypes.c_void_p, ctypes.c_int32, ctypes.c_int64, ctypes.c_int32,
-    ctypes.c_int32, ctypes.c_int32, ctypes.c_int32, ctypes.c_double,
+    ctypes.c_int32, ctypes.c_int32, ctypes.c_double,
     ctypes.c_int32, ctypes.c_int32, ctypes.c_void_p, ctypes.c_size_t)
 # Validate mode's callback (tests): module, NormrtTensor array, count,
 # workspace, workspace bytes; non-zero fails the call.
@@ -487,18 +514,18 @@ class _Native:
             cls.instance = cls(path)
         return cls.instance
 
-    def _resolve(self, op, n, xdt, wdt, bias, zc, eps, dev_type, dev, err,
-                 cap):
+    def _resolve(self, op, n, xdt, wdt, flags, eps, dev_type, dev, err, cap):
         try:
             name = _OP_NAMES[op]
+            bias, zc, dres = bool(flags & 1), bool(flags & 2), bool(flags & 4)
             spec = _spec_of(name, n, _DT_NAMES[xdt],
                             _DT_NAMES[wdt] if wdt >= 0 else None, bias, eps,
-                            zc)
+                            zc, dres)
             device = torch.device("cuda", dev) if dev_type == 1 else \
                 torch.device("cpu")
             mod = _module(spec, device)
             with self._lock:
-                self.modules[(op, n, xdt, wdt, bias, zc, eps, dev_type,
+                self.modules[(op, n, xdt, wdt, flags, eps, dev_type,
                               dev)] = mod
             return mod.handle.value
         except BaseException as ex:  # noqa: BLE001 (into a C++ exception)
@@ -661,10 +688,6 @@ def _ln_backward(ctx, dy, dmean, drstd):
     return dx, dwo, dbo, None, None, None
 
 
-torch.library.register_autograd("norm_mlir::layer_norm_fwd", _ln_backward,
-                                setup_context=_ln_setup, lib=_lib)
-
-
 def _rms_setup(ctx, inputs, output):
     x, weight, n, eps, zc = inputs
     _, rstd = output
@@ -685,8 +708,124 @@ def _rms_backward(ctx, dy, drstd):
     return dx, dwo, None, None, None
 
 
-torch.library.register_autograd("norm_mlir::rms_norm_fwd", _rms_backward,
-                                setup_context=_rms_setup, lib=_lib)
+# ------------------------------------------- the C++ autograd kernels
+#
+# libnormtorch_autograd.so (python/csrc/torch_autograd.cpp): the forward
+# ops' Autograd kernels in C++ (torch::autograd::Function), so a call
+# records a C++ node and its backward runs the backward op without Python
+# (no GIL on autograd's worker thread). It uses torch's full C++ API, so it
+# fits only the torch it was built against (the version and git revision in
+# libnormtorch_autograd.torch beside it, checked before loading); with
+# another torch, without it, or with NORM_MLIR_NATIVE_AUTOGRAD=0, the
+# formulas above are registered (torch.library.register_autograd) and the
+# eager path calls the bodies through the autograd.Function below.
+
+_AUTOGRAD_LIB = "libnormtorch_autograd.so"
+_AUTOGRAD_STAMP = "libnormtorch_autograd.torch"
+
+
+class _CppAutograd:
+    """libnormtorch_autograd.so, bound."""
+
+    instance = None
+
+    def __init__(self, path):
+        lib = ctypes.CDLL(path)  # after torch: libtorch_cpu.so is loaded
+        lib.normtorch_autograd_torch_version.argtypes = []
+        lib.normtorch_autograd_torch_version.restype = ctypes.c_char_p
+        lib.normtorch_autograd_register.argtypes = [ctypes.c_char_p,
+                                                    ctypes.c_size_t]
+        lib.normtorch_autograd_register.restype = ctypes.c_void_p
+        lib.normtorch_autograd_unregister.argtypes = [ctypes.c_void_p]
+        lib.normtorch_autograd_unregister.restype = None
+        built = lib.normtorch_autograd_torch_version().decode()
+        if built != _torch_build():
+            raise OSError("built for torch %s, running %s" % (
+                built, _torch_build()))
+        self.lib, self.path = lib, path
+
+    @classmethod
+    def bind(cls, path):
+        if cls.instance is None:
+            cls.instance = cls(path)
+        return cls.instance
+
+    def register(self):
+        err = ctypes.create_string_buffer(_ERR)
+        h = self.lib.normtorch_autograd_register(err, _ERR)
+        if not h:
+            raise OSError(err.value.decode("utf-8", "replace"))
+        return h
+
+    def unregister(self, handle):
+        self.lib.normtorch_autograd_unregister(handle)
+
+
+def _torch_build():
+    """The running torch as libnormtorch_autograd.torch records one."""
+    return "%s %s" % (torch.__version__,
+                      getattr(torch.version, "git_version", "unknown"))
+
+
+def _autograd_stamp(path):
+    try:
+        with open(os.path.join(os.path.dirname(path), _AUTOGRAD_STAMP)) as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
+def _find_cpp_autograd():
+    """The bound library where it fits the running torch, else None (a
+    warning only where it should have fitted and did not load)."""
+    if os.environ.get("NORM_MLIR_NATIVE_AUTOGRAD", "1") == "0":
+        return None
+    path = _libs.find_optional(_AUTOGRAD_LIB)
+    if path is None or _autograd_stamp(path) != _torch_build():
+        return None  # not built, or for another torch: Python's formulas
+    try:
+        return _CppAutograd.bind(path)
+    except OSError as ex:
+        warnings.warn("norm_mlir: %s not used (%s); the autograd formulas "
+                      "run in Python" % (path, ex), RuntimeWarning)
+        return None
+
+
+_cpp_autograd = False  # whether the C++ Autograd kernels are registered
+_autograd_reg = None   # their handle, or the Library of Python's formulas
+
+
+def _use_autograd(ext):
+    """Registers the forward ops' Autograd kernels: ext's (a _CppAutograd)
+    or, with None, the Python formulas above. The CPU tests switch."""
+    global _cpp_autograd, _autograd_reg
+    if _autograd_reg is not None:
+        if _cpp_autograd:
+            _autograd_reg[0].unregister(_autograd_reg[1])
+        else:
+            _autograd_reg._destroy()
+        _autograd_reg, _cpp_autograd = None, False
+    if ext is not None:
+        _autograd_reg, _cpp_autograd = (ext, ext.register()), True
+        return
+    lib = torch.library.Library("norm_mlir", "IMPL")
+    torch.library.register_autograd("norm_mlir::layer_norm_fwd",
+                                    _ln_backward, setup_context=_ln_setup,
+                                    lib=lib)
+    torch.library.register_autograd("norm_mlir::rms_norm_fwd",
+                                    _rms_backward, setup_context=_rms_setup,
+                                    lib=lib)
+    _autograd_reg = lib
+
+
+_autograd_ext = _find_cpp_autograd()
+try:
+    _use_autograd(_autograd_ext)
+except OSError as _ex:
+    warnings.warn("norm_mlir: %s not used (%s); the autograd formulas run "
+                  "in Python" % (_autograd_ext.path, _ex), RuntimeWarning)
+    _autograd_ext = None
+    _use_autograd(None)
 
 
 # ------------------------------------------------ eager: straight calls
@@ -760,8 +899,18 @@ _ln_apply = _c_apply(_LayerNormFunction)
 _rms_apply = _c_apply(_RMSNormFunction)
 
 
+# With the C++ Autograd kernels an eager call is one call of the op (the
+# dispatcher's C++ callable, without OpOverload.__call__'s frame; the op
+# itself under torch.compile).
+_ln_fwd_c, _rms_fwd_c = _ln_fwd._op, _rms_fwd._op
+
+
 def _layer_norm_rows(x, weight, bias, n, eps, zero_centered):
     """y, mean, rstd through the fastest path the call allows."""
+    if _cpp_autograd:
+        if torch.compiler.is_compiling():
+            return _ln_fwd(x, weight, bias, n, eps, zero_centered)
+        return _ln_fwd_c(x, weight, bias, n, eps, zero_centered)
     if not _direct(x, weight, bias):
         return _ln_fwd(x, weight, bias, n, eps, zero_centered)
     if _wants_grad(x, weight, bias):
@@ -770,6 +919,10 @@ def _layer_norm_rows(x, weight, bias, n, eps, zero_centered):
 
 
 def _rms_norm_rows(x, weight, n, eps, zero_centered):
+    if _cpp_autograd:
+        if torch.compiler.is_compiling():
+            return _rms_fwd(x, weight, n, eps, zero_centered)
+        return _rms_fwd_c(x, weight, n, eps, zero_centered)
     if not _direct(x, weight):
         return _rms_fwd(x, weight, n, eps, zero_centered)
     if _wants_grad(x, weight):
