@@ -301,11 +301,11 @@ Rows paramOf(const Meta &p, int64_t n) {
 // ------------------------------------------------------------ descriptors
 
 struct Args {
-  NormrtTensor t[8];
+  NormrtTensor t[12]; // a backward with everything: 9
   int32_t count = 0;
 
   NormrtTensor &add(const char *name, void *data, int32_t torchDtype) {
-    if (count == 8)
+    if (count == 12)
       fail("too many arguments");
     int32_t dt = normrtDtype(torchDtype);
     if (dt < 0)

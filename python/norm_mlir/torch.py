@@ -449,6 +449,57 @@ _rms_bwd = _define(
     _rms_bwd_impl, _rms_bwd_fake)
 
 
+# Residual add + norm (add_layer_norm / add_rms_norm): h = x + residual, then
+# the norm of h; both y and h are outputs, so the backward gets h's own
+# gradient and hands it to the backward kernel as dresidual (added into
+# dx there), and x and residual both get that dx. x and residual have one
+# shape and dtype (the functions compose torch's add otherwise).
+
+def _residual_sum(x, residual):
+    _same_device(x, residual)
+    if residual.shape != x.shape or residual.dtype != x.dtype:
+        raise ValueError("norm_mlir: residual must have x's shape and dtype")
+    h = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    return torch.add(x, residual, out=h)
+
+
+def _add_ln_fwd_impl(x, residual, weight, bias, n, eps, zero_centered):
+    h = _residual_sum(x, residual)
+    y, mean, rstd = _ln_fwd_body(h, weight, bias, n, eps, zero_centered)
+    return y, h, mean, rstd
+
+
+def _add_ln_fwd_fake(x, residual, weight, bias, n, eps, zero_centered):
+    y, mean, rstd = _ln_fwd_fake(x, weight, bias, n, eps, zero_centered)
+    return y, torch.empty_like(x, memory_format=torch.contiguous_format), \
+        mean, rstd
+
+
+_add_ln_fwd = _define(
+    "add_layer_norm_fwd(Tensor x, Tensor residual, Tensor? weight, "
+    "Tensor? bias, int n, float eps, bool zero_centered) "
+    "-> (Tensor, Tensor, Tensor, Tensor)",
+    _add_ln_fwd_impl, _add_ln_fwd_fake)
+
+
+def _add_rms_fwd_impl(x, residual, weight, n, eps, zero_centered):
+    h = _residual_sum(x, residual)
+    y, rstd = _rms_fwd_body(h, weight, n, eps, zero_centered)
+    return y, h, rstd
+
+
+def _add_rms_fwd_fake(x, residual, weight, n, eps, zero_centered):
+    y, rstd = _rms_fwd_fake(x, weight, n, eps, zero_centered)
+    return y, torch.empty_like(x, memory_format=torch.contiguous_format), \
+        rstd
+
+
+_add_rms_fwd = _define(
+    "add_rms_norm_fwd(Tensor x, Tensor residual, Tensor? weight, int n, "
+    "float eps, bool zero_centered) -> (Tensor, Tensor, Tensor)",
+    _add_rms_fwd_impl, _add_rms_fwd_fake)
+
+
 # ----------------------------------------------------- the C++ op bodies
 #
 # libnormtorch.so (python/csrc/torch_ops.cpp, built into the wheel beside
@@ -588,9 +639,12 @@ def _bind_native():
         return None
 
 
+# The residual-add ops' bodies are Python whatever the bodies above are:
+# torch's add, then the norm's body (C++ where loaded).
+_PY_ONLY = ("add_layer_norm_fwd", "add_rms_norm_fwd")
 _native = _bind_native()
-if _native is None:
-    for _name, _impl in _python_impls.items():
+for _name, _impl in _python_impls.items():
+    if _native is None or _name in _PY_ONLY:
         _lib.impl(_name, _impl, "CUDA")
 
 # The bodies the eager path calls: the C++ ones through a redispatch to
@@ -641,6 +695,12 @@ def _graphed(dy, x, weight, n, eps, zc, rms):
     """dx and dweight (None where not asked) of the norm as differentiable
     torch ops in f32, as the kernels compute them."""
     with torch.enable_grad():
+        # Differentiated through fresh views: autograd.grad runs every node
+        # between y and the tensors it differentiates by, and x may be
+        # this very node's output (the residual-add ops' h) with the weight
+        # its input, which would run this backward again, without end.
+        x, weight = x.view_as(x), None if weight is None else \
+            weight.view_as(weight)
         xr = x.reshape(-1, n).float()
         if not rms:
             xr = xr - xr.mean(-1, keepdim=True)
@@ -694,6 +754,47 @@ def _rms_setup(ctx, inputs, output):
     ctx.save_for_backward(x, weight, rstd)
     ctx.n, ctx.eps, ctx.zc = n, eps, zc
     ctx.wshape = None if weight is None else weight.shape
+
+
+def _add_ln_setup(ctx, inputs, output):
+    x, residual, weight, bias, n, eps, zc = inputs
+    _, h, mean, rstd = output
+    _ln_setup(ctx, (h, weight, bias, n, eps, zc), (None, mean, rstd))
+
+
+def _add_ln_backward(ctx, dy, dh, dmean, drstd):
+    h, weight, mean, rstd = ctx.saved_tensors
+    if _building_graph(dy, h, weight, dh):
+        dx, dw, db = _ln_backward(ctx, dy, None, None)[:3]
+        dx = dh if dx is None else dx + dh
+        return dx, dx, dw, db, None, None, None
+    bwd = _ln_bwd_body if _direct(dy, h) else _ln_bwd
+    dx, dw, db = bwd(dy, h, mean, rstd, weight, ctx.has_bias, ctx.n, ctx.zc,
+                     dh)
+    dwo = None if weight is None else dw if weight.dim() == 1 else \
+        dw.view(ctx.wshape)
+    dbo = None if not ctx.has_bias else db if len(ctx.bshape) == 1 else \
+        db.view(ctx.bshape)
+    return dx, dx, dwo, dbo, None, None, None
+
+
+def _add_rms_setup(ctx, inputs, output):
+    x, residual, weight, n, eps, zc = inputs
+    _, h, rstd = output
+    _rms_setup(ctx, (h, weight, n, eps, zc), (None, rstd))
+
+
+def _add_rms_backward(ctx, dy, dh, drstd):
+    h, weight, rstd = ctx.saved_tensors
+    if _building_graph(dy, h, weight, dh):
+        dx, dw = _rms_backward(ctx, dy, None)[:2]
+        dx = dh if dx is None else dx + dh
+        return dx, dx, dw, None, None, None
+    bwd = _rms_bwd_body if _direct(dy, h) else _rms_bwd
+    dx, dw = bwd(dy, h, rstd, weight, ctx.n, ctx.zc, dh)
+    dwo = None if weight is None else dw if weight.dim() == 1 else \
+        dw.view(ctx.wshape)
+    return dx, dx, dwo, None, None, None
 
 
 def _rms_backward(ctx, dy, drstd):
@@ -815,6 +916,12 @@ def _use_autograd(ext):
     torch.library.register_autograd("norm_mlir::rms_norm_fwd",
                                     _rms_backward, setup_context=_rms_setup,
                                     lib=lib)
+    torch.library.register_autograd("norm_mlir::add_layer_norm_fwd",
+                                    _add_ln_backward,
+                                    setup_context=_add_ln_setup, lib=lib)
+    torch.library.register_autograd("norm_mlir::add_rms_norm_fwd",
+                                    _add_rms_backward,
+                                    setup_context=_add_rms_setup, lib=lib)
     _autograd_reg = lib
 
 
@@ -903,6 +1010,7 @@ _rms_apply = _c_apply(_RMSNormFunction)
 # dispatcher's C++ callable, without OpOverload.__call__'s frame; the op
 # itself under torch.compile).
 _ln_fwd_c, _rms_fwd_c = _ln_fwd._op, _rms_fwd._op
+_add_ln_fwd_c, _add_rms_fwd_c = _add_ln_fwd._op, _add_rms_fwd._op
 
 
 def _layer_norm_rows(x, weight, bias, n, eps, zero_centered):
@@ -1020,6 +1128,65 @@ def rms_norm(x, normalized_shape, weight=None, eps=None,
     y, _ = _rms_norm_rows(x, weight, math.prod(shape), float(eps),
                           bool(zero_centered))
     return y
+
+
+def _fused_residual(x, residual):
+    """Whether x + residual can go into our residual-add op: one shape,
+    dtype and device, outside CUDA autocast (where layer_norm computes in
+    f32 but the sum keeps its dtype)."""
+    return (residual.shape == x.shape and residual.dtype == x.dtype and
+            residual.device == x.device and
+            not torch.is_autocast_enabled("cuda"))
+
+
+def _add_op(c_op, op):
+    """The op to call: its C++ callable in eager mode with the C++ autograd
+    kernels (as _layer_norm_rows), else the op."""
+    if _cpp_autograd and not torch.compiler.is_compiling():
+        return c_op
+    return op
+
+
+def add_layer_norm(x, residual, normalized_shape, weight=None, bias=None,
+                   eps=1e-5, zero_centered=False):
+    """Residual add + LayerNorm, as pre-norm blocks use it (Liger's,
+    Transformer Engine's and quack's fused forms): h = x + residual, then
+    (layer_norm(h, ...), h); residual None: h is x. On our kernels the
+    backward adds h's own gradient into dx inside the backward kernel (its
+    dresidual operand), and x and residual both get that dx. x and
+    residual of different shapes or dtypes, tensors we do not take and
+    CUDA autocast compose torch's add with layer_norm() instead."""
+    if residual is None:
+        return layer_norm(x, normalized_shape, weight, bias, eps,
+                          zero_centered), x
+    shape = _normalized(normalized_shape)
+    _check(x, shape, weight, bias)
+    if not (_fused_residual(x, residual) and _ours(x, weight, bias)):
+        h = x + residual
+        return layer_norm(h, shape, weight, bias, eps, zero_centered), h
+    y, h, _, _ = _add_op(_add_ln_fwd_c, _add_ln_fwd)(
+        x, residual, weight, bias, math.prod(shape), float(eps),
+        bool(zero_centered))
+    return y, h
+
+
+def add_rms_norm(x, residual, normalized_shape, weight=None, eps=None,
+                 zero_centered=False):
+    """Residual add + RMSNorm: h = x + residual, then (rms_norm(h, ...), h);
+    residual None: h is x. As add_layer_norm (the backward's dresidual)."""
+    if residual is None:
+        return rms_norm(x, normalized_shape, weight, eps, zero_centered), x
+    shape = _normalized(normalized_shape)
+    _check(x, shape, weight, None)
+    if not (_fused_residual(x, residual) and _ours(x, weight)):
+        h = x + residual
+        return rms_norm(h, shape, weight, eps, zero_centered), h
+    if eps is None:
+        eps = torch.finfo(torch.float32 if x.dtype in _HALF else x.dtype).eps
+    y, h, _ = _add_op(_add_rms_fwd_c, _add_rms_fwd)(
+        x, residual, weight, math.prod(shape), float(eps),
+        bool(zero_centered))
+    return y, h
 
 
 # -------------------------------------------------------------- modules
