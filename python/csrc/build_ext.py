@@ -90,7 +90,7 @@ _VERSION = ("import torch; print(torch.__version__, "
 
 
 def torch_version(tdir):
-    """(\"<torch.__version__> <git revision>\", cxx11 ABI flag) of the torch
+    """("<torch version> <git revision>", cxx11 ABI flag) of the torch
     package at tdir, or None."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(
@@ -104,7 +104,9 @@ def torch_version(tdir):
         return None
     if len(out) != 3:
         return None
-    return "%s %s" % (out[0], out[1]), out[2]
+    # The version without its local tag (+cu130): builds of one source for
+    # other CUDA versions share the C++ API; the git revision names it.
+    return "%s %s" % (out[0].split("+")[0], out[1]), out[2]
 
 
 def autograd_command(out, tdir, cxx, version, abi):

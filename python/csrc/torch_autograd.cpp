@@ -382,8 +382,8 @@ void copyError(const char *what, char *err, size_t cap) {
 // Bound by norm_mlir.torch with ctypes, after it defined the ops and only
 // in the torch this library was built against.
 
-/// torch.__version__ and torch.version.git_version of the torch this was
-/// built against, "<version> <git revision>".
+/// The torch this was built against: "<version> <git revision>" (the
+/// version without its local tag, torch.version.git_version).
 NORMTORCH_API const char *normtorch_autograd_torch_version(void) {
   return NORMTORCH_TORCH_VERSION;
 }

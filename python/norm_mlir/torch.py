@@ -863,8 +863,10 @@ class _CppAutograd:
 
 
 def _torch_build():
-    """The running torch as libnormtorch_autograd.torch records one."""
-    return "%s %s" % (torch.__version__,
+    """The running torch as libnormtorch_autograd.torch records one: its
+    version without the local tag (+cu130: builds of one source for other
+    CUDA versions share the C++ API) and its git revision."""
+    return "%s %s" % (torch.__version__.split("+")[0],
                       getattr(torch.version, "git_version", "unknown"))
 
 
@@ -1078,17 +1080,21 @@ def _fp32(t):
 
 
 def _normalized(normalized_shape):
+    if type(normalized_shape) is tuple and all(
+            type(d) is int for d in normalized_shape):
+        return normalized_shape  # the modules' (torch's constructors')
     if isinstance(normalized_shape, int):
         return (normalized_shape,)
     return tuple(int(d) for d in normalized_shape)
 
 
 def _check(x, shape, weight, bias):
-    if tuple(x.shape[x.dim() - len(shape):]) != shape:
+    # torch.Size compares with a tuple as a tuple does.
+    if x.shape[x.dim() - len(shape):] != shape:
         raise ValueError("normalized_shape %s does not match the trailing "
                          "dimensions of x %s" % (list(shape), list(x.shape)))
     for name, p in (("weight", weight), ("bias", bias)):
-        if p is not None and tuple(p.shape) != shape:
+        if p is not None and p.shape != shape:
             raise ValueError("%s has shape %s, expected %s"
                              % (name, list(p.shape), list(shape)))
 
