@@ -85,20 +85,19 @@ def command(out, tdir, cxx):
         "-ltorch_cpu", "-Wl,--as-needed", "-ldl", "-Wl,-z,defs"]
 
 
-_VERSION = ("import torch; print(torch.__version__, "
-            "torch.version.git_version, int(torch._C._GLIBCXX_USE_CXX11_ABI))")
+_VERSION = ("import sys; sys.path.insert(0, sys.argv[1]); import torch; "
+            "print(torch.__version__, torch.version.git_version, "
+            "int(torch._C._GLIBCXX_USE_CXX11_ABI))")
 
 
 def torch_version(tdir):
     """("<torch version> <git revision>", cxx11 ABI flag) of the torch
     package at tdir, or None."""
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(
-        [os.path.dirname(tdir)] + ([env["PYTHONPATH"]]
-                                   if env.get("PYTHONPATH") else []))
+    # -I: pip's isolated build environment would hide site-packages.
     try:
-        out = subprocess.run([sys.executable, "-c", _VERSION],
-                             capture_output=True, text=True, env=env,
+        out = subprocess.run([sys.executable, "-I", "-c", _VERSION,
+                              os.path.dirname(tdir)],
+                             capture_output=True, text=True,
                              timeout=300).stdout.split()
     except (OSError, subprocess.SubprocessError):
         return None
