@@ -20,7 +20,15 @@ torch's own functions. A backward that builds a graph (create_graph=True)
 computes its gradients with torch ops, so double backward is right; under
 CUDA autocast layer_norm runs in f32 and returns f32, as torch's does.
 The op bodies (rows, outputs, workspace, launch) are C++ where the wheel
-carries libnormtorch.so (python/csrc/torch_ops.cpp), else Python.
+carries libnormtorch.so (python/csrc/torch_ops.cpp), else Python; the
+autograd kernels are C++ where it carries libnormtorch_autograd.so built
+for the running torch (python/csrc/torch_autograd.cpp), else Python.
+
+    y, h = nt.add_layer_norm(x, residual, 4096, w, b)   # h = x + residual
+
+``add_layer_norm`` / ``add_rms_norm`` are the residual-add forms of pre-norm
+blocks: their backward adds h's own gradient into dx inside the backward
+kernel.
 """
 
 import ctypes
