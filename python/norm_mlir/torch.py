@@ -1069,12 +1069,14 @@ def _ours(x, weight, bias=None):
     see through."""
     if not (_on_device(x) and x.dtype in _DT and x.numel() > 0):
         return False
-    for p in (weight, bias):
-        if p is not None and not (_on_device(p) and p.dtype in _DT and
-                                  p.is_contiguous()):
-            return False
-    if bias is not None and bias.dtype is not (
-            x.dtype if weight is None else weight.dtype):
+    if weight is not None and not (_on_device(weight) and
+                                   weight.dtype in _DT and
+                                   weight.is_contiguous()):
+        return False
+    # A bias of the weight's dtype (else x's): one of ours, then.
+    if bias is not None and not (
+            bias.dtype is (x.dtype if weight is None else weight.dtype) and
+            _on_device(bias) and bias.is_contiguous()):
         return False
     # is_compiling first: dynamo folds it and never sees the C call.
     if not torch.compiler.is_compiling() and (
@@ -1117,10 +1119,13 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5,
     if not _ours(x, weight, bias):
         w = weight + 1 if (zero_centered and weight is not None) else weight
         return torch.nn.functional.layer_norm(x, shape, w, bias, eps)
-    if x.device.type == "cuda" and torch.is_autocast_enabled("cuda"):
+    if torch.is_autocast_enabled("cuda") and x.device.type == "cuda":
         # torch's layer_norm is on CUDA autocast's fp32 list: its inputs
         # are cast to f32, so its output is f32 (rms_norm's is not).
         x, weight, bias = _fp32(x), _fp32(weight), _fp32(bias)
+    if _cpp_autograd and not torch.compiler.is_compiling():
+        return _ln_fwd_c(x, weight, bias, math.prod(shape), float(eps),
+                         bool(zero_centered))[0]  # _layer_norm_rows' own
     y, _, _ = _layer_norm_rows(x, weight, bias, math.prod(shape),
                                float(eps), bool(zero_centered))
     return y
@@ -1139,6 +1144,9 @@ def rms_norm(x, normalized_shape, weight=None, eps=None,
         return torch.nn.functional.rms_norm(x, shape, w, eps)
     if eps is None:
         eps = torch.finfo(torch.float32 if x.dtype in _HALF else x.dtype).eps
+    if _cpp_autograd and not torch.compiler.is_compiling():
+        return _rms_fwd_c(x, weight, math.prod(shape), float(eps),
+                          bool(zero_centered))[0]  # _rms_norm_rows' own
     y, _ = _rms_norm_rows(x, weight, math.prod(shape), float(eps),
                           bool(zero_centered))
     return y
