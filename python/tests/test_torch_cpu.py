@@ -1229,6 +1229,28 @@ def test_fake_add_norm_traces_our_ops(meta_is_ours, autograd):
         "norm_mlir.rms_norm_bwd.default"], targets
 
 
+
+def test_opcheck_on_emulated_kernels(emulated, autograd):
+    """torch.library.opcheck (schema, fakes against the bodies, autograd
+    registration, AOT dispatch with static and dynamic shapes) on the
+    residual-add ops, a forward op and the backward ops with dresidual,
+    the kernels emulated so the outputs are real numbers."""
+    torch.manual_seed(7)
+    n = 64
+    x, r, w, b = (_leaf(t) for t in (torch.randn(4, n), torch.randn(4, n),
+                                     torch.randn(n), torch.randn(n)))
+    dy = torch.randn(4, n)
+    with torch.no_grad():
+        _, h, mean, rstd = nt._add_ln_fwd(x, r, w, b, n, 1e-5, False)
+        _, _, rrstd = nt._add_rms_fwd(x, r, w, n, 1e-6, False)
+    for op, args in ((nt._add_ln_fwd, (x, r, w, b, n, 1e-5, False)),
+                     (nt._add_rms_fwd, (x, r, w, n, 1e-6, True)),
+                     (nt._ln_fwd, (x, w, b, n, 1e-5, False)),
+                     (nt._ln_bwd, (dy, h, mean, rstd, w.detach(), True, n,
+                                   False, dy)),
+                     (nt._rms_bwd, (dy, h, rrstd, None, n, False, dy))):
+        torch.library.opcheck(op, args)
+
 # --------------------------------------------- issue 22: the bugs
 
 def test_bias_without_weight_backward(emulated):
