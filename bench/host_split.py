@@ -32,7 +32,8 @@ def main():
     def no_launch(mod, args, rows, device):
         nt._arguments(mod, args)
 
-    def empty_bwd(dy, x, mean, rstd, weight, has_bias, n, zc):
+    def empty_bwd(dy, x, mean, rstd, weight, has_bias, n, zc,
+                  dresidual=None):
         return (torch.empty_like(x), torch.empty_like(weight),
                 torch.empty_like(weight))
 
@@ -41,14 +42,29 @@ def main():
         out.append((name, per_call(fn)))
         with torch.autograd.set_multithreading_enabled(False):
             out.append((name + ", autograd on this thread", per_call(fn)))
+    if nt._cpp_autograd:  # the same with the Python autograd formulas
+        nt._use_autograd(None)
+        try:
+            out.append(("ours, Python autograd", per_call(ours)))
+            with torch.autograd.set_multithreading_enabled(False):
+                out.append(("ours, Python autograd, on this thread",
+                            per_call(ours)))
+        finally:
+            nt._use_autograd(nt._autograd_ext)
+    # The rows below take the Python bodies apart (under Python autograd).
+    nt._use_autograd(None)
+    nt._use_bodies(None)
     nt._launch = no_launch
     out.append(("ours, launches no-ops", per_call(ours)))
     nt._launch = real_launch
     nt._ln_bwd_impl = empty_bwd
+    nt._use_bodies(None)  # the bodies bound again: now empty_bwd
     out.append(("ours, backward body = 3 allocations", per_call(ours)))
     with torch.autograd.set_multithreading_enabled(False):
         out.append(("ours, that, autograd on this thread", per_call(ours)))
     nt._ln_bwd_impl = real_bwd
+    nt._use_bodies(nt._default_keys)
+    nt._use_autograd(nt._autograd_ext)
     print("forward + backward, 8 x %d bf16, host us a call (switch "
           "interval %.1f ms):" % (n, sys.getswitchinterval() * 1e3))
     for name, us in out:

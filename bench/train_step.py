@@ -272,15 +272,18 @@ def backward_only(make, g, device, calls=200, batches=5):
 
 def host_rows(device, m=8, n=1024, calls=200):
     """(op, phase, {impl: us}) at m x n bf16 (weight and bias bf16, all
-    requiring grad): torch's functions, ours, and ours with the Python
-    bodies where the C++ ones are loaded."""
+    requiring grad): torch's functions, ours, ours with the Python autograd
+    formulas where the C++ autograd kernels are loaded, and ours with the
+    Python bodies (and Python autograd: the first route) where the C++
+    ones are. add_layer_norm: torch's add then
+    F.layer_norm against ours (h unused by the backward)."""
     import norm_mlir.torch as nt
     torch.manual_seed(0)
 
     def t(*shape):
         return torch.randn(*shape, device=device, dtype=torch.bfloat16)
-    x, w, b, g = t(m, n), t(n), t(n), t(m, n)
-    for p in (x, w, b):
+    x, w, b, g, r = t(m, n), t(n), t(n), t(m, n), t(m, n)
+    for p in (x, w, b, r):
         p.requires_grad_(True)
     fns = {
         "layer_norm": {
@@ -289,8 +292,13 @@ def host_rows(device, m=8, n=1024, calls=200):
         "rms_norm": {
             "torch": lambda: F.rms_norm(x, (n,), w, 1e-6),
             "ours": lambda: nt.rms_norm(x, (n,), w, 1e-6)},
+        "add_layer_norm": {
+            "torch": lambda: F.layer_norm(x + r, (n,), w, b),
+            "ours": lambda: nt.add_layer_norm(x, r, (n,), w, b)[0]},
     }
     impls = ["torch", "ours"]
+    if nt._cpp_autograd:
+        impls.append("ours, Python autograd")
     if nt._default_keys is not None:
         impls.append("ours, Python bodies")
     rows = []
@@ -298,8 +306,10 @@ def host_rows(device, m=8, n=1024, calls=200):
         got = {"forward": {}, "backward": {}, "forward + backward": {}}
         for impl in impls:
             f = by["ours" if impl.startswith("ours") else impl]
-            if impl == "ours, Python bodies":
+            if impl == "ours, Python bodies":  # and Python autograd
                 nt._use_bodies(None)
+            if impl in ("ours, Python autograd", "ours, Python bodies"):
+                nt._use_autograd(None)
             try:
                 got["forward"][impl] = per_call(f, device, calls)
                 got["backward"][impl] = backward_only(f, g, device, calls)
@@ -307,6 +317,7 @@ def host_rows(device, m=8, n=1024, calls=200):
                     lambda: f().backward(g), device, calls)
             finally:
                 nt._use_bodies(nt._default_keys)
+                nt._use_autograd(nt._autograd_ext)
         rows += [(op, phase, v) for phase, v in got.items()]
     return impls, rows
 
@@ -341,6 +352,8 @@ def cpu_validation():
         if native is not None:
             native.set_mode(1)
             reg = native.register("CPU")
+            for name in nt._PY_ONLY:  # the residual-add ops' bodies
+                lib.impl(name, nt._python_impls[name], "CPU")
             nt._default_keys = torch._C.DispatchKeySet(
                 torch._C.DispatchKey.CPU)
         else:

@@ -7,7 +7,11 @@ libnormrt.so (the runtime); then libnormtorch.so, the C++ bodies of
 norm_mlir.torch's ops (python/csrc/torch_ops.cpp, torch's stable ABI: one
 build for every torch >= 2.10), with one compiler call against the torch
 that `python3 -I` imports (pip's isolated build environment hides it
-otherwise), left out with a message when there is none. All are stripped
+otherwise), left out with a message when there is none; and
+libnormtorch_autograd.so, the forward ops' Autograd kernels through torch's
+full C++ API, which fits only that torch (its version is written beside it,
+libnormtorch_autograd.torch; the package loads it only into that torch and
+keeps its Python autograd formulas elsewhere). All are stripped
 and shipped in norm_mlir/_lib. The wheel is tagged py3-none-<platform>:
 the package binds the libraries with ctypes, so one wheel serves every
 CPython >= 3.10.
@@ -18,7 +22,9 @@ Environment:
                         libnormtorch.so, else it is built): copied as they
                         are, no CMake
   MLIR_DIR              MLIR's CMake package (default: LLVM 22's, Debian)
-  NORM_MLIR_TORCH_EXT   0: leave libnormtorch.so out; 1: fail without it
+  NORM_MLIR_TORCH_EXT   0: leave libnormtorch.so (and the autograd
+                        library) out; 1: fail without libnormtorch.so
+  NORM_MLIR_TORCH_AUTOGRAD  0: leave libnormtorch_autograd.so out
   NORM_MLIR_TORCH_DIR   the torch package to build it against
 """
 
@@ -39,6 +45,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 LIBS = ("libnormcompile.so", "libnormrt.so")
 TORCH_EXT = "libnormtorch.so"
+AUTOGRAD_EXT = ("libnormtorch_autograd.so", "libnormtorch_autograd.torch")
 
 
 def build_libraries():
@@ -64,9 +71,10 @@ def build_torch_ext(src, dst):
     """libnormtorch.so into dst: src's copy (NORM_MLIR_PREBUILT), else
     built by python/csrc/build_ext.py; None when left out."""
     want = os.environ.get("NORM_MLIR_TORCH_EXT", "")
-    stale = os.path.join(dst, TORCH_EXT)  # a previous build's, in build/
-    if os.path.exists(stale):
-        os.remove(stale)
+    for name in (TORCH_EXT,) + AUTOGRAD_EXT:  # a previous build's
+        stale = os.path.join(dst, name)
+        if os.path.exists(stale):
+            os.remove(stale)
     if want == "0":
         return None
     if os.path.isfile(os.path.join(src, TORCH_EXT)):
@@ -82,6 +90,24 @@ def build_torch_ext(src, dst):
         raise RuntimeError("NORM_MLIR_TORCH_EXT=1 but libnormtorch.so could "
                            "not be built (no torch >= 2.10 or no compiler)")
     return out
+
+
+def build_autograd_ext(src, dst):
+    """libnormtorch_autograd.so (and its stamp) into dst: src's copies
+    (NORM_MLIR_PREBUILT), else built by build_ext.py; None when left out
+    or not built (the package then runs its Python autograd formulas)."""
+    if os.environ.get("NORM_MLIR_TORCH_EXT") == "0" or \
+            os.environ.get("NORM_MLIR_TORCH_AUTOGRAD") == "0":
+        return None
+    if all(os.path.isfile(os.path.join(src, n)) for n in AUTOGRAD_EXT):
+        for n in AUTOGRAD_EXT:
+            shutil.copyfile(os.path.join(src, n), os.path.join(dst, n))
+        return os.path.join(dst, AUTOGRAD_EXT[0])
+    spec = importlib.util.spec_from_file_location(
+        "build_ext", os.path.join(HERE, "csrc", "build_ext.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.build_autograd(dst)
 
 
 class BuildPy(build_py):
@@ -100,6 +126,9 @@ class BuildPy(build_py):
         ext = build_torch_ext(src, dst)
         if ext:
             outs.append(ext)
+            ag = build_autograd_ext(src, dst)
+            if ag:
+                outs.append(ag)
         for out in outs:
             os.chmod(out, 0o755)
             if strip:

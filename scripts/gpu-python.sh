@@ -80,6 +80,15 @@ assert "torch_ops.cpp" in [l for l in dump.splitlines()
 print("op bodies: C++ (%s; stable ABI %#x, built against %#x)" % (
     ext, nt._native.lib.normtorch_target_version(),
     nt._native.lib.normtorch_build_version()))
+# The autograd kernels: C++ where the wheel's library was built for this
+# torch, else the Python formulas (said, not a failure: another torch).
+ag = L.find_optional(nt._AUTOGRAD_LIB)
+print("autograd kernels: %s" % (
+    "C++ (%s, for torch %s)" % (ag, nt._autograd_stamp(ag))
+    if nt._cpp_autograd else "Python (%s)" % (
+        "the wheel has no %s" % nt._AUTOGRAD_LIB if ag is None else
+        "%s is for torch %s, this is %s" % (
+            ag, nt._autograd_stamp(ag), nt._torch_build()))))
 EOF
 check=$?
 ((check == 0 || check == 2)) || exit 1

@@ -4,6 +4,13 @@ headers: one compiler call, a few seconds. Used by python/setup.py (into
 the wheel) and by the CPU tests (python/tests/test_torch_cpu.py builds it
 into a temporary directory when no built copy is found).
 
+Then libnormtorch_autograd.so (python/csrc/torch_autograd.cpp), the forward
+ops' Autograd kernels through torch's full C++ API: it fits only the torch
+it is built against, whose version and git revision go into the library
+and into libnormtorch_autograd.torch beside it, which norm_mlir.torch
+reads before loading it (another torch keeps the Python formulas). About
+20 s to compile.
+
     python3 python/csrc/build_ext.py OUT_DIR        (prints the .so's path)
 
 The library includes torch/csrc/stable and the C shim only, with
@@ -26,6 +33,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 SOURCE = os.path.join(HERE, "torch_ops.cpp")
 NAME = "libnormtorch.so"
+AUTOGRAD_SOURCE = os.path.join(HERE, "torch_autograd.cpp")
+AUTOGRAD_NAME = "libnormtorch_autograd.so"
+AUTOGRAD_STAMP = "libnormtorch_autograd.torch"  # "<version> <git revision>"
 TARGET_VERSION = "0x020a000000000000"  # torch 2.10: the stable ABI's floor
 
 _FIND = ("import importlib.util as u; s = u.find_spec('torch'); "
@@ -75,6 +85,73 @@ def command(out, tdir, cxx):
         "-ltorch_cpu", "-Wl,--as-needed", "-ldl", "-Wl,-z,defs"]
 
 
+_VERSION = ("import sys; sys.path.insert(0, sys.argv[1]); import torch; "
+            "print(torch.__version__, torch.version.git_version, "
+            "int(torch._C._GLIBCXX_USE_CXX11_ABI))")
+
+
+def torch_version(tdir):
+    """("<torch version> <git revision>", cxx11 ABI flag) of the torch
+    package at tdir, or None."""
+    # -I: pip's isolated build environment would hide site-packages.
+    try:
+        out = subprocess.run([sys.executable, "-I", "-c", _VERSION,
+                              os.path.dirname(tdir)],
+                             capture_output=True, text=True,
+                             timeout=300).stdout.split()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if len(out) != 3:
+        return None
+    # The version without its local tag (+cu130): builds of one source for
+    # other CUDA versions share the C++ API; the git revision names it.
+    return "%s %s" % (out[0].split("+")[0], out[1]), out[2]
+
+
+def autograd_command(out, tdir, cxx, version, abi):
+    inc = os.path.join(tdir, "include")
+    return cxx + [
+        "-O2", "-std=c++17", "-fPIC", "-shared", "-fvisibility=hidden",
+        "-fvisibility-inlines-hidden", "-Wall", "-Wno-unused-function",
+        "-D_GLIBCXX_USE_CXX11_ABI=" + abi,
+        '-DNORMTORCH_TORCH_VERSION="%s"' % version,
+        "-isystem", inc,
+        "-isystem", os.path.join(inc, "torch", "csrc", "api", "include"),
+        AUTOGRAD_SOURCE, "-o", out,
+        "-L", os.path.join(tdir, "lib"), "-Wl,--no-as-needed", "-lc10",
+        "-ltorch_cpu", "-Wl,--as-needed", "-Wl,-z,defs"]
+
+
+def build_autograd(out_dir, quiet=False):
+    """Builds libnormtorch_autograd.so and its stamp into out_dir; its path,
+    or None (no torch with headers, no compiler, or a failed compile: the
+    package then keeps its Python autograd formulas)."""
+    tdir, cxx = torch_dir(), compiler()
+    got = torch_version(tdir) if tdir and cxx else None
+    if not got:
+        if not quiet:
+            print("norm_mlir: %s not built: no torch with headers or no C++ "
+                  "compiler" % AUTOGRAD_NAME, file=sys.stderr)
+        return None
+    version, abi = got
+    os.makedirs(out_dir, exist_ok=True)
+    out = os.path.join(out_dir, AUTOGRAD_NAME)
+    tmp = out + ".%d.tmp" % os.getpid()
+    try:
+        subprocess.check_call(autograd_command(tmp, tdir, cxx, version, abi))
+    except (OSError, subprocess.CalledProcessError) as ex:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        if not quiet:
+            print("norm_mlir: %s not built (%s)" % (AUTOGRAD_NAME, ex),
+                  file=sys.stderr)
+        return None
+    os.replace(tmp, out)
+    with open(os.path.join(out_dir, AUTOGRAD_STAMP), "w") as f:
+        f.write(version + "\n")
+    return out
+
+
 def build(out_dir, quiet=False):
     """Builds libnormtorch.so into out_dir and returns its path; None when
     no torch (>= 2.10, with its headers) or no C++ compiler is found."""
@@ -100,3 +177,6 @@ if __name__ == "__main__":
     if not path:
         sys.exit(1)
     print(path)
+    path = build_autograd(sys.argv[1])
+    if path:
+        print(path)

@@ -301,11 +301,11 @@ Rows paramOf(const Meta &p, int64_t n) {
 // ------------------------------------------------------------ descriptors
 
 struct Args {
-  NormrtTensor t[8];
+  NormrtTensor t[12]; // a backward with everything: 9
   int32_t count = 0;
 
   NormrtTensor &add(const char *name, void *data, int32_t torchDtype) {
-    if (count == 8)
+    if (count == 12)
       fail("too many arguments");
     int32_t dt = normrtDtype(torchDtype);
     if (dt < 0)
@@ -365,12 +365,12 @@ struct Key {
   int64_t n;
   uint64_t epsBits;
   int32_t op, xDtype, wDtype, deviceType, device;
-  int8_t bias, zc;
+  int8_t bias, zc, dres;
   bool operator==(const Key &o) const {
     return n == o.n && epsBits == o.epsBits && op == o.op &&
            xDtype == o.xDtype && wDtype == o.wDtype &&
            deviceType == o.deviceType && device == o.device &&
-           bias == o.bias && zc == o.zc;
+           bias == o.bias && zc == o.zc && dres == o.dres;
   }
 };
 struct KeyHash {
@@ -382,7 +382,7 @@ struct KeyHash {
     mix(uint64_t(k.op) | uint64_t(uint32_t(k.xDtype)) << 8 |
         uint64_t(uint32_t(k.wDtype + 1)) << 16 |
         uint64_t(uint32_t(k.deviceType)) << 24 | uint64_t(k.bias) << 32 |
-        uint64_t(k.zc) << 33);
+        uint64_t(k.zc) << 33 | uint64_t(k.dres) << 34);
     mix(uint64_t(uint32_t(k.device)));
     return size_t(h);
   }
@@ -395,10 +395,12 @@ struct Entry {
 
 // What Python registers: resolves a key to a loaded module (kept alive by
 // Python until normtorch_clear), or returns NULL with a message in err.
+// flags: bit 0 bias, bit 1 zero-centred, bit 2 dresidual (a backward that
+// adds a residual's gradient into dx).
 using Resolver = const void *(*)(int32_t op, int64_t n, int32_t xDtype,
-                                 int32_t wDtype, int32_t bias, int32_t zc,
-                                 double eps, int32_t deviceType,
-                                 int32_t device, char *err, size_t cap);
+                                 int32_t wDtype, int32_t flags, double eps,
+                                 int32_t deviceType, int32_t device,
+                                 char *err, size_t cap);
 // Validate mode's callback: sees each launch's descriptors (tests).
 using Hook = int (*)(const void *module, const NormrtTensor *tensors,
                      int32_t count, void *workspace, size_t workspaceBytes);
@@ -423,7 +425,8 @@ Entry lookup(const Key &key, double eps) {
     fail("no kernel resolver registered (import norm_mlir.torch)");
   char err[2048] = {0};
   const void *mod =
-      r(key.op, key.n, key.xDtype, key.wDtype, key.bias, key.zc, eps,
+      r(key.op, key.n, key.xDtype, key.wDtype,
+        key.bias | key.zc << 1 | key.dres << 2, eps,
         key.deviceType == codes().cuda ? 1 : 0, key.device, err,
         sizeof(err));
   if (!mod)
@@ -439,7 +442,7 @@ Entry lookup(const Key &key, double eps) {
 }
 
 Key makeKey(Op op, int64_t n, const Meta &x, const Meta *w, bool bias,
-            double eps, bool zc) {
+            double eps, bool zc, bool dres = false) {
   Key k{};
   k.n = n;
   if (op == LayerNorm || op == RmsNorm)
@@ -451,6 +454,7 @@ Key makeKey(Op op, int64_t n, const Meta &x, const Meta *w, bool bias,
   k.device = x.device;
   k.bias = bias;
   k.zc = zc;
+  k.dres = dres;
   if (k.xDtype < 0 || (w && k.wDtype < 0))
     fail("x and the weight must be f32, f16 or bf16");
   return k;
@@ -591,6 +595,17 @@ std::tuple<Tensor, Tensor> rmsNormFwd(Tensor x, std::optional<Tensor> weight,
   return {y, rstd};
 }
 
+/// A residual's gradient as rows beside x's: x's shape and dtype (the
+/// kernels add it into dx).
+Rows residualRows(const Meta &r, const Meta &x, int64_t n) {
+  bool same = r.dim == x.dim && r.dtype == x.dtype;
+  for (int64_t d = 0; same && d < x.dim; ++d)
+    same = r.sizes[d] == x.sizes[d];
+  if (!same)
+    fail("dresidual must have x's shape and dtype");
+  return rowsOf(r, n);
+}
+
 /// The backward's common part: rows of x and dy, dx, dweight.
 struct Grad {
   Rows xr, dyr;
@@ -609,23 +624,31 @@ Grad gradRows(const Meta &dym, const Meta &xm, const Meta *wm, int64_t n) {
 
 std::tuple<Tensor, Tensor, Tensor>
 layerNormBwd(Tensor dy, Tensor x, Tensor mean, Tensor rstd,
-             std::optional<Tensor> weight, bool hasBias, int64_t n, bool zc) {
+             std::optional<Tensor> weight, bool hasBias, int64_t n, bool zc,
+             std::optional<Tensor> dresidual) {
   Meta dym(dy), xm(x), mm(mean), rm(rstd);
-  std::optional<Meta> wm;
+  std::optional<Meta> wm, rsm;
   if (weight)
     wm.emplace(*weight);
-  sameDevice(xm, {&dym, &mm, &rm, wm ? &*wm : nullptr});
+  if (dresidual)
+    rsm.emplace(*dresidual);
+  sameDevice(xm, {&dym, &mm, &rm, wm ? &*wm : nullptr, rsm ? &*rsm : nullptr});
   Grad g = gradRows(dym, xm, wm ? &*wm : nullptr, n);
   int64_t m = g.xr.m;
   Tensor db = empty1d(hasBias ? n : 0, g.wDtype, xm);
   Entry e = lookup(makeKey(LayerNormGrad, n, xm, wm ? &*wm : nullptr, hasBias,
-                           0.0, zc),
+                           0.0, zc, rsm.has_value()),
                    0.0);
   Args a;
   a.rows("dy", g.dyr, n, dym.dtype);
   a.rows("x", g.xr, n, xm.dtype);
   a.whole("mean", mm);
   a.whole("rstd", rm);
+  std::optional<Rows> rr;
+  if (rsm) {
+    rr = residualRows(*rsm, xm, n);
+    a.rows("dresidual", *rr, n, rsm->dtype);
+  }
   a.out2d("dx", g.dx, m, n, xm.dtype);
   std::optional<Rows> wr;
   if (wm) {
@@ -641,20 +664,29 @@ layerNormBwd(Tensor dy, Tensor x, Tensor mean, Tensor rstd,
 
 std::tuple<Tensor, Tensor> rmsNormBwd(Tensor dy, Tensor x, Tensor rstd,
                                       std::optional<Tensor> weight, int64_t n,
-                                      bool zc) {
+                                      bool zc,
+                                      std::optional<Tensor> dresidual) {
   Meta dym(dy), xm(x), rm(rstd);
-  std::optional<Meta> wm;
+  std::optional<Meta> wm, rsm;
   if (weight)
     wm.emplace(*weight);
-  sameDevice(xm, {&dym, &rm, wm ? &*wm : nullptr});
+  if (dresidual)
+    rsm.emplace(*dresidual);
+  sameDevice(xm, {&dym, &rm, wm ? &*wm : nullptr, rsm ? &*rsm : nullptr});
   Grad g = gradRows(dym, xm, wm ? &*wm : nullptr, n);
   int64_t m = g.xr.m;
-  Entry e = lookup(
-      makeKey(RmsNormGrad, n, xm, wm ? &*wm : nullptr, false, 0.0, zc), 0.0);
+  Entry e = lookup(makeKey(RmsNormGrad, n, xm, wm ? &*wm : nullptr, false,
+                           0.0, zc, rsm.has_value()),
+                   0.0);
   Args a;
   a.rows("dy", g.dyr, n, dym.dtype);
   a.rows("x", g.xr, n, xm.dtype);
   a.whole("rstd", rm);
+  std::optional<Rows> rr;
+  if (rsm) {
+    rr = residualRows(*rsm, xm, n);
+    a.rows("dresidual", *rr, n, rsm->dtype);
+  }
   a.out2d("dx", g.dx, m, n, xm.dtype);
   std::optional<Rows> wr;
   if (wm) {

@@ -20,7 +20,15 @@ torch's own functions. A backward that builds a graph (create_graph=True)
 computes its gradients with torch ops, so double backward is right; under
 CUDA autocast layer_norm runs in f32 and returns f32, as torch's does.
 The op bodies (rows, outputs, workspace, launch) are C++ where the wheel
-carries libnormtorch.so (python/csrc/torch_ops.cpp), else Python.
+carries libnormtorch.so (python/csrc/torch_ops.cpp), else Python; the
+autograd kernels are C++ where it carries libnormtorch_autograd.so built
+for the running torch (python/csrc/torch_autograd.cpp), else Python.
+
+    y, h = nt.add_layer_norm(x, residual, 4096, w, b)   # h = x + residual
+
+``add_layer_norm`` / ``add_rms_norm`` are the residual-add forms of pre-norm
+blocks: their backward adds h's own gradient into dx inside the backward
+kernel.
 """
 
 import ctypes
@@ -145,13 +153,13 @@ def _module(spec, device):
 _kernels_by_key = {}
 
 
-def _kernels(op, n, x, weight, has_bias, eps, zero_centered):
+def _kernels(op, n, x, weight, has_bias, eps, zero_centered, dres=False):
     key = (op, n, x.dtype, None if weight is None else weight.dtype,
-           has_bias, eps, zero_centered, x.device)
+           has_bias, eps, zero_centered, x.device, dres)
     mod = _kernels_by_key.get(key)
     if mod is None:
-        mod = _module(_spec(op, n, x, weight, has_bias, eps, zero_centered),
-                      x.device)
+        mod = _module(_spec(op, n, x, weight, has_bias, eps, zero_centered,
+                            dres), x.device)
         _kernels_by_key[key] = mod
     return mod
 
@@ -246,15 +254,17 @@ def _launch(mod, args, rows, device):
                ws_bytes, _raw_stream(idx))
 
 
-def _spec(op, n, x, weight, has_bias, eps, zero_centered):
+def _spec(op, n, x, weight, has_bias, eps, zero_centered, dres=False):
     return _spec_of(op, n, _DT[x.dtype],
                     None if weight is None else _DT[weight.dtype], has_bias,
-                    eps, zero_centered)
+                    eps, zero_centered, dres)
 
 
-def _spec_of(op, n, dtype, weight_dtype, has_bias, eps, zero_centered):
+def _spec_of(op, n, dtype, weight_dtype, has_bias, eps, zero_centered,
+             dres=False):
     """compile_spec's arguments for an op on x of `dtype` ("bf16"...) with
-    a weight of `weight_dtype` (None: no weight)."""
+    a weight of `weight_dtype` (None: no weight); dres: a backward that adds
+    a residual's gradient (dresidual) into dx."""
     s = {"op": op, "n": int(n), "dtype": dtype,
          "weight": weight_dtype is not None,
          "zero_centered": bool(zero_centered)}
@@ -264,6 +274,8 @@ def _spec_of(op, n, dtype, weight_dtype, has_bias, eps, zero_centered):
         s["bias"] = bool(has_bias)
     if eps is not None and not op.endswith("_grad"):
         s["eps"] = float(eps)
+    if dres:
+        s["dresidual"] = True
     return s
 
 
@@ -371,14 +383,29 @@ def _grad_rows(dy, x, weight, n):
     return xr, dyr, xr.shape[0], dx, dw
 
 
-def _ln_bwd_impl(dy, x, mean, rstd, weight, has_bias, n, zero_centered):
+def _dresidual_rows(dresidual, x, n):
+    """A residual's gradient as rows (x's shape and dtype), or None."""
+    if dresidual is None:
+        return None
+    _same_device(x, dresidual)
+    if dresidual.shape != x.shape or dresidual.dtype != x.dtype:
+        raise ValueError("norm_mlir: dresidual must have x's shape and "
+                         "dtype")
+    return _rows(dresidual, n)
+
+
+def _ln_bwd_impl(dy, x, mean, rstd, weight, has_bias, n, zero_centered,
+                 dresidual=None):
     _same_device(x, dy, mean, rstd, weight)
+    rr = _dresidual_rows(dresidual, x, n)
     xr, dyr, m, dx, dw = _grad_rows(dy, x, weight, n)
     db = torch.empty(n if has_bias else 0, dtype=dw.dtype, device=x.device)
     mod = _kernels("layer_norm_grad", n, x, weight, has_bias, None,
-                   zero_centered)
-    args = [("dy", dyr), ("x", xr), ("mean", mean), ("rstd", rstd),
-            ("dx", dx.view(m, n))]
+                   zero_centered, rr is not None)
+    args = [("dy", dyr), ("x", xr), ("mean", mean), ("rstd", rstd)]
+    if rr is not None:
+        args.append(("dresidual", rr))
+    args.append(("dx", dx.view(m, n)))
     if weight is not None:
         args += [("weight", weight.reshape(n)), ("dweight", dw)]
     if has_bias:
@@ -387,7 +414,8 @@ def _ln_bwd_impl(dy, x, mean, rstd, weight, has_bias, n, zero_centered):
     return dx, dw, db
 
 
-def _ln_bwd_fake(dy, x, mean, rstd, weight, has_bias, n, zero_centered):
+def _ln_bwd_fake(dy, x, mean, rstd, weight, has_bias, n, zero_centered,
+                 dresidual=None):
     wdt = weight.dtype if weight is not None else x.dtype
     return (torch.empty_like(x, memory_format=torch.contiguous_format),
             x.new_empty((n if weight is not None else 0,), dtype=wdt),
@@ -396,23 +424,28 @@ def _ln_bwd_fake(dy, x, mean, rstd, weight, has_bias, n, zero_centered):
 
 _ln_bwd = _define(
     "layer_norm_bwd(Tensor dy, Tensor x, Tensor mean, Tensor rstd, "
-    "Tensor? weight, bool has_bias, int n, bool zero_centered) "
-    "-> (Tensor, Tensor, Tensor)",
+    "Tensor? weight, bool has_bias, int n, bool zero_centered, "
+    "Tensor? dresidual=None) -> (Tensor, Tensor, Tensor)",
     _ln_bwd_impl, _ln_bwd_fake)
 
 
-def _rms_bwd_impl(dy, x, rstd, weight, n, zero_centered):
+def _rms_bwd_impl(dy, x, rstd, weight, n, zero_centered, dresidual=None):
     _same_device(x, dy, rstd, weight)
+    rr = _dresidual_rows(dresidual, x, n)
     xr, dyr, m, dx, dw = _grad_rows(dy, x, weight, n)
-    mod = _kernels("rms_norm_grad", n, x, weight, False, None, zero_centered)
-    args = [("dy", dyr), ("x", xr), ("rstd", rstd), ("dx", dx.view(m, n))]
+    mod = _kernels("rms_norm_grad", n, x, weight, False, None, zero_centered,
+                   rr is not None)
+    args = [("dy", dyr), ("x", xr), ("rstd", rstd)]
+    if rr is not None:
+        args.append(("dresidual", rr))
+    args.append(("dx", dx.view(m, n)))
     if weight is not None:
         args += [("weight", weight.reshape(n)), ("dweight", dw)]
     _launch(mod, args, m, x.device)
     return dx, dw
 
 
-def _rms_bwd_fake(dy, x, rstd, weight, n, zero_centered):
+def _rms_bwd_fake(dy, x, rstd, weight, n, zero_centered, dresidual=None):
     wdt = weight.dtype if weight is not None else x.dtype
     return (torch.empty_like(x, memory_format=torch.contiguous_format),
             x.new_empty((n if weight is not None else 0,), dtype=wdt))
@@ -420,8 +453,59 @@ def _rms_bwd_fake(dy, x, rstd, weight, n, zero_centered):
 
 _rms_bwd = _define(
     "rms_norm_bwd(Tensor dy, Tensor x, Tensor rstd, Tensor? weight, int n, "
-    "bool zero_centered) -> (Tensor, Tensor)",
+    "bool zero_centered, Tensor? dresidual=None) -> (Tensor, Tensor)",
     _rms_bwd_impl, _rms_bwd_fake)
+
+
+# Residual add + norm (add_layer_norm / add_rms_norm): h = x + residual, then
+# the norm of h; both y and h are outputs, so the backward gets h's own
+# gradient and hands it to the backward kernel as dresidual (added into
+# dx there), and x and residual both get that dx. x and residual have one
+# shape and dtype (the functions compose torch's add otherwise).
+
+def _residual_sum(x, residual):
+    _same_device(x, residual)
+    if residual.shape != x.shape or residual.dtype != x.dtype:
+        raise ValueError("norm_mlir: residual must have x's shape and dtype")
+    h = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    return torch.add(x, residual, out=h)
+
+
+def _add_ln_fwd_impl(x, residual, weight, bias, n, eps, zero_centered):
+    h = _residual_sum(x, residual)
+    y, mean, rstd = _ln_fwd_body(h, weight, bias, n, eps, zero_centered)
+    return y, h, mean, rstd
+
+
+def _add_ln_fwd_fake(x, residual, weight, bias, n, eps, zero_centered):
+    y, mean, rstd = _ln_fwd_fake(x, weight, bias, n, eps, zero_centered)
+    return y, torch.empty_like(x, memory_format=torch.contiguous_format), \
+        mean, rstd
+
+
+_add_ln_fwd = _define(
+    "add_layer_norm_fwd(Tensor x, Tensor residual, Tensor? weight, "
+    "Tensor? bias, int n, float eps, bool zero_centered) "
+    "-> (Tensor, Tensor, Tensor, Tensor)",
+    _add_ln_fwd_impl, _add_ln_fwd_fake)
+
+
+def _add_rms_fwd_impl(x, residual, weight, n, eps, zero_centered):
+    h = _residual_sum(x, residual)
+    y, rstd = _rms_fwd_body(h, weight, n, eps, zero_centered)
+    return y, h, rstd
+
+
+def _add_rms_fwd_fake(x, residual, weight, n, eps, zero_centered):
+    y, rstd = _rms_fwd_fake(x, weight, n, eps, zero_centered)
+    return y, torch.empty_like(x, memory_format=torch.contiguous_format), \
+        rstd
+
+
+_add_rms_fwd = _define(
+    "add_rms_norm_fwd(Tensor x, Tensor residual, Tensor? weight, int n, "
+    "float eps, bool zero_centered) -> (Tensor, Tensor, Tensor)",
+    _add_rms_fwd_impl, _add_rms_fwd_fake)
 
 
 # ----------------------------------------------------- the C++ op bodies
@@ -441,9 +525,11 @@ _OP_NAMES = ("layer_norm", "rms_norm", "layer_norm_grad", "rms_norm_grad")
 _DT_NAMES = ("f32", "f16", "bf16")  # NormrtDtype order
 _ERR = 4096
 
+# op, n, x dtype, weight dtype, flags (bit 0 bias, 1 zero-centred, 2
+# dresidual), eps, device type, device, error buffer, its size.
 _RESOLVER = ctypes.CFUNCTYPE(
     ctypes.c_void_p, ctypes.c_int32, ctypes.c_int64, ctypes.c_int32,
-    ctypes.c_int32, ctypes.c_int32, ctypes.c_int32, ctypes.c_double,
+    ctypes.c_int32, ctypes.c_int32, ctypes.c_double,
     ctypes.c_int32, ctypes.c_int32, ctypes.c_void_p, ctypes.c_size_t)
 # Validate mode's callback (tests): module, NormrtTensor array, count,
 # workspace, workspace bytes; non-zero fails the call.
@@ -487,18 +573,18 @@ class _Native:
             cls.instance = cls(path)
         return cls.instance
 
-    def _resolve(self, op, n, xdt, wdt, bias, zc, eps, dev_type, dev, err,
-                 cap):
+    def _resolve(self, op, n, xdt, wdt, flags, eps, dev_type, dev, err, cap):
         try:
             name = _OP_NAMES[op]
+            bias, zc, dres = bool(flags & 1), bool(flags & 2), bool(flags & 4)
             spec = _spec_of(name, n, _DT_NAMES[xdt],
                             _DT_NAMES[wdt] if wdt >= 0 else None, bias, eps,
-                            zc)
+                            zc, dres)
             device = torch.device("cuda", dev) if dev_type == 1 else \
                 torch.device("cpu")
             mod = _module(spec, device)
             with self._lock:
-                self.modules[(op, n, xdt, wdt, bias, zc, eps, dev_type,
+                self.modules[(op, n, xdt, wdt, flags, eps, dev_type,
                               dev)] = mod
             return mod.handle.value
         except BaseException as ex:  # noqa: BLE001 (into a C++ exception)
@@ -561,9 +647,12 @@ def _bind_native():
         return None
 
 
+# The residual-add ops' bodies are Python whatever the bodies above are:
+# torch's add, then the norm's body (C++ where loaded).
+_PY_ONLY = ("add_layer_norm_fwd", "add_rms_norm_fwd")
 _native = _bind_native()
-if _native is None:
-    for _name, _impl in _python_impls.items():
+for _name, _impl in _python_impls.items():
+    if _native is None or _name in _PY_ONLY:
         _lib.impl(_name, _impl, "CUDA")
 
 # The bodies the eager path calls: the C++ ones through a redispatch to
@@ -614,6 +703,12 @@ def _graphed(dy, x, weight, n, eps, zc, rms):
     """dx and dweight (None where not asked) of the norm as differentiable
     torch ops in f32, as the kernels compute them."""
     with torch.enable_grad():
+        # Differentiated through fresh views: autograd.grad runs every node
+        # between y and the tensors it differentiates by, and x may be
+        # this very node's output (the residual-add ops' h) with the weight
+        # its input, which would run this backward again, without end.
+        x, weight = x.view_as(x), None if weight is None else \
+            weight.view_as(weight)
         xr = x.reshape(-1, n).float()
         if not rms:
             xr = xr - xr.mean(-1, keepdim=True)
@@ -661,16 +756,53 @@ def _ln_backward(ctx, dy, dmean, drstd):
     return dx, dwo, dbo, None, None, None
 
 
-torch.library.register_autograd("norm_mlir::layer_norm_fwd", _ln_backward,
-                                setup_context=_ln_setup, lib=_lib)
-
-
 def _rms_setup(ctx, inputs, output):
     x, weight, n, eps, zc = inputs
     _, rstd = output
     ctx.save_for_backward(x, weight, rstd)
     ctx.n, ctx.eps, ctx.zc = n, eps, zc
     ctx.wshape = None if weight is None else weight.shape
+
+
+def _add_ln_setup(ctx, inputs, output):
+    x, residual, weight, bias, n, eps, zc = inputs
+    _, h, mean, rstd = output
+    _ln_setup(ctx, (h, weight, bias, n, eps, zc), (None, mean, rstd))
+
+
+def _add_ln_backward(ctx, dy, dh, dmean, drstd):
+    h, weight, mean, rstd = ctx.saved_tensors
+    if _building_graph(dy, h, weight, dh):
+        dx, dw, db = _ln_backward(ctx, dy, None, None)[:3]
+        dx = dh if dx is None else dx + dh
+        return dx, dx, dw, db, None, None, None
+    bwd = _ln_bwd_body if _direct(dy, h) else _ln_bwd
+    dx, dw, db = bwd(dy, h, mean, rstd, weight, ctx.has_bias, ctx.n, ctx.zc,
+                     dh)
+    dwo = None if weight is None else dw if weight.dim() == 1 else \
+        dw.view(ctx.wshape)
+    dbo = None if not ctx.has_bias else db if len(ctx.bshape) == 1 else \
+        db.view(ctx.bshape)
+    return dx, dx, dwo, dbo, None, None, None
+
+
+def _add_rms_setup(ctx, inputs, output):
+    x, residual, weight, n, eps, zc = inputs
+    _, h, rstd = output
+    _rms_setup(ctx, (h, weight, n, eps, zc), (None, rstd))
+
+
+def _add_rms_backward(ctx, dy, dh, drstd):
+    h, weight, rstd = ctx.saved_tensors
+    if _building_graph(dy, h, weight, dh):
+        dx, dw = _rms_backward(ctx, dy, None)[:2]
+        dx = dh if dx is None else dx + dh
+        return dx, dx, dw, None, None, None
+    bwd = _rms_bwd_body if _direct(dy, h) else _rms_bwd
+    dx, dw = bwd(dy, h, rstd, weight, ctx.n, ctx.zc, dh)
+    dwo = None if weight is None else dw if weight.dim() == 1 else \
+        dw.view(ctx.wshape)
+    return dx, dx, dwo, None, None, None
 
 
 def _rms_backward(ctx, dy, drstd):
@@ -685,8 +817,132 @@ def _rms_backward(ctx, dy, drstd):
     return dx, dwo, None, None, None
 
 
-torch.library.register_autograd("norm_mlir::rms_norm_fwd", _rms_backward,
-                                setup_context=_rms_setup, lib=_lib)
+# ------------------------------------------- the C++ autograd kernels
+#
+# libnormtorch_autograd.so (python/csrc/torch_autograd.cpp): the forward
+# ops' Autograd kernels in C++ (torch::autograd::Function), so a call
+# records a C++ node and its backward runs the backward op without Python
+# (no GIL on autograd's worker thread). It uses torch's full C++ API, so it
+# fits only the torch it was built against (the version and git revision in
+# libnormtorch_autograd.torch beside it, checked before loading); with
+# another torch, without it, or with NORM_MLIR_NATIVE_AUTOGRAD=0, the
+# formulas above are registered (torch.library.register_autograd) and the
+# eager path calls the bodies through the autograd.Function below.
+
+_AUTOGRAD_LIB = "libnormtorch_autograd.so"
+_AUTOGRAD_STAMP = "libnormtorch_autograd.torch"
+
+
+class _CppAutograd:
+    """libnormtorch_autograd.so, bound."""
+
+    instance = None
+
+    def __init__(self, path):
+        lib = ctypes.CDLL(path)  # after torch: libtorch_cpu.so is loaded
+        lib.normtorch_autograd_torch_version.argtypes = []
+        lib.normtorch_autograd_torch_version.restype = ctypes.c_char_p
+        lib.normtorch_autograd_register.argtypes = [ctypes.c_char_p,
+                                                    ctypes.c_size_t]
+        lib.normtorch_autograd_register.restype = ctypes.c_void_p
+        lib.normtorch_autograd_unregister.argtypes = [ctypes.c_void_p]
+        lib.normtorch_autograd_unregister.restype = None
+        built = lib.normtorch_autograd_torch_version().decode()
+        if built != _torch_build():
+            raise OSError("built for torch %s, running %s" % (
+                built, _torch_build()))
+        self.lib, self.path = lib, path
+
+    @classmethod
+    def bind(cls, path):
+        if cls.instance is None:
+            cls.instance = cls(path)
+        return cls.instance
+
+    def register(self):
+        err = ctypes.create_string_buffer(_ERR)
+        h = self.lib.normtorch_autograd_register(err, _ERR)
+        if not h:
+            raise OSError(err.value.decode("utf-8", "replace"))
+        return h
+
+    def unregister(self, handle):
+        self.lib.normtorch_autograd_unregister(handle)
+
+
+def _torch_build():
+    """The running torch as libnormtorch_autograd.torch records one: its
+    version without the local tag (+cu130: builds of one source for other
+    CUDA versions share the C++ API) and its git revision."""
+    return "%s %s" % (torch.__version__.split("+")[0],
+                      getattr(torch.version, "git_version", "unknown"))
+
+
+def _autograd_stamp(path):
+    try:
+        with open(os.path.join(os.path.dirname(path), _AUTOGRAD_STAMP)) as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
+def _find_cpp_autograd():
+    """The bound library where it fits the running torch, else None (a
+    warning only where it should have fitted and did not load)."""
+    if os.environ.get("NORM_MLIR_NATIVE_AUTOGRAD", "1") == "0":
+        return None
+    path = _libs.find_optional(_AUTOGRAD_LIB)
+    if path is None or _autograd_stamp(path) != _torch_build():
+        return None  # not built, or for another torch: Python's formulas
+    try:
+        return _CppAutograd.bind(path)
+    except OSError as ex:
+        warnings.warn("norm_mlir: %s not used (%s); the autograd formulas "
+                      "run in Python" % (path, ex), RuntimeWarning)
+        return None
+
+
+_cpp_autograd = False  # whether the C++ Autograd kernels are registered
+_autograd_reg = None   # their handle, or the Library of Python's formulas
+
+
+def _use_autograd(ext):
+    """Registers the forward ops' Autograd kernels: ext's (a _CppAutograd)
+    or, with None, the Python formulas above. The CPU tests switch."""
+    global _cpp_autograd, _autograd_reg
+    if _autograd_reg is not None:
+        if _cpp_autograd:
+            _autograd_reg[0].unregister(_autograd_reg[1])
+        else:
+            _autograd_reg._destroy()
+        _autograd_reg, _cpp_autograd = None, False
+    if ext is not None:
+        _autograd_reg, _cpp_autograd = (ext, ext.register()), True
+        return
+    lib = torch.library.Library("norm_mlir", "IMPL")
+    torch.library.register_autograd("norm_mlir::layer_norm_fwd",
+                                    _ln_backward, setup_context=_ln_setup,
+                                    lib=lib)
+    torch.library.register_autograd("norm_mlir::rms_norm_fwd",
+                                    _rms_backward, setup_context=_rms_setup,
+                                    lib=lib)
+    torch.library.register_autograd("norm_mlir::add_layer_norm_fwd",
+                                    _add_ln_backward,
+                                    setup_context=_add_ln_setup, lib=lib)
+    torch.library.register_autograd("norm_mlir::add_rms_norm_fwd",
+                                    _add_rms_backward,
+                                    setup_context=_add_rms_setup, lib=lib)
+    _autograd_reg = lib
+
+
+_autograd_ext = _find_cpp_autograd()
+try:
+    _use_autograd(_autograd_ext)
+except OSError as _ex:
+    warnings.warn("norm_mlir: %s not used (%s); the autograd formulas run "
+                  "in Python" % (_autograd_ext.path, _ex), RuntimeWarning)
+    _autograd_ext = None
+    _use_autograd(None)
 
 
 # ------------------------------------------------ eager: straight calls
@@ -760,8 +1016,19 @@ _ln_apply = _c_apply(_LayerNormFunction)
 _rms_apply = _c_apply(_RMSNormFunction)
 
 
+# With the C++ Autograd kernels an eager call is one call of the op (the
+# dispatcher's C++ callable, without OpOverload.__call__'s frame; the op
+# itself under torch.compile).
+_ln_fwd_c, _rms_fwd_c = _ln_fwd._op, _rms_fwd._op
+_add_ln_fwd_c, _add_rms_fwd_c = _add_ln_fwd._op, _add_rms_fwd._op
+
+
 def _layer_norm_rows(x, weight, bias, n, eps, zero_centered):
     """y, mean, rstd through the fastest path the call allows."""
+    if _cpp_autograd:
+        if torch.compiler.is_compiling():
+            return _ln_fwd(x, weight, bias, n, eps, zero_centered)
+        return _ln_fwd_c(x, weight, bias, n, eps, zero_centered)
     if not _direct(x, weight, bias):
         return _ln_fwd(x, weight, bias, n, eps, zero_centered)
     if _wants_grad(x, weight, bias):
@@ -770,6 +1037,10 @@ def _layer_norm_rows(x, weight, bias, n, eps, zero_centered):
 
 
 def _rms_norm_rows(x, weight, n, eps, zero_centered):
+    if _cpp_autograd:
+        if torch.compiler.is_compiling():
+            return _rms_fwd(x, weight, n, eps, zero_centered)
+        return _rms_fwd_c(x, weight, n, eps, zero_centered)
     if not _direct(x, weight):
         return _rms_fwd(x, weight, n, eps, zero_centered)
     if _wants_grad(x, weight):
@@ -798,12 +1069,14 @@ def _ours(x, weight, bias=None):
     see through."""
     if not (_on_device(x) and x.dtype in _DT and x.numel() > 0):
         return False
-    for p in (weight, bias):
-        if p is not None and not (_on_device(p) and p.dtype in _DT and
-                                  p.is_contiguous()):
-            return False
-    if bias is not None and bias.dtype is not (
-            x.dtype if weight is None else weight.dtype):
+    if weight is not None and not (_on_device(weight) and
+                                   weight.dtype in _DT and
+                                   weight.is_contiguous()):
+        return False
+    # A bias of the weight's dtype (else x's): one of ours, then.
+    if bias is not None and not (
+            bias.dtype is (x.dtype if weight is None else weight.dtype) and
+            _on_device(bias) and bias.is_contiguous()):
         return False
     # is_compiling first: dynamo folds it and never sees the C call.
     if not torch.compiler.is_compiling() and (
@@ -817,17 +1090,21 @@ def _fp32(t):
 
 
 def _normalized(normalized_shape):
+    if type(normalized_shape) is tuple and all(
+            type(d) is int for d in normalized_shape):
+        return normalized_shape  # the modules' (torch's constructors')
     if isinstance(normalized_shape, int):
         return (normalized_shape,)
     return tuple(int(d) for d in normalized_shape)
 
 
 def _check(x, shape, weight, bias):
-    if tuple(x.shape[x.dim() - len(shape):]) != shape:
+    # torch.Size compares with a tuple as a tuple does.
+    if x.shape[x.dim() - len(shape):] != shape:
         raise ValueError("normalized_shape %s does not match the trailing "
                          "dimensions of x %s" % (list(shape), list(x.shape)))
     for name, p in (("weight", weight), ("bias", bias)):
-        if p is not None and tuple(p.shape) != shape:
+        if p is not None and p.shape != shape:
             raise ValueError("%s has shape %s, expected %s"
                              % (name, list(p.shape), list(shape)))
 
@@ -842,10 +1119,13 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5,
     if not _ours(x, weight, bias):
         w = weight + 1 if (zero_centered and weight is not None) else weight
         return torch.nn.functional.layer_norm(x, shape, w, bias, eps)
-    if x.device.type == "cuda" and torch.is_autocast_enabled("cuda"):
+    if torch.is_autocast_enabled("cuda") and x.device.type == "cuda":
         # torch's layer_norm is on CUDA autocast's fp32 list: its inputs
         # are cast to f32, so its output is f32 (rms_norm's is not).
         x, weight, bias = _fp32(x), _fp32(weight), _fp32(bias)
+    if _cpp_autograd and not torch.compiler.is_compiling():
+        return _ln_fwd_c(x, weight, bias, math.prod(shape), float(eps),
+                         bool(zero_centered))[0]  # _layer_norm_rows' own
     y, _, _ = _layer_norm_rows(x, weight, bias, math.prod(shape),
                                float(eps), bool(zero_centered))
     return y
@@ -864,9 +1144,71 @@ def rms_norm(x, normalized_shape, weight=None, eps=None,
         return torch.nn.functional.rms_norm(x, shape, w, eps)
     if eps is None:
         eps = torch.finfo(torch.float32 if x.dtype in _HALF else x.dtype).eps
+    if _cpp_autograd and not torch.compiler.is_compiling():
+        return _rms_fwd_c(x, weight, math.prod(shape), float(eps),
+                          bool(zero_centered))[0]  # _rms_norm_rows' own
     y, _ = _rms_norm_rows(x, weight, math.prod(shape), float(eps),
                           bool(zero_centered))
     return y
+
+
+def _fused_residual(x, residual):
+    """Whether x + residual can go into our residual-add op: one shape,
+    dtype and device, outside CUDA autocast (where layer_norm computes in
+    f32 but the sum keeps its dtype)."""
+    return (residual.shape == x.shape and residual.dtype == x.dtype and
+            residual.device == x.device and
+            not torch.is_autocast_enabled("cuda"))
+
+
+def _add_op(c_op, op):
+    """The op to call: its C++ callable in eager mode with the C++ autograd
+    kernels (as _layer_norm_rows), else the op."""
+    if _cpp_autograd and not torch.compiler.is_compiling():
+        return c_op
+    return op
+
+
+def add_layer_norm(x, residual, normalized_shape, weight=None, bias=None,
+                   eps=1e-5, zero_centered=False):
+    """Residual add + LayerNorm, as pre-norm blocks use it (Liger's,
+    Transformer Engine's and quack's fused forms): h = x + residual, then
+    (layer_norm(h, ...), h); residual None: h is x. On our kernels the
+    backward adds h's own gradient into dx inside the backward kernel (its
+    dresidual operand), and x and residual both get that dx. x and
+    residual of different shapes or dtypes, tensors we do not take and
+    CUDA autocast compose torch's add with layer_norm() instead."""
+    if residual is None:
+        return layer_norm(x, normalized_shape, weight, bias, eps,
+                          zero_centered), x
+    shape = _normalized(normalized_shape)
+    _check(x, shape, weight, bias)
+    if not (_fused_residual(x, residual) and _ours(x, weight, bias)):
+        h = x + residual
+        return layer_norm(h, shape, weight, bias, eps, zero_centered), h
+    y, h, _, _ = _add_op(_add_ln_fwd_c, _add_ln_fwd)(
+        x, residual, weight, bias, math.prod(shape), float(eps),
+        bool(zero_centered))
+    return y, h
+
+
+def add_rms_norm(x, residual, normalized_shape, weight=None, eps=None,
+                 zero_centered=False):
+    """Residual add + RMSNorm: h = x + residual, then (rms_norm(h, ...), h);
+    residual None: h is x. As add_layer_norm (the backward's dresidual)."""
+    if residual is None:
+        return rms_norm(x, normalized_shape, weight, eps, zero_centered), x
+    shape = _normalized(normalized_shape)
+    _check(x, shape, weight, None)
+    if not (_fused_residual(x, residual) and _ours(x, weight)):
+        h = x + residual
+        return rms_norm(h, shape, weight, eps, zero_centered), h
+    if eps is None:
+        eps = torch.finfo(torch.float32 if x.dtype in _HALF else x.dtype).eps
+    y, h, _ = _add_op(_add_rms_fwd_c, _add_rms_fwd)(
+        x, residual, weight, math.prod(shape), float(eps),
+        bool(zero_centered))
+    return y, h
 
 
 # -------------------------------------------------------------- modules

@@ -196,7 +196,9 @@ def _native_ext():
     return _NATIVE["ext"]
 
 
-def _build_native(out_dir):
+def _build_native(out_dir, what="build"):
+    """build_ext.build (libnormtorch.so) or build_autograd (what) into
+    out_dir; None without python/csrc, a compiler or torch's headers."""
     spec = importlib.util.spec_from_file_location(
         "build_ext", os.path.join(os.path.dirname(__file__), "..", "csrc",
                                   "build_ext.py"))
@@ -204,9 +206,53 @@ def _build_native(out_dir):
         return None  # an installed package's tests without python/csrc
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    path = mod.build(out_dir)
+    path = getattr(mod, what)(out_dir)
     atexit.register(shutil.rmtree, out_dir, True)
     return path
+
+
+_AUTOGRAD = {}
+
+
+def _autograd_ext():
+    """The bound C++ autograd kernels (nt._CppAutograd): the package's,
+    else built here into a temporary directory (about 20 s), or None."""
+    if "ext" not in _AUTOGRAD:
+        ext = nt._autograd_ext
+        if ext is None:
+            path = _libs.find_optional(nt._AUTOGRAD_LIB)
+            if path is None or nt._autograd_stamp(path) != nt._torch_build():
+                path = _build_native(tempfile.mkdtemp(prefix="normtorch-"),
+                                     "build_autograd")
+            ext = nt._CppAutograd.bind(path) if path else None
+        _AUTOGRAD["ext"] = ext
+    if _AUTOGRAD["ext"] is None and os.environ.get("NORM_MLIR_REQUIRE_NATIVE"):
+        pytest.fail("libnormtorch_autograd.so could not be built")
+    return _AUTOGRAD["ext"]
+
+
+@contextlib.contextmanager
+def autograd_kernels(kind):
+    """The forward ops' Autograd kernels: "python" (register_autograd's
+    formulas) or "cpp" (libnormtorch_autograd.so); the package's choice
+    again afterwards."""
+    ext = None
+    if kind == "cpp":
+        ext = _autograd_ext()
+        if ext is None:
+            pytest.skip("libnormtorch_autograd.so not available (no "
+                        "compiler or torch headers)")
+    nt._use_autograd(ext)
+    try:
+        yield kind
+    finally:
+        nt._use_autograd(nt._autograd_ext)
+
+
+@pytest.fixture(params=["python", "cpp"])
+def autograd(request):
+    with autograd_kernels(request.param) as kind:
+        yield kind
 
 
 def _needs_native():
@@ -351,10 +397,14 @@ def validation(kind, monkeypatch):
     cb = nt.HOOK(hook)
     ext.set_mode(1, cb)
     reg = ext.register("CPU")
+    lib = torch.library.Library("norm_mlir", "IMPL")
+    for name in nt._PY_ONLY:  # the residual-add ops' bodies are Python's
+        lib.impl(name, nt._python_impls[name], "CPU")
     nt._use_bodies(torch._C.DispatchKeySet(torch._C.DispatchKey.CPU))
     try:
         yield calls
     finally:
+        lib._destroy()
         ext.unregister(reg, "CPU")
         ext.set_mode(0)
         ext.clear()
@@ -565,7 +615,7 @@ def test_fake_cuda_tensors_take_our_ops():
 
 
 @pytest.mark.parametrize("zc", [False, True])
-def test_fake_layer_norm_traces_our_ops(meta_is_ours, zc):
+def test_fake_layer_norm_traces_our_ops(meta_is_ours, autograd, zc):
     n, bf, f32 = 768, torch.bfloat16, torch.float32
 
     def fwd_bwd(x, w, b):
@@ -584,7 +634,7 @@ def test_fake_layer_norm_traces_our_ops(meta_is_ours, zc):
     assert gb.shape == (n,) and gb.dtype == f32
 
 
-def test_fake_rms_norm_traces_our_ops(meta_is_ours):
+def test_fake_rms_norm_traces_our_ops(meta_is_ours, autograd):
     def fwd_bwd(x, w):
         y = nt.rms_norm(x, (16, 48), w)
         return (y,) + torch.autograd.grad(y, (x, w), torch.ones_like(y))
@@ -631,7 +681,8 @@ def test_fake_outputs_match_the_real_bodies(validated):
 
 # ------------------------------------------- eager path and registered ops
 
-def test_eager_path_launches_what_the_ops_launch(validated, monkeypatch):
+def test_eager_path_launches_what_the_ops_launch(validated, autograd,
+                                                  monkeypatch):
     """The straight eager path (autograd.Function over the op bodies) and
     the registered ops (what torch.compile runs) launch the same kernels
     on the same arguments, forward and backward."""
@@ -971,7 +1022,10 @@ def _emulate(spec, args):
     dx = g - xhat * (g * xhat).mean(-1, keepdim=True)
     if op == "layer_norm_grad":
         dx = dx - g.mean(-1, keepdim=True)
-    a["dx"].copy_(dx * rstd)
+    dx = dx * rstd
+    if "dresidual" in a:
+        dx = dx + a["dresidual"].double()
+    a["dx"].copy_(dx)
     if "dweight" in a:
         a["dweight"].copy_((dy * xhat).sum(0))
     if "dbias" in a:
@@ -1001,7 +1055,7 @@ def _close(a, b, tol=1e-5):
     assert err < tol, err
 
 
-def test_emulation_matches_torch(emulated):
+def test_emulation_matches_torch(emulated, autograd):
     """The emulation is right (else the tests below prove nothing)."""
     torch.manual_seed(0)
     x, w, b = (_leaf(t) for t in _make((4, 9, 96), (96,), "f32", "f32",
@@ -1019,6 +1073,183 @@ def test_emulation_matches_torch(emulated):
     for a, r in zip(ours, (x, w)):
         _close(a.grad, r.grad)
 
+
+
+# ------------------------------------- residual add + norm (issue 22, 2.)
+
+def _add_norm(norm, x, r, w, b, n):
+    if norm == "layer_norm":
+        return nt.add_layer_norm(x, r, n, w, b, 1e-5)
+    return nt.add_rms_norm(x, r, n, w, 1e-6)
+
+
+@pytest.mark.parametrize("norm", ["layer_norm", "rms_norm"])
+def test_add_norm_fuses_the_residual_gradient(emulated, autograd, norm):
+    """add_layer_norm / add_rms_norm: y and h = x + residual are the
+    composition's (float64 torch), and so are the gradients of x,
+    residual, weight and bias, from one forward and one backward launch
+    whose dresidual is h's own gradient (added into dx by the kernel)."""
+    torch.manual_seed(3)
+    n = 64
+    x0, w0, b0 = _make((3, 5, n), (n,), "f32", "f32", "f32")
+    r0 = torch.randn(3, 5, n)
+    gy, gh = torch.randn(3, 5, n), torch.randn(3, 5, n)
+    ours = [_leaf(t) for t in (x0, r0, w0, b0)]
+    y, h = _add_norm(norm, *ours, n)
+    torch.autograd.backward((y, h), (gy, gh))
+    ref = [t.double().requires_grad_() for t in (x0, r0, w0, b0)]
+    h64 = ref[0] + ref[1]
+    y64 = _ref_ln(h64, (n,), ref[2], ref[3], 1e-5) if norm == "layer_norm" \
+        else _ref_rms(h64, (n,), ref[2], 1e-6)
+    torch.autograd.backward((y64, h64), (gy.double(), gh.double()))
+    _close(y, y64)
+    _close(h, h64)
+    used = 4 if norm == "layer_norm" else 3
+    for a, r in zip(ours[:used], ref[:used]):
+        assert a.grad is not None and a.grad.dtype == a.dtype
+        _close(a.grad, r.grad)
+    assert [c[0]["op"] for c in emulated] == [norm, norm + "_grad"]
+    assert emulated[1][0].get("dresidual") is True
+    assert "dresidual" in emulated[1][1]
+
+
+@pytest.mark.parametrize("norm", ["layer_norm", "rms_norm"])
+def test_add_norm_with_h_unused_and_without_grad(emulated, autograd, norm):
+    """Only y used (h's gradient is zeros), and no grad at all: the same
+    numbers, one forward launch without grad."""
+    torch.manual_seed(4)
+    n = 32
+    x0, w0, b0 = _make((6, n), (n,), "f32", "f32", "f32")
+    r0 = torch.randn(6, n)
+    g = torch.randn(6, n)
+    ours = [_leaf(t) for t in (x0, r0, w0, b0)]
+    y, _ = _add_norm(norm, *ours, n)
+    y.backward(g)
+    ref = [_leaf(t) for t in (x0, r0, w0, b0)]
+    y2 = (nt.layer_norm(ref[0] + ref[1], n, ref[2], ref[3], 1e-5)
+          if norm == "layer_norm" else
+          nt.rms_norm(ref[0] + ref[1], n, ref[2], 1e-6))
+    y2.backward(g)
+    _close(y, y2)
+    for a, r in zip(ours[:2], ref[:2]):
+        _close(a.grad, r.grad)
+    emulated.clear()
+    with torch.no_grad():
+        y3, h3 = _add_norm(norm, *ours, n)
+    _close(y3, y2)
+    _close(h3, x0 + r0)
+    assert [c[0]["op"] for c in emulated] == [norm]
+
+
+def test_add_norm_composes_what_it_cannot_fuse(emulated):
+    """residual None (h is x itself), a residual of another dtype or a
+    broadcast one: torch's add, then our norm; the backward has no
+    dresidual."""
+    torch.manual_seed(5)
+    x = _leaf(torch.randn(4, 48))
+    w = _leaf(torch.randn(48))
+    y, h = nt.add_rms_norm(x, None, 48, w)
+    assert h is x
+    r = torch.randn(48, dtype=torch.float16)  # another dtype, broadcast
+    y, h = nt.add_layer_norm(x, r, 48, w)
+    assert h.dtype == torch.float32 and h.shape == x.shape
+    _close(h, x + r.float())
+    y.sum().backward()
+    assert x.grad is not None
+    grads = [c for c in emulated if c[0]["op"].endswith("_grad")]
+    assert grads and all("dresidual" not in c[1] for c in grads)
+
+
+def test_add_norm_double_backward(emulated, autograd):
+    """create_graph through the residual-add op: first and second
+    derivatives against float64 torch's."""
+    torch.manual_seed(6)
+    n = 40
+    x0, w0, b0 = _make((5, n), (n,), "f32", "f32", "f32")
+    r0 = torch.randn(5, n)
+    gy, gh, v = torch.randn(5, n), torch.randn(5, n), torch.randn(5, n)
+
+    def run(fn, dt):
+        x, r, w, b = (t.detach().to(dt).requires_grad_()
+                      for t in (x0, r0, w0, b0))
+        y, h = fn(x, r, w, b)
+        gx, gw = torch.autograd.grad((y, h), (x, w), (gy.to(dt), gh.to(dt)),
+                                     create_graph=True)
+        ((gx * v.to(dt)).sum() + gw.square().sum()).backward()
+        return gx, gw, x.grad, r.grad, w.grad
+
+    ours = run(lambda x, r, w, b: nt.add_layer_norm(x, r, n, w, b),
+               torch.float32)
+
+    def ref_fn(x, r, w, b):
+        h = x + r
+        return _ref_ln(h, (n,), w, b, 1e-5), h
+    ref = run(ref_fn, torch.float64)
+    for a, r in zip(ours, ref):
+        _close(a, r, 1e-4)
+
+
+def test_fake_add_norm_traces_our_ops(meta_is_ours, autograd):
+    """What torch.compile's AOTAutograd sees: the residual-add forward op
+    and the backward op (with dresidual), shapes and dtypes of all
+    outputs and gradients."""
+    n, bf, f32 = 256, torch.bfloat16, torch.float32
+
+    def fwd_bwd(x, r, w, b):
+        y, h = nt.add_layer_norm(x, r, (n,), w, b)
+        return (y, h) + torch.autograd.grad(
+            (y, h), (x, r, w, b), (torch.ones_like(y), torch.ones_like(h)))
+
+    targets, (x, r, w, b), outs = _trace(
+        fwd_bwd, ((2, 9, n), bf), ((2, 9, n), bf), ((n,), f32), ((n,), f32))
+    # The C++ autograd kernels add with torch's add and call the norm's
+    # own forward op; the Python formulas' kernel is the add op's.
+    fwd = "norm_mlir.%s_fwd.default" % (
+        "layer_norm" if autograd == "cpp" else "add_layer_norm")
+    ours = [t for t in targets if t.startswith("norm_mlir.")]
+    assert ours == [fwd, "norm_mlir.layer_norm_bwd.default"], targets
+    if autograd == "cpp":
+        assert "aten.add.Tensor" in targets, targets
+    y, h, gx, gr, gw, gb = outs
+    assert y.shape == h.shape == gx.shape == gr.shape == x.shape
+    assert y.dtype == h.dtype == gx.dtype == gr.dtype == bf
+    assert gw.shape == gb.shape == (n,) and gw.dtype == gb.dtype == f32
+
+    def rms(x, r, w):
+        y, h = nt.add_rms_norm(x, r, (n,), w)
+        return (y, h) + torch.autograd.grad((y, h), (x, r, w),
+                                            (torch.ones_like(y),
+                                             torch.ones_like(h)))
+
+    targets, _, outs = _trace(rms, ((3, n), f32), ((3, n), f32),
+                              ((n,), f32))
+    assert [t for t in targets if t.startswith("norm_mlir.")] == [
+        "norm_mlir.%s_fwd.default" % (
+            "rms_norm" if autograd == "cpp" else "add_rms_norm"),
+        "norm_mlir.rms_norm_bwd.default"], targets
+
+
+
+def test_opcheck_on_emulated_kernels(emulated, autograd):
+    """torch.library.opcheck (schema, fakes against the bodies, autograd
+    registration, AOT dispatch with static and dynamic shapes) on the
+    residual-add ops, a forward op and the backward ops with dresidual,
+    the kernels emulated so the outputs are real numbers."""
+    torch.manual_seed(7)
+    n = 64
+    x, r, w, b = (_leaf(t) for t in (torch.randn(4, n), torch.randn(4, n),
+                                     torch.randn(n), torch.randn(n)))
+    dy = torch.randn(4, n)
+    with torch.no_grad():
+        _, h, mean, rstd = nt._add_ln_fwd(x, r, w, b, n, 1e-5, False)
+        _, _, rrstd = nt._add_rms_fwd(x, r, w, n, 1e-6, False)
+    for op, args in ((nt._add_ln_fwd, (x, r, w, b, n, 1e-5, False)),
+                     (nt._add_rms_fwd, (x, r, w, n, 1e-6, True)),
+                     (nt._ln_fwd, (x, w, b, n, 1e-5, False)),
+                     (nt._ln_bwd, (dy, h, mean, rstd, w.detach(), True, n,
+                                   False, dy)),
+                     (nt._rms_bwd, (dy, h, rrstd, None, n, False, dy))):
+        torch.library.opcheck(op, args)
 
 # --------------------------------------------- issue 22: the bugs
 
@@ -1060,7 +1291,8 @@ def test_bias_of_another_dtype_than_the_weight_takes_torch(validated):
 
 @pytest.mark.parametrize("direct", [True, False])
 @pytest.mark.parametrize("norm", ["layer_norm", "rms_norm"])
-def test_double_backward_is_right(emulated, monkeypatch, norm, direct):
+def test_double_backward_is_right(emulated, autograd, monkeypatch, norm,
+                                  direct):
     """create_graph=True (gradient penalties, Hessian-vector products):
     the gradients carry a graph and the second derivatives are float64
     torch's, through the eager path and the registered ops (torch.compile's
@@ -1098,7 +1330,7 @@ def test_double_backward_is_right(emulated, monkeypatch, norm, direct):
     assert [c[0]["op"] for c in emulated] == [norm]
 
 
-def test_single_backward_still_takes_the_kernels(emulated):
+def test_single_backward_still_takes_the_kernels(emulated, autograd):
     """Only a backward that builds a graph leaves the kernels."""
     x = torch.randn(5, 32, requires_grad=True)
     w = torch.randn(32, requires_grad=True)

@@ -555,12 +555,188 @@ def test_cpp_and_python_bodies_agree(layout):
     finally:
         nt._direct = direct
     nt._use_bodies(None)
+    nt._use_autograd(None)  # the Python bodies only below Python autograd
     try:
         py = run()
     finally:
         nt._use_bodies(nt._default_keys)
+        nt._use_autograd(nt._autograd_ext)
     for a, b, c in zip(cpp, ops, py):
         assert torch.equal(a, c) and torch.equal(b, c)
+
+
+# ------------------------------------------ the C++ autograd kernels
+
+def test_wheel_autograd_is_cpp():
+    """Where the package carries libnormtorch_autograd.so built for this
+    torch, the forward ops' Autograd kernels are its C++ ones."""
+    import os
+    from norm_mlir import _libs
+    path = _libs.find_optional(nt._AUTOGRAD_LIB)
+    if path is None or os.environ.get("NORM_MLIR_NATIVE_AUTOGRAD") == "0":
+        pytest.skip("no libnormtorch_autograd.so here")
+    assert nt._autograd_stamp(path) == nt._torch_build()
+    assert nt._cpp_autograd
+    for op in ("layer_norm_fwd", "rms_norm_fwd", "add_layer_norm_fwd",
+               "add_rms_norm_fwd"):
+        dump = torch._C._dispatch_dump("norm_mlir::" + op)
+        assert "torch_autograd.cpp" in [
+            ln for ln in dump.splitlines()
+            if ln.startswith("Autograd")][0], dump
+
+
+@pytest.mark.parametrize("norm", ["layer_norm", "rms_norm",
+                                  "add_layer_norm"])
+def test_cpp_and_python_autograd_agree(norm):
+    """The C++ autograd kernels give the Python formulas' outputs and
+    gradients bit for bit (the same kernels), also inside a CUDA graph."""
+    if nt._autograd_ext is None:
+        pytest.skip("no libnormtorch_autograd.so")
+    torch.manual_seed(10)
+    n, bf = 1024, torch.bfloat16
+    x0 = torch.randn(257, n, device=DEV, dtype=bf)
+    r0 = torch.randn(257, n, device=DEV, dtype=bf)
+    w0 = torch.randn(n, device=DEV)
+    b0 = torch.randn(n, device=DEV)
+    g = torch.randn(257, n, device=DEV, dtype=bf)
+
+    def run():
+        x, r, w, b = (t.detach().requires_grad_(True)
+                      for t in (x0, r0, w0, b0))
+        if norm == "layer_norm":
+            y = nt.layer_norm(x, n, w, b)
+        elif norm == "rms_norm":
+            y = nt.rms_norm(x, n, w, 1e-6)
+        else:
+            y, h = nt.add_layer_norm(x, r, n, w, b)
+            y = y + h
+        y.backward(g.to(y.dtype))
+        return [y] + [t.grad for t in (x, r, w, b) if t.grad is not None]
+
+    cpp = run()
+    nt._use_autograd(None)
+    try:
+        py = run()
+    finally:
+        nt._use_autograd(nt._autograd_ext)
+    assert len(cpp) == len(py)
+    for a, b in zip(cpp, py):
+        assert torch.equal(a, b)
+
+
+# ------------------------------------------- residual add + norm
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("norm", ["layer_norm", "rms_norm"])
+def test_add_norm_grads(dtype, norm):
+    """add_layer_norm / add_rms_norm against float64 x + residual then the
+    norm: y, h, and the gradients of x, residual and the parameters, with
+    both outputs used (h's gradient reaches dx through the kernel's
+    dresidual)."""
+    torch.manual_seed(12)
+    n = 1536
+    x0 = torch.randn(3, 97, n, device=DEV, dtype=dtype)
+    r0 = torch.randn(3, 97, n, device=DEV, dtype=dtype)
+    w0 = torch.randn(n, device=DEV, dtype=dtype)
+    b0 = torch.randn(n, device=DEV, dtype=dtype)
+    ours = leaves(x0, r0, w0, b0)
+    ref = [t.detach().double().requires_grad_(True)
+           for t in (x0, r0, w0, b0)]
+    if norm == "layer_norm":
+        y, h = nt.add_layer_norm(ours[0], ours[1], n, ours[2], ours[3])
+        h64 = ref[0] + ref[1]
+        y64 = ref_ln(h64, (n,), ref[2], ref[3], 1e-5)
+    else:
+        y, h = nt.add_rms_norm(ours[0], ours[1], n, ours[2], 1e-6)
+        h64 = ref[0] + ref[1]
+        y64 = ref_rms(h64, (n,), ref[2], 1e-6)
+    gy, gh = torch.randn_like(y64), torch.randn_like(h64)
+    torch.autograd.backward((y, h), (gy.to(dtype), gh.to(dtype)))
+    torch.autograd.backward((y64, h64), (gy, gh))
+    tol = TOL[dtype]
+    assert rel(y, y64) < tol and rel(h, h64) < tol
+    used = 4 if norm == "layer_norm" else 3
+    for i, (a, b) in enumerate(zip(ours[:used], ref[:used])):
+        assert a.grad.dtype == dtype and a.grad.shape == a.shape
+        assert rel(a.grad, b.grad) < tol * 4, (i, rel(a.grad, b.grad))
+
+
+def test_add_norm_opcheck_compile_and_graphs():
+    """opcheck on the residual-add ops and the backward ops with
+    dresidual; torch.compile of a pre-norm block using add_rms_norm
+    without graph breaks and with eager's numbers; CUDA graph replay."""
+    torch.manual_seed(13)
+    n, bf = 512, torch.bfloat16
+    x = torch.randn(64, n, device=DEV, dtype=bf, requires_grad=True)
+    r = torch.randn(64, n, device=DEV, dtype=bf, requires_grad=True)
+    w = torch.randn(n, device=DEV, requires_grad=True)
+    b = torch.randn(n, device=DEV, requires_grad=True)
+    dy = torch.randn(64, n, device=DEV, dtype=bf)
+    with torch.no_grad():
+        _, h, mean, rstd = nt._add_ln_fwd(x, r, w, b, n, 1e-5, False)
+        _, _, rrstd = nt._add_rms_fwd(x, r, w, n, 1e-6, False)
+    for op, args in (
+            (nt._add_ln_fwd, (x, r, w, b, n, 1e-5, False)),
+            (nt._add_rms_fwd, (x, r, w, n, 1e-6, True)),
+            (nt._ln_bwd, (dy, h, mean, rstd, w.detach(), True, n, False,
+                          dy)),
+            (nt._rms_bwd, (dy, h, rrstd, None, n, False, dy))):
+        torch.library.opcheck(op, args)
+
+    class Block(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.rms = nt.RMSNorm(n)
+            self.fc = torch.nn.Linear(n, n)
+
+        def forward(self, x, residual):
+            y, h = nt.add_rms_norm(x, residual, n, self.rms.weight)
+            return self.fc(y) + h
+
+    model = Block().to(DEV)
+    xf = torch.randn(64, n, device=DEV, requires_grad=True)
+    rf = torch.randn(64, n, device=DEV, requires_grad=True)
+    torch._dynamo.reset()
+    explain = torch._dynamo.explain(model)(xf, rf)
+    assert explain.graph_break_count == 0, explain.break_reasons
+    out = torch.compile(model)(xf, rf)
+    ref = model(xf.detach(), rf.detach())
+    assert rel(out, ref) < 1e-5
+
+    m = nt.LayerNorm(n, device=DEV)
+    xg = torch.randn(100, n, device=DEV, requires_grad=True)
+    rg = torch.randn(100, n, device=DEV, requires_grad=True)
+    g = torch.randn(100, n, device=DEV)
+
+    def step():
+        y, h = nt.add_layer_norm(xg, rg, n, m.weight, m.bias)
+        torch.autograd.backward((y, h), (g, g))
+        return y
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(2):
+            xg.grad = rg.grad = None
+            step()
+    torch.cuda.current_stream().wait_stream(s)
+    graph = torch.cuda.CUDAGraph()
+    xg.grad = rg.grad = None
+    m.zero_grad(set_to_none=False)
+    with torch.cuda.graph(graph):
+        y = step()
+    with torch.no_grad():
+        xg.copy_(torch.randn_like(xg))
+    xg.grad.zero_()
+    rg.grad.zero_()
+    graph.replay()
+    torch.cuda.synchronize()
+    xe, re_ = (t.detach().clone().requires_grad_(True) for t in (xg, rg))
+    he = xe + re_
+    ye = torch.nn.functional.layer_norm(he, (n,), m.weight.detach(),
+                                        m.bias.detach())
+    torch.autograd.backward((ye, he), (g, g))
+    assert rel(y, ye) < 1e-5
+    assert rel(xg.grad, xe.grad) < 1e-4 and rel(rg.grad, re_.grad) < 1e-4
 
 
 def test_rms_norm_default_eps_on_the_gpu():
