@@ -361,16 +361,31 @@ struct Args {
 enum Op : int32_t { LayerNorm = 0, RmsNorm = 1, LayerNormGrad = 2,
                     RmsNormGrad = 3 };
 
+/// The rows M where the tuning tables' M ranges end
+/// (lib/Conversion/NormToGPU/Tuning.h kTuningRowEdges; norm_mlir.torch
+/// _ROW_EDGES): every M of one bucket gets the same kernels, compiled with
+/// the bucket's first M as the `rows` hint.
+constexpr int64_t kRowEdges[] = {128, 512, 2048, 8192};
+
+int8_t rowBucket(int64_t m) {
+  int8_t b = 0;
+  for (int64_t e : kRowEdges)
+    b += m > e;
+  return b;
+}
+
+int64_t bucketFirstRow(int8_t b) { return b ? kRowEdges[b - 1] + 1 : 1; }
+
 struct Key {
   int64_t n;
   uint64_t epsBits;
   int32_t op, xDtype, wDtype, deviceType, device;
-  int8_t bias, zc, dres;
+  int8_t bias, zc, dres, rows; // rows: rowBucket(M)
   bool operator==(const Key &o) const {
     return n == o.n && epsBits == o.epsBits && op == o.op &&
            xDtype == o.xDtype && wDtype == o.wDtype &&
            deviceType == o.deviceType && device == o.device &&
-           bias == o.bias && zc == o.zc && dres == o.dres;
+           bias == o.bias && zc == o.zc && dres == o.dres && rows == o.rows;
   }
 };
 struct KeyHash {
@@ -382,7 +397,8 @@ struct KeyHash {
     mix(uint64_t(k.op) | uint64_t(uint32_t(k.xDtype)) << 8 |
         uint64_t(uint32_t(k.wDtype + 1)) << 16 |
         uint64_t(uint32_t(k.deviceType)) << 24 | uint64_t(k.bias) << 32 |
-        uint64_t(k.zc) << 33 | uint64_t(k.dres) << 34);
+        uint64_t(k.zc) << 33 | uint64_t(k.dres) << 34 |
+        uint64_t(uint8_t(k.rows)) << 40);
     mix(uint64_t(uint32_t(k.device)));
     return size_t(h);
   }
@@ -396,8 +412,10 @@ struct Entry {
 // What Python registers: resolves a key to a loaded module (kept alive by
 // Python until normtorch_clear), or returns NULL with a message in err.
 // flags: bit 0 bias, bit 1 zero-centred, bit 2 dresidual (a backward that
-// adds a residual's gradient into dx).
-using Resolver = const void *(*)(int32_t op, int64_t n, int32_t xDtype,
+// adds a residual's gradient into dx); rows: the first M of the key's row
+// bucket, the compile's `rows` hint (the tuning table's M ranges).
+using Resolver = const void *(*)(int32_t op, int64_t n, int64_t rows,
+                                 int32_t xDtype,
                                  int32_t wDtype, int32_t flags, double eps,
                                  int32_t deviceType, int32_t device,
                                  char *err, size_t cap);
@@ -425,7 +443,7 @@ Entry lookup(const Key &key, double eps) {
     fail("no kernel resolver registered (import norm_mlir.torch)");
   char err[2048] = {0};
   const void *mod =
-      r(key.op, key.n, key.xDtype, key.wDtype,
+      r(key.op, key.n, bucketFirstRow(key.rows), key.xDtype, key.wDtype,
         key.bias | key.zc << 1 | key.dres << 2, eps,
         key.deviceType == codes().cuda ? 1 : 0, key.device, err,
         sizeof(err));
@@ -441,10 +459,11 @@ Entry lookup(const Key &key, double eps) {
   return table.emplace(key, e).first->second;
 }
 
-Key makeKey(Op op, int64_t n, const Meta &x, const Meta *w, bool bias,
-            double eps, bool zc, bool dres = false) {
+Key makeKey(Op op, int64_t n, int64_t m, const Meta &x, const Meta *w,
+            bool bias, double eps, bool zc, bool dres = false) {
   Key k{};
   k.n = n;
+  k.rows = rowBucket(m);
   if (op == LayerNorm || op == RmsNorm)
     std::memcpy(&k.epsBits, &eps, sizeof(eps));
   k.op = op;
@@ -543,7 +562,7 @@ layerNormFwd(Tensor x, std::optional<Tensor> weight, std::optional<Tensor> bias,
                              xm.device);
   Tensor mean = empty1d(m, f32, xm), rstd = empty1d(m, f32, xm);
   if (m) {
-    Entry e = lookup(makeKey(LayerNorm, n, xm, wm ? &*wm : nullptr,
+    Entry e = lookup(makeKey(LayerNorm, n, m, xm, wm ? &*wm : nullptr,
                              bm.has_value(), eps, zc),
                      eps);
     Args a;
@@ -580,7 +599,8 @@ std::tuple<Tensor, Tensor> rmsNormFwd(Tensor x, std::optional<Tensor> weight,
   Tensor rstd = empty1d(m, f32, xm);
   if (m) {
     Entry e = lookup(
-        makeKey(RmsNorm, n, xm, wm ? &*wm : nullptr, false, eps, zc), eps);
+        makeKey(RmsNorm, n, m, xm, wm ? &*wm : nullptr, false, eps, zc),
+        eps);
     Args a;
     a.rows("x", xr, n, xm.dtype);
     a.out2d("y", y, m, n, xm.dtype);
@@ -636,8 +656,8 @@ layerNormBwd(Tensor dy, Tensor x, Tensor mean, Tensor rstd,
   Grad g = gradRows(dym, xm, wm ? &*wm : nullptr, n);
   int64_t m = g.xr.m;
   Tensor db = empty1d(hasBias ? n : 0, g.wDtype, xm);
-  Entry e = lookup(makeKey(LayerNormGrad, n, xm, wm ? &*wm : nullptr, hasBias,
-                           0.0, zc, rsm.has_value()),
+  Entry e = lookup(makeKey(LayerNormGrad, n, m, xm, wm ? &*wm : nullptr,
+                           hasBias, 0.0, zc, rsm.has_value()),
                    0.0);
   Args a;
   a.rows("dy", g.dyr, n, dym.dtype);
@@ -675,7 +695,7 @@ std::tuple<Tensor, Tensor> rmsNormBwd(Tensor dy, Tensor x, Tensor rstd,
   sameDevice(xm, {&dym, &rm, wm ? &*wm : nullptr, rsm ? &*rsm : nullptr});
   Grad g = gradRows(dym, xm, wm ? &*wm : nullptr, n);
   int64_t m = g.xr.m;
-  Entry e = lookup(makeKey(RmsNormGrad, n, xm, wm ? &*wm : nullptr, false,
+  Entry e = lookup(makeKey(RmsNormGrad, n, m, xm, wm ? &*wm : nullptr, false,
                            0.0, zc, rsm.has_value()),
                    0.0);
   Args a;

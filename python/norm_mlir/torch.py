@@ -114,6 +114,10 @@ def _compiled(spec, chip):
     takes sm_80's PTX, which every later chip's driver builds; older chips
     never get here (_supported)."""
     strategy = "deterministic" if spec["op"].endswith("_grad") else None
+    spec = dict(spec)
+    rows = spec.pop("rows", 0)
+    if rows:  # the tuning table's M range (a pipeline option)
+        spec["options"] = {"rows": rows}
     try:
         return _cache.get(chip=chip, format="ptx", strategy=strategy, **spec)
     except CompileError as ex:
@@ -153,13 +157,31 @@ def _module(spec, device):
 _kernels_by_key = {}
 
 
+# The rows M where the tuning tables' M ranges end (the compiler's
+# kTuningRowEdges, lib/Conversion/NormToGPU/Tuning.h; libnormtorch's
+# kRowEdges): the kernels of every M of one bucket are compiled once, with
+# the bucket's first M as the `rows` hint, so they are the table's choice
+# for that M range (test_torch_cpu checks the edges against the table).
+_ROW_EDGES = (128, 512, 2048, 8192)
+
+
+def _rows_hint(m):
+    """The first M of m's bucket (1, 129, 513, 2049 or 8193)."""
+    first = 1
+    for e in _ROW_EDGES:
+        if m > e:
+            first = e + 1
+    return first
+
+
 def _kernels(op, n, x, weight, has_bias, eps, zero_centered, dres=False):
+    rows = _rows_hint(x.numel() // n if n else 0)
     key = (op, n, x.dtype, None if weight is None else weight.dtype,
-           has_bias, eps, zero_centered, x.device, dres)
+           has_bias, eps, zero_centered, x.device, dres, rows)
     mod = _kernels_by_key.get(key)
     if mod is None:
         mod = _module(_spec(op, n, x, weight, has_bias, eps, zero_centered,
-                            dres), x.device)
+                            dres, rows), x.device)
         _kernels_by_key[key] = mod
     return mod
 
@@ -254,17 +276,19 @@ def _launch(mod, args, rows, device):
                ws_bytes, _raw_stream(idx))
 
 
-def _spec(op, n, x, weight, has_bias, eps, zero_centered, dres=False):
+def _spec(op, n, x, weight, has_bias, eps, zero_centered, dres=False,
+          rows=1):
     return _spec_of(op, n, _DT[x.dtype],
                     None if weight is None else _DT[weight.dtype], has_bias,
-                    eps, zero_centered, dres)
+                    eps, zero_centered, dres, rows)
 
 
 def _spec_of(op, n, dtype, weight_dtype, has_bias, eps, zero_centered,
-             dres=False):
+             dres=False, rows=1):
     """compile_spec's arguments for an op on x of `dtype` ("bf16"...) with
     a weight of `weight_dtype` (None: no weight); dres: a backward that adds
-    a residual's gradient (dresidual) into dx."""
+    a residual's gradient (dresidual) into dx; rows: the `rows` hint (the
+    first M of the call's bucket, _rows_hint), left out at 1."""
     s = {"op": op, "n": int(n), "dtype": dtype,
          "weight": weight_dtype is not None,
          "zero_centered": bool(zero_centered)}
@@ -276,6 +300,8 @@ def _spec_of(op, n, dtype, weight_dtype, has_bias, eps, zero_centered,
         s["eps"] = float(eps)
     if dres:
         s["dresidual"] = True
+    if rows > 1:
+        s["rows"] = int(rows)
     return s
 
 
@@ -525,11 +551,12 @@ _OP_NAMES = ("layer_norm", "rms_norm", "layer_norm_grad", "rms_norm_grad")
 _DT_NAMES = ("f32", "f16", "bf16")  # NormrtDtype order
 _ERR = 4096
 
-# op, n, x dtype, weight dtype, flags (bit 0 bias, 1 zero-centred, 2
-# dresidual), eps, device type, device, error buffer, its size.
+# op, n, rows (the first M of the call's bucket), x dtype, weight dtype,
+# flags (bit 0 bias, 1 zero-centred, 2 dresidual), eps, device type,
+# device, error buffer, its size.
 _RESOLVER = ctypes.CFUNCTYPE(
-    ctypes.c_void_p, ctypes.c_int32, ctypes.c_int64, ctypes.c_int32,
-    ctypes.c_int32, ctypes.c_int32, ctypes.c_double,
+    ctypes.c_void_p, ctypes.c_int32, ctypes.c_int64, ctypes.c_int64,
+    ctypes.c_int32, ctypes.c_int32, ctypes.c_int32, ctypes.c_double,
     ctypes.c_int32, ctypes.c_int32, ctypes.c_void_p, ctypes.c_size_t)
 # Validate mode's callback (tests): module, NormrtTensor array, count,
 # workspace, workspace bytes; non-zero fails the call.
@@ -573,18 +600,19 @@ class _Native:
             cls.instance = cls(path)
         return cls.instance
 
-    def _resolve(self, op, n, xdt, wdt, flags, eps, dev_type, dev, err, cap):
+    def _resolve(self, op, n, rows, xdt, wdt, flags, eps, dev_type, dev,
+                 err, cap):
         try:
             name = _OP_NAMES[op]
             bias, zc, dres = bool(flags & 1), bool(flags & 2), bool(flags & 4)
             spec = _spec_of(name, n, _DT_NAMES[xdt],
                             _DT_NAMES[wdt] if wdt >= 0 else None, bias, eps,
-                            zc, dres)
+                            zc, dres, rows)
             device = torch.device("cuda", dev) if dev_type == 1 else \
                 torch.device("cpu")
             mod = _module(spec, device)
             with self._lock:
-                self.modules[(op, n, xdt, wdt, flags, eps, dev_type,
+                self.modules[(op, n, rows, xdt, wdt, flags, eps, dev_type,
                               dev)] = mod
             return mod.handle.value
         except BaseException as ex:  # noqa: BLE001 (into a C++ exception)

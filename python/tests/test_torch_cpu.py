@@ -12,6 +12,7 @@ import ctypes
 import functools
 import importlib.util
 import inspect
+import json
 import math
 import os
 import re
@@ -835,6 +836,58 @@ def test_cpp_table_resolves_each_key_once(monkeypatch):
         assert ext.lib.normtorch_cached() == 0 and not ext.modules
         nt.layer_norm(x, 64, w)
         assert asked[-1] == "layer_norm" and len(asked) == 6
+
+
+def test_row_buckets_match_the_tuning_tables():
+    """The tuning table's M ranges end at the compiler's kTuningRowEdges;
+    the Python and C++ kernel tables bucket M by the same edges (three
+    copies of one fact, tied here), and every entry of the embedded sm_90
+    table starts and ends on them."""
+    root = os.path.join(os.path.dirname(__file__), "..", "..")
+
+    def edges_in(path, name):
+        with open(os.path.join(root, path)) as f:
+            text = f.read()
+        m = re.search(name + r"\[\] = \{([0-9, ]+)\}", text)
+        return tuple(int(v) for v in m.group(1).split(","))
+
+    assert edges_in("lib/Conversion/NormToGPU/Tuning.h",
+                    "kTuningRowEdges") == nt._ROW_EDGES
+    assert edges_in("python/csrc/torch_ops.cpp", "kRowEdges") == \
+        nt._ROW_EDGES
+    with open(os.path.join(root, "lib/Conversion/NormToGPU/tuning/"
+                                 "sm_90.json")) as f:
+        entries = json.load(f)["entries"]
+    assert entries
+    for e in entries:
+        lo, hi = e.get("rows", [1, 0])
+        assert lo == 1 or lo - 1 in nt._ROW_EDGES, e
+        assert hi == 0 or hi in nt._ROW_EDGES, e
+    assert [nt._rows_hint(m) for m in (0, 1, 128, 129, 512, 513, 2048,
+                                       2049, 8192, 8193, 10 ** 9)] == \
+        [1, 1, 1, 129, 129, 513, 513, 2049, 2049, 8193, 8193]
+
+
+@pytest.mark.parametrize("kind", ["python", "native"])
+def test_kernels_per_row_bucket(kind, monkeypatch):
+    """One compile per (op, N, ..., M bucket): M = 100 and 128 share one
+    module, M = 129 and 500 another, each compiled with its bucket's first
+    M as the `rows` hint (1 is no hint); both bodies, Python's and C++'s."""
+    with validation(kind, monkeypatch):
+        specs = []
+        module = nt._module
+        monkeypatch.setattr(nt, "_module", lambda spec, device: (
+            specs.append(dict(spec)), module(spec, device))[1])
+        w = torch.randn(64)
+        for m in (100, 128, 129, 500, 100):
+            nt.rms_norm(torch.randn(m, 64), 64, w, 1e-6)
+        assert [s.get("rows", 1) for s in specs] == [1, 129]
+        compiled = []
+        real = nt._cache.get
+        monkeypatch.setattr(nt._cache, "get", lambda **kw: (
+            compiled.append(kw.get("options")), real(**kw))[1])
+        nt._compiled(dict(specs[1]), "sm_90")
+        assert compiled == [{"rows": 129}]
 
 
 def test_cpp_bodies_report_python_errors(monkeypatch):

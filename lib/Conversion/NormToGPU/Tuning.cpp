@@ -106,6 +106,13 @@ mlir::norm::parseTuningTable(llvm::StringRef json) {
     llvm::consumeError(std::move(err));
     if (!o->get("n"))
       return bad(i, "\"n\" is required");
+    auto isEdge = [](int64_t v) {
+      return llvm::is_contained(kTuningRowEdges, v);
+    };
+    if ((e.rowsLo != 1 && !isEdge(e.rowsLo - 1)) ||
+        (e.rowsHi != 0 && !isEdge(e.rowsHi)))
+      return bad(i, "\"rows\" must run from 1 or an edge + 1 to an edge "
+                    "or 0 (unbounded); the edges are 128, 512, 2048, 8192");
     if (e.threads == 0 && e.cluster == 0 && e.maxLanes == 0)
       return bad(i, "no knob: give \"threads\", \"cluster\" or "
                     "\"max_lanes\"");

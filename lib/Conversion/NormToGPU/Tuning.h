@@ -27,6 +27,15 @@
 
 namespace mlir::norm {
 
+/// The rows M where an entry's M range may end: a range is [1 or e + 1,
+/// e' or unbounded] for edges e < e' here (the geometric midpoints of the
+/// M bench/tune.py's table plans measure: 64, 256, 1024, 4096, 16384). So
+/// every M between two edges gets the same entries, and a cache of
+/// compiled kernels (norm_mlir.torch, libnormtorch: their _ROW_EDGES /
+/// kRowEdges, checked against this by python/tests) keys by the bucket,
+/// compiling with its first M as the `rows` hint.
+inline constexpr int64_t kTuningRowEdges[] = {128, 512, 2048, 8192};
+
 /// One measured choice.
 struct TuningEntry {
   /// The row kernel: a forward kernel, else a dx kernel with this many

@@ -453,24 +453,27 @@ int main() {
     refused("{\"entries\": [{\"kernel\": \"dx\", \"n\": [1, 2], "
             "\"cluster\": 16}]}",
             "\"cluster\" must be at most");
+    refused("{\"entries\": [{\"kernel\": \"dx\", \"n\": [1, 2], "
+            "\"rows\": [100, 0], \"cluster\": 2}]}",
+            "\"rows\" must run from 1 or an edge + 1");
     // Lookup: ranges inclusive, rows 0 (unknown) only for every-M entries.
     llvm::Expected<std::vector<TuningEntry>> t = parseTuningTable(
         "{\"entries\": [{\"kernel\": \"dx\", \"partial_rows\": 1, "
-        "\"element_bytes\": 2, \"n\": [100, 200], \"rows\": [10, 20], "
+        "\"element_bytes\": 2, \"n\": [100, 200], \"rows\": [129, 512], "
         "\"cluster\": 2}, {\"kernel\": \"dx\", \"element_bytes\": 2, "
         "\"n\": [100, 200], \"threads\": 128}]}");
     check(bool(t), "a well-formed table parses");
     if (t) {
       RowShape r = shapeOf(150, 2, rms, 0, 0, 0);
-      const TuningEntry *e = findTuning(*t, r, 10);
-      check(e && e->cluster == 2, "rows 10 finds the ranged entry");
-      e = findTuning(*t, r, 21);
-      check(e && e->threads == 128, "rows 21 falls to the every-M entry");
+      const TuningEntry *e = findTuning(*t, r, 129);
+      check(e && e->cluster == 2, "rows 129 finds the ranged entry");
+      e = findTuning(*t, r, 513);
+      check(e && e->threads == 128, "rows 513 falls to the every-M entry");
       e = findTuning(*t, r, 0);
       check(e && e->threads == 128, "unknown rows: only every-M entries");
-      check(!findTuning(*t, shapeOf(201, 2, rms, 0, 0, 0), 10),
+      check(!findTuning(*t, shapeOf(201, 2, rms, 0, 0, 0), 129),
             "N past the range finds nothing");
-      check(!findTuning(*t, shapeOf(150, 4, rms, 0, 0, 0), 10),
+      check(!findTuning(*t, shapeOf(150, 4, rms, 0, 0, 0), 129),
             "another element size finds nothing");
     }
   }
