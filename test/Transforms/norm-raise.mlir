@@ -156,7 +156,7 @@ func.func @rms_norm_zero_centered(%X: tensor<4x16xf32>, %W: tensor<16xf32>) -> t
 #col = affine_map<(d0, d1) -> (d1)>
 #r1 = affine_map<(d0) -> (d0)>
 
-// Accumulation in bf16 is kept, and recorded (F32: f32-accumulation).
+// Accumulation in bf16 is kept, and recorded (f32-accumulation: f32).
 // CHECK-LABEL: func @rms_norm_bf16_accumulation
 // CHECK: norm.rms_norm x(%{{.*}} : tensor<4x16xbf16>) weight(%{{.*}} : tensor<16xbf16>) {accumulation_type = bf16, eps = 9.98377799E-7 : f32}
 // F32-LABEL: func @rms_norm_bf16_accumulation

@@ -756,6 +756,11 @@ void rewriteForward(Match &match, PatternRewriter &rewriter) {
   if (y.getType() != root.getType())
     yOut = tensor::CastOp::create(rewriter, loc, root.getType(), y);
   for (auto [v, role] : match.stats) {
+    // Read only inside the computation, which goes away.
+    if (llvm::all_of(v.getUsers(), [&](Operation *u) {
+          return match.slice.ops.contains(u);
+        }))
+      continue;
     Value s = statTo(rewriter, loc, role == Mean ? mean : rstd,
                      cast<RankedTensorType>(v.getType()));
     if (s.getType() != v.getType())
