@@ -29,6 +29,7 @@
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Dialect/Index/IR/IndexDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/Linalg/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
@@ -122,7 +123,8 @@ void norm::registerNormAndUpstreamPasses() {
   registerConvertGpuOpsToNVVMOps();
   registerSCFToControlFlowPass();
   registerReconcileUnrealizedCastsPass();
-  // CPU execution of the loop nests.
+  // CPU execution of the loop nests (and of the linalg norm-raise leaves).
+  registerConvertLinalgToLoopsPass();
   registerConvertToLLVMPass();
   registerArithToLLVMConversionPass();
   registerConvertControlFlowToLLVMPass();

@@ -16,9 +16,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "RaiseEval.h"
 #include "norm/Dialect/Norm/IR/NormOps.h"
 #include "norm/Dialect/Norm/Transforms/Passes.h"
+#include "norm/Dialect/Norm/Transforms/RaiseEval.h"
 #include "norm/Dialect/Norm/Transforms/Transforms.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -59,6 +59,8 @@ struct Geometry {
   int64_t n;
   SmallVector<int64_t> rowsC; // concrete
   int64_t nC;
+  /// The rows are static and evaluated on fewer (rowsC).
+  bool shrunk = false;
   int64_t m() const {
     int64_t p = 1;
     for (int64_t r : rowsC)
@@ -222,8 +224,7 @@ Expected reference(const Hypothesis &h, const Probe &p, const Geometry &g,
       for (int64_t j = 0; j < n; ++j) {
         double xh = (row[j] - mean) * rstd;
         e.xhat[i * n + j] = xh;
-        e.y[i * n + j] =
-            xh * weight(j) + (h.get(B) ? p.data[B][j] : 0.0);
+        e.y[i * n + j] = xh * weight(j) + (h.get(B) ? p.data[B][j] : 0.0);
       }
     }
     return e;
@@ -343,10 +344,28 @@ FailureOr<Geometry> geometryOf(RankedTensorType t, Why &why) {
       dynRow = 2;
   }
   g.nC = ShapedType::isDynamic(g.n) ? 6 : g.n;
+  // Static rows: evaluated on 3 x 2 ... rows (rows are independent in the
+  // definitions; the column sums sum whichever rows there are), unless a
+  // [M] statistic could not be told from an [N] vector.
+  bool allStatic = llvm::none_of(g.rows, ShapedType::isDynamic);
+  bool ambiguous = g.rows.size() == 1 && g.rows[0] == g.n;
+  if (allStatic && !ambiguous && g.m() > 3) {
+    for (auto [i, r] : llvm::enumerate(g.rowsC))
+      r = std::min<int64_t>(r, i == 0 ? 3 : 2);
+    g.shrunk = true;
+  }
   if (g.m() * g.nC > (int64_t(1) << 20))
-    return why.fail("too large to check (more than 2^20 elements: export "
-                    "with a dynamic row dim)");
+    return why.fail("too large to check (more than 2^20 elements in "
+                    "the rows evaluated)");
   return g;
+}
+
+/// An evaluator on the geometry's concrete rows.
+Evaluator evaluatorFor(const Geometry &g) {
+  Evaluator ev;
+  if (g.shrunk)
+    ev.shrinkRows(g.rows, g.rowsC);
+  return ev;
 }
 
 /// Tests a hypothesis for `target` on every probe.
@@ -361,7 +380,7 @@ bool holds(const Hypothesis &h, Value root, Target target, const Geometry &g) {
   }
   for (auto [i, kind] : llvm::enumerate(kinds)) {
     Probe p = makeProbe(g, kind, h.eps, 7 + 13 * i);
-    Evaluator ev;
+    Evaluator ev = evaluatorFor(g);
     bindLeaves(ev, h, p, g);
     FailureOr<const Array *> got = ev.eval(root);
     if (failed(got))
@@ -430,25 +449,25 @@ FailureOr<Match> matchForward(Value root, Why &why) {
     SmallVector<Role> roles = {X, W};
     if (layer)
       roles.push_back(B);
-    found = forEachAssignment(
-        leaves, roles, {X}, *g, [&](std::array<Value, NumRoles> &a) {
-          Hypothesis h;
-          h.layer = layer;
-          h.leaf = a;
-          for (bool zc : {false, true}) {
-            if (zc && !a[W])
-              continue;
-            h.zeroCentered = zc;
-            for (double eps : epsCandidates) {
-              h.eps = eps;
-              if (holds(h, root, Target::Y, *g)) {
-                match.h = h;
-                return true;
-              }
-            }
-          }
-          return false;
-        });
+    found = forEachAssignment(leaves, roles, {X}, *g,
+                              [&](std::array<Value, NumRoles> &a) {
+                                Hypothesis h;
+                                h.layer = layer;
+                                h.leaf = a;
+                                for (bool zc : {false, true}) {
+                                  if (zc && !a[W])
+                                    continue;
+                                  h.zeroCentered = zc;
+                                  for (double eps : epsCandidates) {
+                                    h.eps = eps;
+                                    if (holds(h, root, Target::Y, *g)) {
+                                      match.h = h;
+                                      return true;
+                                    }
+                                  }
+                                }
+                                return false;
+                              });
     if (found)
       break;
   }
@@ -462,7 +481,7 @@ FailureOr<Match> matchForward(Value root, Why &why) {
   // The statistics the program also computes: Row-shaped results of the
   // computation that are the mean or rstd of x.
   Probe p = makeProbe(*g, 0, match.h.eps, 7);
-  Evaluator ev;
+  Evaluator ev = evaluatorFor(*g);
   bindLeaves(ev, match.h, p, *g);
   Expected e = reference(match.h, p, *g, /*grad=*/false);
   for (Operation *op : match.slice.ops) {
@@ -525,22 +544,22 @@ FailureOr<Match> matchGrad(Value root, Why &why) {
       }
       if (target == Target::Dx)
         roles.append({W, Dres});
-      found = forEachAssignment(
-          leaves, roles, required, *g, [&](std::array<Value, NumRoles> &a) {
-            Hypothesis h;
-            h.layer = layer;
-            h.leaf = a;
-            for (bool zc : {false, true}) {
-              if (zc && !a[W])
-                continue;
-              h.zeroCentered = zc;
-              if (holds(h, root, target, *g)) {
-                match.h = h;
-                return true;
-              }
-            }
-            return false;
-          });
+      found = forEachAssignment(leaves, roles, required, *g,
+                                [&](std::array<Value, NumRoles> &a) {
+                                  Hypothesis h;
+                                  h.layer = layer;
+                                  h.leaf = a;
+                                  for (bool zc : {false, true}) {
+                                    if (zc && !a[W])
+                                      continue;
+                                    h.zeroCentered = zc;
+                                    if (holds(h, root, target, *g)) {
+                                      match.h = h;
+                                      return true;
+                                    }
+                                  }
+                                  return false;
+                                });
       if (found)
         break;
     }
@@ -560,7 +579,7 @@ FailureOr<Match> matchGrad(Value root, Why &why) {
 void findGradSiblings(Match &match, Value root) {
   Block *block = root.getParentBlock();
   Probe p = makeProbe(match.g, 0, 0.0, 7);
-  Evaluator ev;
+  Evaluator ev = evaluatorFor(match.g);
   bindLeaves(ev, match.h, p, match.g);
   Expected e = reference(match.h, p, match.g, /*grad=*/true);
   bool haveDx = match.target == Target::Dx;
@@ -721,8 +740,8 @@ LogicalResult checkTypes(Match &match, const RaiseOptions &options, Why &why) {
   FailureOr<Type> acc = accumulationOf(match.slice.reductionTypes, why);
   if (failed(acc))
     return failure();
-  match.acc = options.f32Accumulation ? Float32Type::get(in.getContext())
-                                      : *acc;
+  match.acc =
+      options.f32Accumulation ? Float32Type::get(in.getContext()) : *acc;
   return success();
 }
 
@@ -757,9 +776,8 @@ void rewriteForward(Match &match, PatternRewriter &rewriter) {
     yOut = tensor::CastOp::create(rewriter, loc, root.getType(), y);
   for (auto [v, role] : match.stats) {
     // Read only inside the computation, which goes away.
-    if (llvm::all_of(v.getUsers(), [&](Operation *u) {
-          return match.slice.ops.contains(u);
-        }))
+    if (llvm::all_of(v.getUsers(),
+                     [&](Operation *u) { return match.slice.ops.contains(u); }))
       continue;
     Value s = statTo(rewriter, loc, role == Mean ? mean : rstd,
                      cast<RankedTensorType>(v.getType()));
@@ -798,10 +816,10 @@ void rewriteGrad(Match &match, PatternRewriter &rewriter) {
       weight = tensor::CastOp::create(rewriter, loc, wType, weight);
   }
   Value rstd = statFrom(rewriter, loc, h.get(Rstd), match.g);
-  Value mean = h.get(Mean) ? statFrom(rewriter, loc, h.get(Mean), match.g)
-                           : Value();
-  Type dwType = dw ? RankedTensorType::get({match.g.n}, elementType(weight))
-                   : Type();
+  Value mean =
+      h.get(Mean) ? statFrom(rewriter, loc, h.get(Mean), match.g) : Value();
+  Type dwType =
+      dw ? RankedTensorType::get({match.g.n}, elementType(weight)) : Type();
   Type dbType = match.dbias ? match.dbias.getType() : Type();
   if (dbType)
     dbType = RankedTensorType::get({match.g.n}, elementType(match.dbias));
@@ -809,9 +827,9 @@ void rewriteGrad(Match &match, PatternRewriter &rewriter) {
   Value rdx, rdw, rdb;
   if (h.layer) {
     auto op = LayerNormGradOp::create(
-        rewriter, loc, xType, dwType, dbType, h.get(Dy), h.get(X),
-        h.get(Xhat), mean, rstd, weight, h.get(Dres), Value(), Value(),
-        Value(), ReductionStrategyAttr(), IntegerAttr(), zc, accAttr(match));
+        rewriter, loc, xType, dwType, dbType, h.get(Dy), h.get(X), h.get(Xhat),
+        mean, rstd, weight, h.get(Dres), Value(), Value(), Value(),
+        ReductionStrategyAttr(), IntegerAttr(), zc, accAttr(match));
     rdx = op.getDx(), rdw = op.getDweight(), rdb = op.getDbias();
   } else {
     auto op = RMSNormGradOp::create(
@@ -950,9 +968,8 @@ struct RaisePass : public norm::impl::NormRaiseBase<RaisePass> {
 
   void runOnOperation() override {
     int64_t before = 0;
-    getOperation().walk([&](Operation *op) {
-      before += isa<NormDialect>(op->getDialect());
-    });
+    getOperation().walk(
+        [&](Operation *op) { before += isa<NormDialect>(op->getDialect()); });
     RaiseOptions options;
     options.f32Accumulation = f32Accumulation;
     // Forward ops first: a backward in the same function then reads the
@@ -973,9 +990,8 @@ struct RaisePass : public norm::impl::NormRaiseBase<RaisePass> {
       (void)applyOpPatternsGreedily(ops, std::move(patterns), config);
     }
     int64_t raised = 0;
-    getOperation().walk([&](Operation *op) {
-      raised += isa<NormDialect>(op->getDialect());
-    });
+    getOperation().walk(
+        [&](Operation *op) { raised += isa<NormDialect>(op->getDialect()); });
     numRaised = raised - before;
     if (reportNearMisses)
       reportLeft();
@@ -1006,8 +1022,8 @@ struct RaisePass : public norm::impl::NormRaiseBase<RaisePass> {
         findGradSiblings(*b, root);
         (void)checkTypes(*b, options, bwd);
       }
-      op->emitRemark() << "norm-raise: not raised: as a forward: "
-                       << fwd.text << "; as a backward: " << bwd.text;
+      op->emitRemark() << "norm-raise: not raised: as a forward: " << fwd.text
+                       << "; as a backward: " << bwd.text;
     });
   }
 };

@@ -9,7 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "RaiseEval.h"
+#include "norm/Dialect/Norm/Transforms/RaiseEval.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -198,6 +198,15 @@ SmallVector<double> raise::sliceConstants(const Slice &slice) {
   return out;
 }
 
+SmallVector<int64_t> Evaluator::concrete(ArrayRef<int64_t> shape) const {
+  SmallVector<int64_t> out(shape.begin(), shape.end());
+  if (rowsFrom.empty() || shape.size() < rowsFrom.size() ||
+      shape.take_front(rowsFrom.size()) != ArrayRef<int64_t>(rowsFrom))
+    return out;
+  llvm::copy(rowsTo, out.begin());
+  return out;
+}
+
 FailureOr<const Array *> Evaluator::eval(Value v) {
   auto it = values.find(v);
   if (it != values.end())
@@ -229,11 +238,15 @@ LogicalResult Evaluator::evalOp(Operation *op) {
     }
     auto dense = cast<DenseElementsAttr>(c.getValue());
     Array a;
-    a.shape.assign(dense.getType().getShape().begin(),
-                   dense.getType().getShape().end());
-    a.data.reserve(a.size());
-    for (APFloat f : dense.getValues<APFloat>())
-      a.data.push_back(f.convertToDouble());
+    a.shape = concrete(dense.getType().getShape());
+    if (dense.isSplat()) {
+      a.data.assign(a.size(), dense.getSplatValue<APFloat>().convertToDouble());
+    } else {
+      if (a.shape != llvm::to_vector(dense.getType().getShape()))
+        return failure(); // a row-shaped table cannot shrink
+      for (APFloat f : dense.getValues<APFloat>())
+        a.data.push_back(f.convertToDouble());
+    }
     values[c.getResult()] = std::move(a);
     return success();
   }
@@ -241,7 +254,7 @@ LogicalResult Evaluator::evalOp(Operation *op) {
   if (auto empty = dyn_cast<tensor::EmptyOp>(op)) {
     Array a;
     unsigned dyn = 0;
-    for (int64_t d : empty.getType().getShape()) {
+    for (int64_t d : concrete(empty.getType().getShape())) {
       if (ShapedType::isDynamic(d)) {
         const Array *s = operand(empty.getDynamicSizes()[dyn++]);
         if (!s || s->data.size() != 1)
@@ -294,8 +307,7 @@ LogicalResult Evaluator::evalOp(Operation *op) {
         a.shape.push_back(p);
       }
     } else {
-      a.shape.assign(resultType.getShape().begin(),
-                     resultType.getShape().end());
+      a.shape = concrete(resultType.getShape());
       for (auto [srcDim, g] : llvm::enumerate(groups)) {
         int64_t known = 1, dynPos = -1;
         for (int64_t i : g) {
@@ -320,8 +332,7 @@ LogicalResult Evaluator::evalOp(Operation *op) {
   if (std::optional<Opc> opc = classify(op);
       opc && !isa<linalg::LinalgOp>(op)) {
     const Array *a = operand(op->getOperand(0));
-    const Array *b =
-        op->getNumOperands() > 1 ? operand(op->getOperand(1)) : a;
+    const Array *b = op->getNumOperands() > 1 ? operand(op->getOperand(1)) : a;
     if (!a || !b || a->data.size() != 1 || b->data.size() != 1)
       return failure();
     values[op->getResult(0)] = scalar(apply(*opc, a->data[0], b->data[0]));

@@ -14,8 +14,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef NORM_LIB_DIALECT_NORM_TRANSFORMS_RAISEEVAL_H
-#define NORM_LIB_DIALECT_NORM_TRANSFORMS_RAISEEVAL_H
+#ifndef NORM_DIALECT_NORM_TRANSFORMS_RAISEEVAL_H
+#define NORM_DIALECT_NORM_TRANSFORMS_RAISEEVAL_H
 
 #include "mlir/IR/Value.h"
 #include "mlir/Support/LLVM.h"
@@ -67,14 +67,26 @@ public:
 
   void bind(Value leaf, Array a) { values[leaf] = std::move(a); }
 
+  /// Evaluates on fewer rows than the types say: every static shape that
+  /// starts with `rows` (rank >= rows.size()) starts with `shrunk` instead
+  /// (tensor.empty, tensor.expand_shape results, splat constants). The
+  /// leaves must be bound with the shrunk shapes.
+  void shrinkRows(ArrayRef<int64_t> rows, ArrayRef<int64_t> shrunk) {
+    rowsFrom.assign(rows.begin(), rows.end());
+    rowsTo.assign(shrunk.begin(), shrunk.end());
+  }
+
   /// The value of `v`, or failure (an op outside the expression layer that
   /// is not bound, inconsistent shapes, or the work limit).
   FailureOr<const Array *> eval(Value v);
 
 private:
   LogicalResult evalOp(Operation *op);
+  /// A static shape of the program, with the rows shrunk.
+  SmallVector<int64_t> concrete(ArrayRef<int64_t> shape) const;
 
   DenseMap<Value, Array> values;
+  SmallVector<int64_t> rowsFrom, rowsTo;
   int64_t workLeft;
 };
 
@@ -83,4 +95,4 @@ bool isExpressionOp(Operation *op);
 
 } // namespace mlir::norm::raise
 
-#endif // NORM_LIB_DIALECT_NORM_TRANSFORMS_RAISEEVAL_H
+#endif // NORM_DIALECT_NORM_TRANSFORMS_RAISEEVAL_H
