@@ -119,6 +119,9 @@ Cls classOf(Role r) {
 struct Hypothesis {
   bool layer = true;
   bool zeroCentered = false;
+  /// Backward: the mean is the row mean of x, computed by the program
+  /// (a joint graph recomputing it) rather than read.
+  bool meanFromX = false;
   double eps = 0.0;
   std::array<Value, NumRoles> leaf{};
   Value get(Role r) const { return leaf[r]; }
@@ -236,6 +239,11 @@ Expected reference(const Hypothesis &h, const Probe &p, const Geometry &g,
   for (int64_t i = 0; i < m; ++i) {
     double rstd = p.data[Rstd][i];
     double mean = h.get(Mean) ? p.data[Mean][i] : 0.0;
+    if (h.meanFromX) {
+      for (int64_t j = 0; j < n; ++j)
+        mean += p.data[X][i * n + j];
+      mean /= n;
+    }
     double sumG = 0.0, sumGX = 0.0;
     for (int64_t j = 0; j < n; ++j) {
       double xh = h.get(Xhat) ? p.data[Xhat][i * n + j]
@@ -301,6 +309,19 @@ struct Why {
     return failure();
   }
 };
+
+/// A candidate result: the one tensor result of a linalg op, or an [N]
+/// reshape (torch keeps a column sum [1, N] and views it as [N]).
+Value candidate(Operation *op) {
+  if (auto lop = dyn_cast<linalg::LinalgOp>(op))
+    return op->getNumResults() == 1 && lop.hasPureTensorSemantics()
+               ? op->getResult(0)
+               : Value();
+  if (isa<tensor::CollapseShapeOp, tensor::ExpandShapeOp>(op) &&
+      cast<RankedTensorType>(op->getResult(0).getType()).getRank() == 1)
+    return op->getResult(0);
+  return Value();
+}
 
 /// Calls `fn` for every assignment of `leaves` to distinct roles among
 /// `roles` (each leaf one role of its class) that gives every role of
@@ -535,31 +556,36 @@ FailureOr<Match> matchGrad(Value root, Why &why) {
   match.target = target;
   bool found = false;
   for (bool layer : {true, false}) {
-    for (bool xhatForm : {false, true}) {
+    // x and its mean, a stored xhat, or x with the mean recomputed.
+    for (int form : {0, 1, 2}) {
+      bool xhatForm = form == 1, meanFromX = form == 2;
+      if (meanFromX && !layer)
+        continue;
       SmallVector<Role> roles = {Dy, xhatForm ? Xhat : X, Rstd};
       SmallVector<Role> required = roles;
-      if (layer && !xhatForm) {
+      if (layer && form == 0) {
         roles.push_back(Mean);
         required.push_back(Mean);
       }
       if (target == Target::Dx)
         roles.append({W, Dres});
-      found = forEachAssignment(leaves, roles, required, *g,
-                                [&](std::array<Value, NumRoles> &a) {
-                                  Hypothesis h;
-                                  h.layer = layer;
-                                  h.leaf = a;
-                                  for (bool zc : {false, true}) {
-                                    if (zc && !a[W])
-                                      continue;
-                                    h.zeroCentered = zc;
-                                    if (holds(h, root, target, *g)) {
-                                      match.h = h;
-                                      return true;
-                                    }
-                                  }
-                                  return false;
-                                });
+      auto test = [&](std::array<Value, NumRoles> &a) {
+        Hypothesis h;
+        h.layer = layer;
+        h.meanFromX = meanFromX;
+        h.leaf = a;
+        for (bool zc : {false, true}) {
+          if (zc && !a[W])
+            continue;
+          h.zeroCentered = zc;
+          if (holds(h, root, target, *g)) {
+            match.h = h;
+            return true;
+          }
+        }
+        return false;
+      };
+      found = forEachAssignment(leaves, roles, required, *g, test);
       if (found)
         break;
     }
@@ -586,11 +612,8 @@ void findGradSiblings(Match &match, Value root) {
   bool haveDw = match.target == Target::Dweight;
   DenseSet<Value> bound(match.h.leaf.begin(), match.h.leaf.end());
   for (Operation &op : *block) {
-    if (!isa<linalg::LinalgOp>(op) || op.getNumResults() != 1 ||
-        !isExpressionOp(&op))
-      continue;
-    Value r = op.getResult(0);
-    if (r == root)
+    Value r = candidate(&op);
+    if (!r || r == root || !isExpressionOp(&op))
       continue;
     auto t = cast<RankedTensorType>(r.getType());
     bool col = t.getRank() == 1;
@@ -617,6 +640,7 @@ void findGradSiblings(Match &match, Value root) {
       match.dbias = r;
     }
     llvm::append_range(match.slice.reductionTypes, s->reductionTypes);
+    match.slice.ops.insert(s->ops.begin(), s->ops.end());
   }
 }
 
@@ -625,16 +649,18 @@ void findGradSiblings(Match &match, Value root) {
 FailureOr<Match> findDxFor(const Match &dw, Value root) {
   const Hypothesis &h = dw.h;
   for (Operation &op : *root.getParentBlock()) {
-    if (!isa<linalg::LinalgOp>(op) || op.getNumResults() != 1 ||
-        !hasClass(op.getResult(0), Cls::Full, dw.g))
+    if (!candidate(&op) || !hasClass(op.getResult(0), Cls::Full, dw.g))
       continue;
     Why why;
     FailureOr<Match> m = matchGrad(op.getResult(0), why);
     if (failed(m) || m->target != Target::Dx)
       continue;
-    if (llvm::all_of(ArrayRef<Role>{Dy, X, Xhat, Mean, Rstd},
-                     [&](Role r) { return m->h.get(r) == h.get(r); }) &&
-        m->h.layer == h.layer)
+    // dweight = sum(dy * xhat) is symmetric in dy and x for RMSNorm: the
+    // dweight match may have them the other way round.
+    auto same = [&](Role r) { return m->h.get(r) == h.get(r); };
+    bool swapped = m->h.get(Dy) == h.get(X) && m->h.get(X) == h.get(Dy);
+    if ((swapped || (same(Dy) && same(X))) && same(Xhat) && same(Mean) &&
+        same(Rstd) && m->h.layer == h.layer && !m->h.meanFromX)
       return m;
   }
   return failure();
@@ -796,7 +822,27 @@ void rewriteGrad(Match &match, PatternRewriter &rewriter) {
   for (auto [v, target] : match.outputs)
     (target == Target::Dx ? dx : dw) = v;
   SmallVector<Value> leaves(h.leaf.begin(), h.leaf.end());
+  // A recomputed mean: the mean of a forward op of the same x (raised
+  // before), else of a forward op made for it.
+  Value xMean;
+  if (h.meanFromX) {
+    for (Operation &op : *root.getParentBlock())
+      if (auto fwd = dyn_cast<LayerNormOp>(op);
+          fwd && fwd.getX() == h.get(X) && fwd.getMean())
+        xMean = fwd.getMean();
+    if (xMean)
+      leaves.push_back(xMean);
+  }
   setInsertionAfterDefs(rewriter, root.getParentBlock(), leaves);
+  if (h.meanFromX && !xMean) {
+    auto t = cast<RankedTensorType>(h.get(X).getType());
+    auto statType = RankedTensorType::get(match.g.rows, rewriter.getF32Type());
+    xMean = LayerNormOp::create(rewriter, loc, t, statType, statType, Type(),
+                                h.get(X), Value(), Value(), Value(), Value(),
+                                Value(), Value(), FloatAttr(), UnitAttr(),
+                                accAttr(match))
+                .getMean();
+  }
 
   Value in = h.get(X) ? h.get(X) : h.get(Xhat);
   auto xType = cast<RankedTensorType>(in.getType());
@@ -817,7 +863,7 @@ void rewriteGrad(Match &match, PatternRewriter &rewriter) {
   }
   Value rstd = statFrom(rewriter, loc, h.get(Rstd), match.g);
   Value mean =
-      h.get(Mean) ? statFrom(rewriter, loc, h.get(Mean), match.g) : Value();
+      h.get(Mean) ? statFrom(rewriter, loc, h.get(Mean), match.g) : xMean;
   Type dwType =
       dw ? RankedTensorType::get({match.g.n}, elementType(weight)) : Type();
   Type dbType = match.dbias ? match.dbias.getType() : Type();
@@ -852,21 +898,22 @@ void rewriteGrad(Match &match, PatternRewriter &rewriter) {
 
 /// Erases the ops of a matched computation that nothing uses any more.
 void eraseDead(const Slice &slice, PatternRewriter &rewriter) {
-  for (Operation *op : llvm::reverse(slice.ops))
-    if (op->use_empty() && isPure(op))
-      rewriter.eraseOp(op);
+  SmallVector<Operation *> left(slice.ops.begin(), slice.ops.end());
+  for (bool erased = true; erased;) {
+    erased = false;
+    for (Operation *&op : left) {
+      if (op && op->use_empty() && isPure(op)) {
+        rewriter.eraseOp(op);
+        op = nullptr;
+        erased = true;
+      }
+    }
+  }
 }
 
 //===----------------------------------------------------------------------===//
 // Patterns
 //===----------------------------------------------------------------------===//
-
-/// A candidate result: one float tensor result of a linalg op.
-Value candidate(linalg::LinalgOp op) {
-  if (op->getNumResults() != 1 || !op.hasPureTensorSemantics())
-    return Value();
-  return op->getResult(0);
-}
 
 /// Whether a user of `v` is itself a candidate that `matches`: the larger
 /// expression is raised instead.
@@ -894,7 +941,7 @@ struct RaiseForward : public OpInterfaceRewritePattern<linalg::LinalgOp> {
 
   LogicalResult matchAndRewrite(linalg::LinalgOp op,
                                 PatternRewriter &rewriter) const override {
-    Value root = candidate(op);
+    Value root = candidate(op.getOperation());
     if (!root || cast<ShapedType>(root.getType()).getRank() < 2)
       return rewriter.notifyMatchFailure(op, "not a [rows, N] result");
     Why why;
@@ -916,11 +963,12 @@ struct RaiseForward : public OpInterfaceRewritePattern<linalg::LinalgOp> {
   RaiseOptions options;
 };
 
-struct RaiseGrad : public OpInterfaceRewritePattern<linalg::LinalgOp> {
+struct RaiseGrad : public RewritePattern {
   RaiseGrad(MLIRContext *ctx, RaiseOptions options)
-      : OpInterfaceRewritePattern(ctx), options(options) {}
+      : RewritePattern(MatchAnyOpTypeTag(), /*benefit=*/1, ctx),
+        options(options) {}
 
-  LogicalResult matchAndRewrite(linalg::LinalgOp op,
+  LogicalResult matchAndRewrite(Operation *op,
                                 PatternRewriter &rewriter) const override {
     Value root = candidate(op);
     if (!root)
@@ -968,8 +1016,11 @@ struct RaisePass : public norm::impl::NormRaiseBase<RaisePass> {
 
   void runOnOperation() override {
     int64_t before = 0;
-    getOperation().walk(
-        [&](Operation *op) { before += isa<NormDialect>(op->getDialect()); });
+    DenseSet<Operation *> existing;
+    getOperation().walk([&](Operation *op) {
+      before += isa<NormDialect>(op->getDialect());
+      existing.insert(op);
+    });
     RaiseOptions options;
     options.f32Accumulation = f32Accumulation;
     // Forward ops first: a backward in the same function then reads the
@@ -981,13 +1032,31 @@ struct RaisePass : public norm::impl::NormRaiseBase<RaisePass> {
       else
         patterns.add<RaiseForward>(&getContext(), options);
       SmallVector<Operation *> ops;
-      getOperation().walk([&](linalg::LinalgOp op) { ops.push_back(op); });
+      getOperation().walk([&](Operation *op) {
+        if (candidate(op))
+          ops.push_back(op);
+      });
       // Later ops first: the largest expression is tried before its parts.
       std::reverse(ops.begin(), ops.end());
       GreedyRewriteConfig config;
       config.enableFolding(false).enableConstantCSE(false);
       config.setStrictness(GreedyRewriteStrictness::ExistingOps);
       (void)applyOpPatternsGreedily(ops, std::move(patterns), config);
+    }
+    // What the rewrites made and nothing came to use (a reshape of a
+    // statistic whose only reader was raised later).
+    for (bool erased = true; erased;) {
+      erased = false;
+      SmallVector<Operation *> dead;
+      getOperation().walk([&](Operation *op) {
+        if (!existing.contains(op) && op->getNumResults() > 0 &&
+            op->use_empty() && isPure(op) &&
+            !isa<NormDialect>(op->getDialect()))
+          dead.push_back(op);
+      });
+      for (Operation *op : dead)
+        op->erase();
+      erased = !dead.empty();
     }
     int64_t raised = 0;
     getOperation().walk(
@@ -1001,7 +1070,7 @@ struct RaisePass : public norm::impl::NormRaiseBase<RaisePass> {
   /// computed through a reduction: why neither matcher took it.
   void reportLeft() {
     getOperation().walk([&](linalg::LinalgOp op) {
-      Value root = candidate(op);
+      Value root = candidate(op.getOperation());
       if (!root || !endsExpression(root))
         return;
       FailureOr<Slice> slice = collectSlice(root);
