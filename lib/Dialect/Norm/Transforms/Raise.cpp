@@ -27,6 +27,8 @@
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 #include <array>
+#include <functional>
+#include <set>
 #include <cmath>
 #include <random>
 
@@ -439,56 +441,76 @@ FailureOr<Type> accumulationOf(ArrayRef<Type> types, Why &why) {
   return acc;
 }
 
-/// Forward: y = LayerNorm / RMSNorm of one leaf.
-FailureOr<Match> matchForward(Value root, Why &why) {
-  auto t = dyn_cast<RankedTensorType>(root.getType());
-  if (!t || !isa<FloatType>(t.getElementType()))
-    return why.fail("not a float tensor");
-  FailureOr<Geometry> g = geometryOf(t, why);
-  if (failed(g))
-    return failure();
-  FailureOr<Slice> slice = collectSlice(root);
-  if (failed(slice))
-    return why.fail("computation too large");
-  if (slice->reductionTypes.empty())
-    return why.fail("no reduction");
-  SmallVector<Value> leaves(slice->leaves.begin(), slice->leaves.end());
-  if (leaves.size() > 3)
+/// The values a match may cut the computation at, besides its leaves:
+/// [rows..., N] values computed without a reduction of the slice (x, dy or
+/// a residual sum, when the program computes them), latest first.
+SmallVector<Value> cutCandidates(const Slice &slice, const Geometry &g) {
+  DenseSet<Operation *> afterReduction;
+  SmallVector<Value> out;
+  for (Operation *op : slice.ops) {
+    auto lop = dyn_cast<linalg::LinalgOp>(op);
+    bool dep = lop && lop.getNumReductionLoops() > 0;
+    for (Value v : op->getOperands())
+      if (Operation *d = v.getDefiningOp(); d && afterReduction.contains(d))
+        dep = true;
+    if (dep) {
+      afterReduction.insert(op);
+      continue;
+    }
+    for (Value r : op->getResults())
+      if (hasClass(r, Cls::Full, g))
+        out.push_back(r);
+  }
+  std::reverse(out.begin(), out.end());
+  return out;
+}
+
+unsigned countFull(const Slice &s, const Geometry &g) {
+  return llvm::count_if(s.leaves,
+                        [&](Value l) { return hasClass(l, Cls::Full, g); });
+}
+
+/// Forward on one cut of the computation: y = LayerNorm / RMSNorm of its
+/// leaves.
+FailureOr<Match> matchForwardSlice(Value root, Slice slice,
+                                   const Geometry &g, Why &why) {
+  SmallVector<Value> leaves(slice.leaves.begin(), slice.leaves.end());
+  if (leaves.size() > 3 || countFull(slice, g) != 1)
     return why.fail("reads more than x, weight and bias");
   SmallVector<double> epsCandidates;
-  for (double c : sliceConstants(*slice))
+  for (double c : sliceConstants(slice))
     if (c > 0.0 && c < 1.0)
       epsCandidates.push_back(c);
   if (epsCandidates.empty())
     return why.fail("no constant eps in (0, 1)");
 
   Match match;
-  match.g = *g;
+  match.g = g;
   match.target = Target::Y;
   bool found = false;
   for (bool layer : {true, false}) {
     SmallVector<Role> roles = {X, W};
     if (layer)
       roles.push_back(B);
-    found = forEachAssignment(leaves, roles, {X}, *g,
-                              [&](std::array<Value, NumRoles> &a) {
-                                Hypothesis h;
-                                h.layer = layer;
-                                h.leaf = a;
-                                for (bool zc : {false, true}) {
-                                  if (zc && !a[W])
-                                    continue;
-                                  h.zeroCentered = zc;
-                                  for (double eps : epsCandidates) {
-                                    h.eps = eps;
-                                    if (holds(h, root, Target::Y, *g)) {
-                                      match.h = h;
-                                      return true;
-                                    }
-                                  }
-                                }
-                                return false;
-                              });
+    auto test = [&](std::array<Value, NumRoles> &a) {
+      Hypothesis h;
+      h.layer = layer;
+      h.leaf = a;
+      for (bool zc : {false, true}) {
+        if (zc && !a[W])
+          continue;
+        h.zeroCentered = zc;
+        for (double eps : epsCandidates) {
+          h.eps = eps;
+          if (holds(h, root, Target::Y, g)) {
+            match.h = h;
+            return true;
+          }
+        }
+      }
+      return false;
+    };
+    found = forEachAssignment(leaves, roles, {X}, g, test);
     if (found)
       break;
   }
@@ -496,18 +518,18 @@ FailureOr<Match> matchForward(Value root, Why &why) {
     return why.fail("computes neither LayerNorm nor RMSNorm of its inputs "
                     "(eps placement, reduced dim, mean extent or a term "
                     "differs)");
-  match.slice = std::move(*slice);
+  match.slice = std::move(slice);
   match.outputs.push_back({root, Target::Y});
 
   // The statistics the program also computes: Row-shaped results of the
   // computation that are the mean or rstd of x.
-  Probe p = makeProbe(*g, 0, match.h.eps, 7);
-  Evaluator ev = evaluatorFor(*g);
-  bindLeaves(ev, match.h, p, *g);
-  Expected e = reference(match.h, p, *g, /*grad=*/false);
+  Probe p = makeProbe(g, 0, match.h.eps, 7);
+  Evaluator ev = evaluatorFor(g);
+  bindLeaves(ev, match.h, p, g);
+  Expected e = reference(match.h, p, g, /*grad=*/false);
   for (Operation *op : match.slice.ops) {
     for (Value r : op->getResults()) {
-      if (r == root || !hasClass(r, Cls::Row, *g))
+      if (r == root || !hasClass(r, Cls::Row, g))
         continue;
       FailureOr<const Array *> got = ev.eval(r);
       if (failed(got))
@@ -521,38 +543,54 @@ FailureOr<Match> matchForward(Value root, Why &why) {
   return match;
 }
 
-/// Backward: dx (Full root) or dweight (Col root).
-FailureOr<Match> matchGrad(Value root, Why &why) {
+LogicalResult checkTypes(Match &match, const RaiseOptions &options, Why &why);
+
+/// Forward: y = LayerNorm / RMSNorm of one value, read as it is (a leaf of
+/// the computation) or cut where the program computes it; the match whose
+/// dtypes the op can give.
+FailureOr<Match> matchForward(Value root, Why &why,
+                              const RaiseOptions &options = {}) {
   auto t = dyn_cast<RankedTensorType>(root.getType());
   if (!t || !isa<FloatType>(t.getElementType()))
     return why.fail("not a float tensor");
+  FailureOr<Geometry> g = geometryOf(t, why);
+  if (failed(g))
+    return failure();
   FailureOr<Slice> slice = collectSlice(root);
   if (failed(slice))
     return why.fail("computation too large");
   if (slice->reductionTypes.empty())
     return why.fail("no reduction");
-  Target target = t.getRank() == 1 ? Target::Dweight : Target::Dx;
-  // The geometry: of the root (dx), or of the column sum's input (dweight).
-  RankedTensorType fullType = t;
-  if (target == Target::Dweight) {
-    fullType = nullptr;
-    for (Value l : slice->leaves)
-      if (auto lt = dyn_cast<RankedTensorType>(l.getType());
-          lt && lt.getRank() >= 2 &&
-          compatible({lt.getShape().back()}, {t.getShape()[0]}))
-        fullType = lt;
-    if (!fullType)
-      return why.fail("no [rows, N] input");
+  SmallVector<Value> cuts = cutCandidates(*slice, *g);
+  Why first;
+  for (int64_t i = -1; i < static_cast<int64_t>(cuts.size()); ++i) {
+    FailureOr<Slice> s = i < 0 ? slice : collectSlice(root, {cuts[i]});
+    if (failed(s) || (i >= 0 && countFull(*s, *g) != 1))
+      continue;
+    Why w;
+    FailureOr<Match> m = matchForwardSlice(root, std::move(*s), *g, w);
+    if (succeeded(m) && succeeded(checkTypes(*m, options, w)))
+      return m;
+    if (first.text.empty() || succeeded(m))
+      first = w;
   }
-  FailureOr<Geometry> g = geometryOf(fullType, why);
-  if (failed(g))
-    return failure();
-  SmallVector<Value> leaves(slice->leaves.begin(), slice->leaves.end());
+  why = first;
+  return failure();
+}
+
+/// Backward on one cut of the computation: dx (Full root) or dweight (Col
+/// root) of its leaves.
+FailureOr<Match> matchGradSlice(Value root, Slice slice, Target target,
+                                const Geometry &g, Why &why) {
+  SmallVector<Value> leaves(slice.leaves.begin(), slice.leaves.end());
   if (leaves.size() > 6)
     return why.fail("too many inputs for a norm backward");
+  unsigned full = countFull(slice, g);
+  if (full < 2 || full > 3)
+    return why.fail("reads other than dy, x (or xhat) and dresidual");
 
   Match match;
-  match.g = *g;
+  match.g = g;
   match.target = target;
   bool found = false;
   for (bool layer : {true, false}) {
@@ -578,14 +616,14 @@ FailureOr<Match> matchGrad(Value root, Why &why) {
           if (zc && !a[W])
             continue;
           h.zeroCentered = zc;
-          if (holds(h, root, target, *g)) {
+          if (holds(h, root, target, g)) {
             match.h = h;
             return true;
           }
         }
         return false;
       };
-      found = forEachAssignment(leaves, roles, required, *g, test);
+      found = forEachAssignment(leaves, roles, required, g, test);
       if (found)
         break;
     }
@@ -595,9 +633,83 @@ FailureOr<Match> matchGrad(Value root, Why &why) {
   if (!found)
     return why.fail("computes no LayerNorm / RMSNorm backward output of its "
                     "inputs (a term, the reduced dim or an operand differs)");
-  match.slice = std::move(*slice);
+  match.slice = std::move(slice);
   match.outputs.push_back({root, target});
   return match;
+}
+
+/// Backward: dx (Full root) or dweight (Col root) of values read as they
+/// are (leaves) or cut where the program computes them (up to three cuts:
+/// dy, x, dresidual).
+FailureOr<Match> matchGrad(Value root, Why &why) {
+  auto t = dyn_cast<RankedTensorType>(root.getType());
+  if (!t || !isa<FloatType>(t.getElementType()))
+    return why.fail("not a float tensor");
+  FailureOr<Slice> slice = collectSlice(root);
+  if (failed(slice))
+    return why.fail("computation too large");
+  if (slice->reductionTypes.empty())
+    return why.fail("no reduction");
+  Target target = t.getRank() == 1 ? Target::Dweight : Target::Dx;
+  // The geometry: of the root (dx), or of the column sum's input (dweight).
+  RankedTensorType fullType = t;
+  if (target == Target::Dweight) {
+    fullType = nullptr;
+    for (Operation *op : slice->ops)
+      for (Value v : op->getOperands())
+        if (auto lt = dyn_cast<RankedTensorType>(v.getType());
+            lt && lt.getRank() >= 2 && isa<FloatType>(lt.getElementType()) &&
+            lt.getShape().back() != 1 &&
+            compatible({lt.getShape().back()}, {t.getShape()[0]}))
+          fullType = lt;
+    if (!fullType)
+      return why.fail("no [rows, N] input");
+  }
+  FailureOr<Geometry> g = geometryOf(fullType, why);
+  if (failed(g))
+    return failure();
+  FailureOr<Match> m = matchGradSlice(root, *slice, target, *g, why);
+  if (succeeded(m))
+    return m;
+  // Cut sets of one to three values, nearest the reductions first.
+  SmallVector<Value> cuts = cutCandidates(*slice, *g);
+  if (cuts.size() > 12)
+    cuts.resize(12);
+  std::set<std::vector<void *>> tried;
+  for (unsigned size = 1; size <= 3; ++size) {
+    SmallVector<unsigned> idx(size);
+    std::function<FailureOr<Match>(unsigned, unsigned)> rec =
+        [&](unsigned k, unsigned from) -> FailureOr<Match> {
+      if (k == size) {
+        SmallVector<Value> cut;
+        for (unsigned i : idx)
+          cut.push_back(cuts[i]);
+        FailureOr<Slice> s = collectSlice(root, cut);
+        if (failed(s))
+          return failure();
+        unsigned full = countFull(*s, *g);
+        if (full < 2 || full > 3)
+          return failure();
+        std::vector<void *> key;
+        for (Value l : s->leaves)
+          key.push_back(l.getAsOpaquePointer());
+        llvm::sort(key);
+        if (!tried.insert(key).second)
+          return failure();
+        Why w;
+        return matchGradSlice(root, std::move(*s), target, *g, w);
+      }
+      for (unsigned i = from; i < cuts.size(); ++i) {
+        idx[k] = i;
+        if (FailureOr<Match> r = rec(k + 1, i + 1); succeeded(r))
+          return r;
+      }
+      return failure();
+    };
+    if (FailureOr<Match> r = rec(0, 0); succeeded(r))
+      return r;
+  }
+  return failure();
 }
 
 /// Backward: the other outputs of the same op in the block (dx, dweight,
@@ -610,7 +722,10 @@ void findGradSiblings(Match &match, Value root) {
   Expected e = reference(match.h, p, match.g, /*grad=*/true);
   bool haveDx = match.target == Target::Dx;
   bool haveDw = match.target == Target::Dweight;
-  DenseSet<Value> bound(match.h.leaf.begin(), match.h.leaf.end());
+  DenseSet<Value> bound;
+  for (Value l : match.h.leaf)
+    if (l)
+      bound.insert(l);
   for (Operation &op : *block) {
     Value r = candidate(&op);
     if (!r || r == root || !isExpressionOp(&op))
@@ -621,7 +736,8 @@ void findGradSiblings(Match &match, Value root) {
       continue;
     if (!hasClass(r, col ? Cls::Col : Cls::Full, match.g))
       continue;
-    FailureOr<Slice> s = collectSlice(r);
+    SmallVector<Value> cut(bound.begin(), bound.end());
+    FailureOr<Slice> s = collectSlice(r, cut);
     if (failed(s) || s->reductionTypes.empty() ||
         !llvm::all_of(s->leaves, [&](Value l) { return bound.contains(l); }))
       continue;
@@ -921,7 +1037,8 @@ bool userMatches(Value v, function_ref<bool(Value)> matches) {
   for (Operation *user : v.getUsers()) {
     auto lop = dyn_cast<linalg::LinalgOp>(user);
     if (!lop || lop->getNumResults() != 1 ||
-        lop->getResult(0).getType() != v.getType())
+        cast<ShapedType>(lop->getResult(0).getType()).getShape() !=
+            cast<ShapedType>(v.getType()).getShape())
       continue;
     if (matches(lop->getResult(0)))
       return true;
@@ -945,9 +1062,7 @@ struct RaiseForward : public OpInterfaceRewritePattern<linalg::LinalgOp> {
     if (!root || cast<ShapedType>(root.getType()).getRank() < 2)
       return rewriter.notifyMatchFailure(op, "not a [rows, N] result");
     Why why;
-    FailureOr<Match> match = matchForward(root, why);
-    if (succeeded(match) && failed(checkTypes(*match, options, why)))
-      match = failure();
+    FailureOr<Match> match = matchForward(root, why, options);
     if (failed(match))
       return rewriter.notifyMatchFailure(op, why.text);
     if (userMatches(root, [](Value v) {

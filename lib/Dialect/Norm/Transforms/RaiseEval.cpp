@@ -128,6 +128,13 @@ bool raise::isExpressionOp(Operation *op) {
       return false;
     if (!llvm::all_of(lop.getIndexingMapsArray(), isProjection))
       return false;
+    // A reduction reads one input at every point of its loops (a row or
+    // column sum), not a contraction (matmul reads none so).
+    if (lop.getNumReductionLoops() > 0 &&
+        llvm::none_of(lop.getDpsInputOperands(), [&](OpOperand *in) {
+          return lop.getMatchingIndexingMap(in).isPermutation();
+        }))
+      return false;
     return isSupportedBody(*lop.getBlock());
   }
   if (isa<tensor::EmptyOp, tensor::ExpandShapeOp, tensor::CollapseShapeOp,
@@ -140,7 +147,8 @@ bool raise::isExpressionOp(Operation *op) {
          !isa<ShapedType>(op->getResult(0).getType());
 }
 
-FailureOr<Slice> raise::collectSlice(Value root, unsigned maxOps) {
+FailureOr<Slice> raise::collectSlice(Value root, ArrayRef<Value> cut,
+                                     unsigned maxOps) {
   Slice slice;
   SmallVector<Value> work = {root};
   DenseSet<Value> seen;
@@ -149,7 +157,7 @@ FailureOr<Slice> raise::collectSlice(Value root, unsigned maxOps) {
     if (!seen.insert(v).second)
       continue;
     Operation *def = v.getDefiningOp();
-    if (!def || !isExpressionOp(def)) {
+    if (!def || !isExpressionOp(def) || llvm::is_contained(cut, v)) {
       slice.leaves.insert(v);
       continue;
     }

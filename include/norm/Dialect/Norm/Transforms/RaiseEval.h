@@ -50,8 +50,10 @@ struct Slice {
 };
 
 /// Collects the computation of `root`, stopping at values no op of the
-/// expression layer computes; fails beyond `maxOps` ops.
-FailureOr<Slice> collectSlice(Value root, unsigned maxOps = 96);
+/// expression layer computes and at the values of `cut`; fails beyond
+/// `maxOps` ops.
+FailureOr<Slice> collectSlice(Value root, ArrayRef<Value> cut = {},
+                              unsigned maxOps = 96);
 
 /// The float constants of a slice (scalars, splats, constants inside
 /// bodies), as f64, without duplicates: where eps can come from.
