@@ -247,7 +247,8 @@ int main(int argc, char **argv) {
   std::mt19937_64 gen(seed);
   std::uniform_real_distribution<double> u(-1.0, 1.0);
   SmallVector<Buffer> inputs;
-  norm::raise::Evaluator ev;
+  norm::raise::Evaluator ev(int64_t(1) << 30);
+  ev.evaluateWholePrograms();
   for (auto [i, t] : llvm::enumerate(f.getFunctionType().getInputs())) {
     Buffer b = makeBuffer(cast<RankedTensorType>(t));
     std::vector<double> v(b.host.size());

@@ -27,10 +27,10 @@
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 #include <array>
-#include <functional>
-#include <set>
 #include <cmath>
+#include <functional>
 #include <random>
+#include <set>
 
 namespace mlir::norm {
 #define GEN_PASS_DEF_NORMRAISE
@@ -472,8 +472,8 @@ unsigned countFull(const Slice &s, const Geometry &g) {
 
 /// Forward on one cut of the computation: y = LayerNorm / RMSNorm of its
 /// leaves.
-FailureOr<Match> matchForwardSlice(Value root, Slice slice,
-                                   const Geometry &g, Why &why) {
+FailureOr<Match> matchForwardSlice(Value root, Slice slice, const Geometry &g,
+                                   Why &why) {
   SmallVector<Value> leaves(slice.leaves.begin(), slice.leaves.end());
   if (leaves.size() > 3 || countFull(slice, g) != 1)
     return why.fail("reads more than x, weight and bias");

@@ -29,7 +29,21 @@ using namespace mlir::norm::raise;
 namespace {
 
 /// The scalar operations of the expression layer. Casts are exact copies.
-enum class Opc { Add, Sub, Mul, Div, Neg, Copy, Rsqrt, Sqrt, Pow };
+enum class Opc {
+  Add,
+  Sub,
+  Mul,
+  Div,
+  Neg,
+  Copy,
+  Rsqrt,
+  Sqrt,
+  Pow,
+  Exp,
+  Max,
+  Select, // c ? a : b
+  Cmp,    // the predicate of the instruction
+};
 
 std::optional<Opc> classify(Operation *op) {
   if (isa<arith::AddFOp, arith::AddIOp>(op))
@@ -51,11 +65,51 @@ std::optional<Opc> classify(Operation *op) {
     return Opc::Sqrt;
   if (isa<math::PowFOp, math::FPowIOp>(op))
     return Opc::Pow;
+  if (isa<math::ExpOp>(op))
+    return Opc::Exp;
+  if (isa<arith::MaximumFOp, arith::MaxNumFOp>(op))
+    return Opc::Max;
+  if (isa<arith::SelectOp>(op))
+    return Opc::Select;
+  if (isa<arith::CmpFOp>(op))
+    return Opc::Cmp;
   return std::nullopt;
 }
 
-double apply(Opc opc, double a, double b) {
+/// A comparison (no probe has NaNs, so ordered and unordered agree).
+double compare(arith::CmpFPredicate p, double a, double b) {
+  using P = arith::CmpFPredicate;
+  switch (p) {
+  case P::OGT:
+  case P::UGT:
+    return a > b;
+  case P::OGE:
+  case P::UGE:
+    return a >= b;
+  case P::OLT:
+  case P::ULT:
+    return a < b;
+  case P::OLE:
+  case P::ULE:
+    return a <= b;
+  case P::OEQ:
+  case P::UEQ:
+    return a == b;
+  case P::ONE:
+  case P::UNE:
+    return a != b;
+  default:
+    return std::numeric_limits<double>::quiet_NaN();
+  }
+}
+
+double apply(Opc opc, double a, double b, double c = 0.0,
+             arith::CmpFPredicate pred = arith::CmpFPredicate::OEQ) {
   switch (opc) {
+  case Opc::Select:
+    return c != 0.0 ? a : b;
+  case Opc::Cmp:
+    return compare(pred, a, b);
   case Opc::Add:
     return a + b;
   case Opc::Sub:
@@ -74,6 +128,10 @@ double apply(Opc opc, double a, double b) {
     return std::sqrt(a);
   case Opc::Pow:
     return b == 2.0 ? a * a : std::pow(a, b);
+  case Opc::Exp:
+    return std::exp(a);
+  case Opc::Max:
+    return std::max(a, b);
   }
   return std::numeric_limits<double>::quiet_NaN();
 }
@@ -111,12 +169,18 @@ bool isSupportedBody(Block &body) {
   return true;
 }
 
-bool isSupportedConstant(arith::ConstantOp c) {
+/// A constant the expression layer computes: a scalar or a float splat.
+/// Other tensors (a model's parameters) are leaves, operands a norm op can
+/// take; the evaluator computes them when they are not bound.
+bool isSupportedConstant(arith::ConstantOp c, bool splatOnly = true) {
   if (scalarValue(c.getValue()))
     return true;
+  if (isa<DenseF32ResourceElementsAttr>(c.getValue()))
+    return !splatOnly;
   auto dense = dyn_cast<DenseElementsAttr>(c.getValue());
   return dense && dense.getType().hasStaticShape() &&
-         isa<FloatType>(dense.getElementType());
+         isa<FloatType>(dense.getElementType()) &&
+         (dense.isSplat() || !splatOnly);
 }
 
 } // namespace
@@ -215,17 +279,29 @@ SmallVector<int64_t> Evaluator::concrete(ArrayRef<int64_t> shape) const {
   return out;
 }
 
+bool Evaluator::evaluable(Operation *op) const {
+  if (!wholePrograms)
+    return false;
+  if (auto c = dyn_cast<arith::ConstantOp>(op))
+    return isSupportedConstant(c, /*splatOnly=*/false);
+  auto lop = dyn_cast<linalg::LinalgOp>(op);
+  return lop && lop.hasPureTensorSemantics() && op->getNumRegions() == 1 &&
+         !op->getRegion(0).empty() &&
+         llvm::all_of(lop.getIndexingMapsArray(), isProjection) &&
+         isSupportedBody(*lop.getBlock());
+}
+
 FailureOr<const Array *> Evaluator::eval(Value v) {
   auto it = values.find(v);
   if (it != values.end())
-    return &it->second;
+    return it->second.get();
   Operation *def = v.getDefiningOp();
-  if (!def || !isExpressionOp(def) || failed(evalOp(def)))
+  if (!def || !(isExpressionOp(def) || evaluable(def)) || failed(evalOp(def)))
     return failure();
   it = values.find(v);
   if (it == values.end())
     return failure();
-  return &it->second;
+  return it->second.get();
 }
 
 LogicalResult Evaluator::evalOp(Operation *op) {
@@ -241,7 +317,21 @@ LogicalResult Evaluator::evalOp(Operation *op) {
 
   if (auto c = dyn_cast<arith::ConstantOp>(op)) {
     if (auto s = scalarValue(c.getValue())) {
-      values[c.getResult()] = scalar(*s);
+      set(c.getResult(), scalar(*s));
+      return success();
+    }
+    if (auto blob = dyn_cast<DenseF32ResourceElementsAttr>(c.getValue())) {
+      // A frontend's parameters (torch-mlir's dense_resource blobs).
+      std::optional<ArrayRef<float>> data = blob.tryGetAsArrayRef();
+      if (!data)
+        return failure();
+      Array a;
+      a.shape.assign(blob.getType().getShape().begin(),
+                     blob.getType().getShape().end());
+      a.data.assign(data->begin(), data->end());
+      if (a.size() != static_cast<int64_t>(a.data.size()))
+        return failure();
+      set(c.getResult(), std::move(a));
       return success();
     }
     auto dense = cast<DenseElementsAttr>(c.getValue());
@@ -255,7 +345,7 @@ LogicalResult Evaluator::evalOp(Operation *op) {
       for (APFloat f : dense.getValues<APFloat>())
         a.data.push_back(f.convertToDouble());
     }
-    values[c.getResult()] = std::move(a);
+    set(c.getResult(), std::move(a));
     return success();
   }
 
@@ -272,7 +362,7 @@ LogicalResult Evaluator::evalOp(Operation *op) {
       a.shape.push_back(d);
     }
     a.data.assign(a.size(), std::numeric_limits<double>::quiet_NaN());
-    values[empty.getResult()] = std::move(a);
+    set(empty.getResult(), std::move(a));
     return success();
   }
 
@@ -284,7 +374,7 @@ LogicalResult Evaluator::evalOp(Operation *op) {
     auto i = static_cast<size_t>(idx->data[0]);
     if (i >= src->shape.size())
       return failure();
-    values[dim.getResult()] = scalar(static_cast<double>(src->shape[i]));
+    set(dim.getResult(), scalar(static_cast<double>(src->shape[i])));
     return success();
   }
 
@@ -292,7 +382,7 @@ LogicalResult Evaluator::evalOp(Operation *op) {
     const Array *src = operand(cast.getSource());
     if (!src)
       return failure();
-    values[cast.getResult()] = *src;
+    set(cast.getResult(), *src);
     return success();
   }
 
@@ -333,17 +423,26 @@ LogicalResult Evaluator::evalOp(Operation *op) {
     }
     if (a.size() != static_cast<int64_t>(a.data.size()))
       return failure();
-    values[op->getResult(0)] = std::move(a);
+    set(op->getResult(0), std::move(a));
     return success();
   }
 
   if (std::optional<Opc> opc = classify(op);
       opc && !isa<linalg::LinalgOp>(op)) {
-    const Array *a = operand(op->getOperand(0));
-    const Array *b = op->getNumOperands() > 1 ? operand(op->getOperand(1)) : a;
-    if (!a || !b || a->data.size() != 1 || b->data.size() != 1)
-      return failure();
-    values[op->getResult(0)] = scalar(apply(*opc, a->data[0], b->data[0]));
+    SmallVector<double, 3> in;
+    for (Value v : op->getOperands()) {
+      const Array *a = operand(v);
+      if (!a || a->data.size() != 1)
+        return failure();
+      in.push_back(a->data[0]);
+    }
+    if (*opc == Opc::Select) // (cond, a, b) -> (a, b, cond)
+      in = {in[1], in[2], in[0]};
+    in.resize(3, in[0]);
+    auto pred = arith::CmpFPredicate::OEQ;
+    if (auto c = dyn_cast<arith::CmpFOp>(op))
+      pred = c.getPredicate();
+    set(op->getResult(0), scalar(apply(*opc, in[0], in[1], in[2], pred)));
     return success();
   }
 
@@ -415,7 +514,8 @@ LogicalResult Evaluator::evalOp(Operation *op) {
     slot[arg] = slot.size(), init.push_back(0.0);
   struct Instr {
     Opc opc;
-    unsigned a, b, dst;
+    unsigned a, b, c, dst;
+    arith::CmpFPredicate pred;
   };
   SmallVector<Instr> code;
   auto slotOf = [&](Value v) -> std::optional<unsigned> {
@@ -445,15 +545,24 @@ LogicalResult Evaluator::evalOp(Operation *op) {
       init.push_back(*scalarValue(c.getValue()));
       continue;
     }
-    std::optional<unsigned> a = slotOf(bop.getOperand(0));
-    std::optional<unsigned> b =
-        bop.getNumOperands() > 1 ? slotOf(bop.getOperand(1)) : a;
-    if (!a || !b)
-      return failure();
+    SmallVector<unsigned, 3> in;
+    for (Value v : bop.getOperands()) {
+      std::optional<unsigned> sl = slotOf(v);
+      if (!sl)
+        return failure();
+      in.push_back(*sl);
+    }
+    Opc opc = *classify(&bop);
+    if (opc == Opc::Select) // (cond, a, b) -> (a, b, cond)
+      in = {in[1], in[2], in[0]};
+    in.resize(3, in[0]);
+    auto pred = arith::CmpFPredicate::OEQ;
+    if (auto c = dyn_cast<arith::CmpFOp>(bop))
+      pred = c.getPredicate();
     unsigned dst = init.size();
     init.push_back(0.0);
     slot[bop.getResult(0)] = dst;
-    code.push_back({*classify(&bop), *a, *b, dst});
+    code.push_back({opc, in[0], in[1], in[2], dst, pred});
   }
   if (yields.size() != numInits)
     return failure();
@@ -484,7 +593,7 @@ LogicalResult Evaluator::evalOp(Operation *op) {
       for (unsigned i = 0; i < numInits; ++i)
         s[numInputs + i] = outs[i].data[linear(numInputs + i)];
     for (const Instr &in : code)
-      s[in.dst] = apply(in.opc, s[in.a], s[in.b]);
+      s[in.dst] = apply(in.opc, s[in.a], s[in.b], s[in.c], in.pred);
     for (unsigned i = 0; i < numInits; ++i)
       outs[i].data[linear(numInputs + i)] = s[yields[i]];
     // Next point (row-major over the loops).
@@ -495,6 +604,6 @@ LogicalResult Evaluator::evalOp(Operation *op) {
     }
   }
   for (unsigned i = 0; i < numInits; ++i)
-    values[op->getResult(i)] = std::move(outs[i]);
+    set(op->getResult(i), std::move(outs[i]));
   return success();
 }

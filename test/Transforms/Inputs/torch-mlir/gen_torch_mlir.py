@@ -64,6 +64,27 @@ class RMSNormBackward(torch.nn.Module):
             dy, x, [N], rstd, w, [True, True])
 
 
+class Block(torch.nn.Module):
+    """Norms inside a network (Linear, residual, ReLU, softmax): what is not
+    a norm must stay as it is. Random parameters, so none is a splat."""
+
+    def __init__(self):
+        super().__init__()
+        self.l1 = torch.nn.Linear(N, N)
+        self.l2 = torch.nn.Linear(N, N)
+        self.ln = torch.nn.LayerNorm(N)
+        self.rms = torch.nn.RMSNorm(N, eps=1e-6)
+        with torch.no_grad():
+            for p in (self.ln.weight, self.ln.bias, self.rms.weight):
+                p.copy_(torch.randn(N))
+
+    def forward(self, x):
+        h = self.ln(x + self.l1(x))
+        h = self.rms(self.l2(torch.relu(h)))
+        e = torch.exp(h)  # a softmax without its max: a reduction too
+        return e / e.sum(-1, keepdim=True)
+
+
 def layer_norm_joint(x, w, b, dy):
     """Forward and autograd's backward of F.layer_norm in one graph."""
     y, vjp = torch.func.vjp(
@@ -83,6 +104,7 @@ def rand(*shape, dtype=torch.float32):
 
 
 def main(out):
+    torch.manual_seed(0)
     batch = torch.export.Dim("batch")
     cases = {
         "layer_norm_fwd": (LayerNormForward(), (rand(M, N), rand(N),
@@ -103,6 +125,7 @@ def main(out):
                          (rand(M, N), rand(M, N), rand(M, 1).abs() + 0.5,
                           rand(N)), None),
     }
+    cases["block_fwd"] = (Block(), (rand(M, N),), None)
     cases["layer_norm_fwd_rank3"] = (LayerNormForward(),
                                      (rand(4, 512, N), rand(N), rand(N)),
                                      None)

@@ -23,6 +23,7 @@
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/SmallVector.h"
 
+#include <memory>
 #include <vector>
 
 namespace mlir::norm::raise {
@@ -67,7 +68,7 @@ public:
   explicit Evaluator(int64_t workLimit = int64_t(1) << 26)
       : workLeft(workLimit) {}
 
-  void bind(Value leaf, Array a) { values[leaf] = std::move(a); }
+  void bind(Value leaf, Array a) { set(leaf, std::move(a)); }
 
   /// Evaluates on fewer rows than the types say: every static shape that
   /// starts with `rows` (rank >= rows.size()) starts with `shrunk` instead
@@ -78,17 +79,29 @@ public:
     rowsTo.assign(shrunk.begin(), shrunk.end());
   }
 
+  /// Also evaluates what the expression layer leaves out: contractions
+  /// (matmul) and tensor constants; for running a whole program in f64.
+  void evaluateWholePrograms() { wholePrograms = true; }
+
   /// The value of `v`, or failure (an op outside the expression layer that
   /// is not bound, inconsistent shapes, or the work limit).
   FailureOr<const Array *> eval(Value v);
 
 private:
   LogicalResult evalOp(Operation *op);
+  bool evaluable(Operation *op) const;
   /// A static shape of the program, with the rows shrunk.
   SmallVector<int64_t> concrete(ArrayRef<int64_t> shape) const;
 
-  DenseMap<Value, Array> values;
+  void set(Value v, Array a) {
+    values[v] = std::make_unique<Array>(std::move(a));
+  }
+
+  /// Each array stays where it is while others are added (operands are
+  /// held by pointer during an op's evaluation).
+  DenseMap<Value, std::unique_ptr<Array>> values;
   SmallVector<int64_t> rowsFrom, rowsTo;
+  bool wholePrograms = false;
   int64_t workLeft;
 };
 
