@@ -313,3 +313,124 @@ func.func @layer_norm_grad_partial(%DY: tensor<4x16xf32>, %X: tensor<4x16xf32>, 
   } -> tensor<16xf32>
   return %dx, %dw, %db : tensor<4x16xf32>, tensor<16xf32>, tensor<16xf32>
 }
+
+// -----
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0, 0)>
+#col = affine_map<(d0, d1) -> (d1)>
+
+// RMSNorm backward with a residual gradient added, statistics kept as
+// [M, 1] (collapsed for the op).
+// CHECK-LABEL: func @rms_norm_grad_dresidual
+// CHECK-SAME: (%[[DY:[^:]*]]: tensor<4x16xf32>, %[[X:[^:]*]]: tensor<4x16xf32>, %[[RSTD:[^:]*]]: tensor<4x1xf32>, %[[W:[^:]*]]: tensor<16xf32>, %[[DR:[^:]*]]: tensor<4x16xf32>)
+// CHECK: %[[R:.*]] = tensor.collapse_shape %[[RSTD]] {{\[\[}}0, 1]]
+// CHECK: %[[DX:.*]] = norm.rms_norm_grad dy(%[[DY]] : tensor<4x16xf32>) x(%[[X]] : tensor<4x16xf32>) rstd(%[[R]] : tensor<4xf32>) weight(%[[W]] : tensor<16xf32>) dresidual(%[[DR]] : tensor<4x16xf32>) -> dx(tensor<4x16xf32>)
+// CHECK-NOT: linalg.
+// CHECK: return %[[DX]]
+func.func @rms_norm_grad_dresidual(%DY: tensor<4x16xf32>, %X: tensor<4x16xf32>, %RSTD: tensor<4x1xf32>, %W: tensor<16xf32>, %DR: tensor<4x16xf32>) -> tensor<4x16xf32> {
+  %c0 = arith.constant 0.0 : f32
+  %n = arith.constant 16.0 : f32
+  %e1 = tensor.empty() : tensor<4x1xf32>
+  %z = linalg.fill ins(%c0 : f32) outs(%e1 : tensor<4x1xf32>) -> tensor<4x1xf32>
+  %sgx = linalg.generic {indexing_maps = [#id, #id, #row, #col, #row], iterator_types = ["parallel", "reduction"]} ins(%DY, %X, %RSTD, %W : tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x1xf32>, tensor<16xf32>) outs(%z : tensor<4x1xf32>) {
+  ^bb0(%dy: f32, %x: f32, %r: f32, %w: f32, %acc: f32):
+    %xh = arith.mulf %x, %r : f32
+    %g = arith.mulf %w, %dy : f32
+    %t = arith.mulf %xh, %g : f32
+    %s = arith.addf %acc, %t : f32
+    linalg.yield %s : f32
+  } -> tensor<4x1xf32>
+  %e2 = tensor.empty() : tensor<4x16xf32>
+  %dx = linalg.generic {indexing_maps = [#id, #id, #row, #col, #row, #id, #id], iterator_types = ["parallel", "parallel"]} ins(%DY, %X, %RSTD, %W, %sgx, %DR : tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x1xf32>, tensor<16xf32>, tensor<4x1xf32>, tensor<4x16xf32>) outs(%e2 : tensor<4x16xf32>) {
+  ^bb0(%dy: f32, %x: f32, %r: f32, %w: f32, %s: f32, %dr: f32, %o: f32):
+    %xh = arith.mulf %x, %r : f32
+    %g = arith.mulf %dy, %w : f32
+    %m = arith.divf %s, %n : f32
+    %b = arith.mulf %xh, %m : f32
+    %c = arith.subf %g, %b : f32
+    %d = arith.mulf %c, %r : f32
+    %e = arith.addf %dr, %d : f32
+    linalg.yield %e : f32
+  } -> tensor<4x16xf32>
+  return %dx : tensor<4x16xf32>
+}
+
+// -----
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+#col = affine_map<(d0, d1) -> (d1)>
+
+// LayerNorm backward from a stored xhat (no x, no mean), without weight.
+// CHECK-LABEL: func @layer_norm_grad_stored_xhat
+// CHECK-SAME: (%[[DY:[^:]*]]: tensor<?x16xf32>, %[[XH:[^:]*]]: tensor<?x16xf32>, %[[RSTD:[^:]*]]: tensor<?xf32>)
+// CHECK: %[[DX:.*]], %[[DB:.*]] = norm.layer_norm_grad dy(%[[DY]] : tensor<?x16xf32>) xhat(%[[XH]] : tensor<?x16xf32>) rstd(%[[RSTD]] : tensor<?xf32>) -> dx(tensor<?x16xf32>) dbias(tensor<16xf32>)
+// CHECK-NOT: linalg.
+// CHECK: return %[[DX]], %[[DB]]
+func.func @layer_norm_grad_stored_xhat(%DY: tensor<?x16xf32>, %XH: tensor<?x16xf32>, %RSTD: tensor<?xf32>) -> (tensor<?x16xf32>, tensor<16xf32>) {
+  %c0 = arith.constant 0 : index
+  %zero = arith.constant 0.0 : f32
+  %inv = arith.constant 0.0625 : f32
+  %m = tensor.dim %DY, %c0 : tensor<?x16xf32>
+  %e1 = tensor.empty(%m) : tensor<?xf32>
+  %z = linalg.fill ins(%zero : f32) outs(%e1 : tensor<?xf32>) -> tensor<?xf32>
+  %sg = linalg.reduce { arith.addf } ins(%DY : tensor<?x16xf32>) outs(%z : tensor<?xf32>) dimensions = [1]
+  %e2 = tensor.empty(%m) : tensor<?x16xf32>
+  %gx = linalg.mul ins(%DY, %XH : tensor<?x16xf32>, tensor<?x16xf32>) outs(%e2 : tensor<?x16xf32>) -> tensor<?x16xf32>
+  %sgx = linalg.reduce { arith.addf } ins(%gx : tensor<?x16xf32>) outs(%z : tensor<?xf32>) dimensions = [1]
+  %dx = linalg.generic {indexing_maps = [#id, #id, #row, #row, #row, #id], iterator_types = ["parallel", "parallel"]} ins(%DY, %XH, %RSTD, %sg, %sgx : tensor<?x16xf32>, tensor<?x16xf32>, tensor<?xf32>, tensor<?xf32>, tensor<?xf32>) outs(%e2 : tensor<?x16xf32>) {
+  ^bb0(%dy: f32, %xh: f32, %r: f32, %s1: f32, %s2: f32, %o: f32):
+    %m1 = arith.mulf %s1, %inv : f32
+    %m2 = arith.mulf %s2, %inv : f32
+    %a = arith.subf %dy, %m1 : f32
+    %b = arith.mulf %xh, %m2 : f32
+    %c = arith.subf %a, %b : f32
+    %d = arith.mulf %r, %c : f32
+    linalg.yield %d : f32
+  } -> tensor<?x16xf32>
+  %e3 = tensor.empty() : tensor<16xf32>
+  %zc = linalg.fill ins(%zero : f32) outs(%e3 : tensor<16xf32>) -> tensor<16xf32>
+  %db = linalg.reduce { arith.addf } ins(%DY : tensor<?x16xf32>) outs(%zc : tensor<16xf32>) dimensions = [0]
+  return %dx, %db : tensor<?x16xf32>, tensor<16xf32>
+}
+
+// -----
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#row3 = affine_map<(d0, d1, d2) -> (d0, d1)>
+#col3 = affine_map<(d0, d1, d2) -> (d2)>
+
+// Rank 3 ([B, S, N] rows), bf16 activations computed in f32 with an f32
+// weight, as torch's autocast leaves it: extf, the norm, truncf.
+// CHECK-LABEL: func @rms_norm_rank3_bf16
+// CHECK-SAME: (%[[X:[^:]*]]: tensor<2x?x32xbf16>, %[[W:[^:]*]]: tensor<32xf32>)
+// CHECK: %[[Y:.*]], %{{.*}} = norm.rms_norm x(%[[X]] : tensor<2x?x32xbf16>) weight(%[[W]] : tensor<32xf32>) {eps = 9.99999997E-7 : f32} -> y(tensor<2x?x32xbf16>) rstd(tensor<2x?xf32>)
+// CHECK-NOT: linalg.
+// CHECK: return %[[Y]]
+func.func @rms_norm_rank3_bf16(%X: tensor<2x?x32xbf16>, %W: tensor<32xf32>) -> tensor<2x?x32xbf16> {
+  %c1 = arith.constant 1 : index
+  %zero = arith.constant 0.0 : f32
+  %n = arith.constant 32.0 : f32
+  %eps = arith.constant 1.0e-6 : f32
+  %s = tensor.dim %X, %c1 : tensor<2x?x32xbf16>
+  %e1 = tensor.empty(%s) : tensor<2x?xf32>
+  %z = linalg.fill ins(%zero : f32) outs(%e1 : tensor<2x?xf32>) -> tensor<2x?xf32>
+  %ss = linalg.generic {indexing_maps = [#id3, #row3], iterator_types = ["parallel", "parallel", "reduction"]} ins(%X : tensor<2x?x32xbf16>) outs(%z : tensor<2x?xf32>) {
+  ^bb0(%a: bf16, %acc: f32):
+    %f = arith.extf %a : bf16 to f32
+    %q = arith.mulf %f, %f : f32
+    %t = arith.addf %q, %acc : f32
+    linalg.yield %t : f32
+  } -> tensor<2x?xf32>
+  %e2 = tensor.empty(%s) : tensor<2x?x32xbf16>
+  %y = linalg.generic {indexing_maps = [#id3, #row3, #col3, #id3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%X, %ss, %W : tensor<2x?x32xbf16>, tensor<2x?xf32>, tensor<32xf32>) outs(%e2 : tensor<2x?x32xbf16>) {
+  ^bb0(%a: bf16, %t: f32, %w: f32, %o: bf16):
+    %f = arith.extf %a : bf16 to f32
+    %v = arith.divf %t, %n : f32
+    %ve = arith.addf %v, %eps : f32
+    %r = math.rsqrt %ve : f32
+    %h = arith.mulf %f, %r : f32
+    %yw = arith.mulf %h, %w : f32
+    %yt = arith.truncf %yw : f32 to bf16
+    linalg.yield %yt : bf16
+  } -> tensor<2x?x32xbf16>
+  return %y : tensor<2x?x32xbf16>
+}
