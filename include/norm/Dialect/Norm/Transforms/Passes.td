@@ -177,11 +177,15 @@ def NormRaise : Pass<"norm-raise", "::mlir::func::FuncOp"> {
     everything else stays.
 
     The match is on the math, not on the op sequence. Each candidate (the
-    one result of a linalg op: y or dx `[rows..., N]`, or a dweight `[N]`)
-    is cut at its leaves (the values no such op computes); each assignment
-    of the leaves to the op's operands, with each float constant of the
-    computation in (0, 1) as eps, is tried, and holds when the computation
-    and the op's definition agree in f64 (casts exact) on random inputs:
+    one result of a linalg op: y or dx `[rows..., N]`, or a dweight `[N]`,
+    also as an `[N]` reshape of a `[1, N]` sum) is cut at its leaves (the
+    values no such op computes: arguments, parameters, matmuls) or, where
+    the program computes x, dy or a residual sum itself, at those values
+    (`[rows..., N]` values computed without a reduction of the candidate's
+    computation); each assignment of the leaves to the op's operands, with
+    each float constant of the computation in (0, 1) as eps, is tried, and
+    holds when the computation and the op's definition agree in f64 (casts
+    exact) on random inputs:
     unit data, data whose variance is of the order of eps (where the place
     of eps matters), and, for LayerNorm, data far from zero (where
     E[x^2] - E[x]^2 cancels, so a one-pass variance is refused). A
@@ -198,7 +202,9 @@ def NormRaise : Pass<"norm-raise", "::mlir::func::FuncOp"> {
     A forward also replaces the mean and rstd the program computes; a
     backward takes dx, dweight and dbias of the same inputs together
     (whichever the program computes; the op's other results stay unused,
-    a dweight without a weight in the program gets a weight of ones).
+    a dweight without a weight in the program gets a weight of ones). A
+    backward reads saved statistics, a stored xhat, or (a joint graph of
+    forward and backward) x with the mean the forward computed.
     Forward ops are raised first, so a backward in the same function reads
     their statistics. The largest matching expression is raised: a
     candidate whose user also matches is left to that user.
