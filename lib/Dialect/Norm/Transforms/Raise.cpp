@@ -4,7 +4,9 @@
 //
 // norm-raise. A candidate is a linalg result: a [rows..., N] tensor (y or
 // dx) or an [N] column sum (dweight). Its computation (RaiseEval.h) is cut
-// at its leaves; each assignment of the leaves to the operands of a norm op
+// at its leaves, or also at values the program computes before any of the
+// computation's reductions (x, dy, a residual sum: cutCandidates); each
+// assignment of the leaves to the operands of a norm op
 // (x, weight, bias; dy, x or xhat, mean, rstd, weight, dresidual), with each
 // float constant of the computation as eps, is a hypothesis. A hypothesis
 // holds when the computation and the op's definition agree on random inputs
