@@ -444,27 +444,46 @@ FailureOr<Type> accumulationOf(ArrayRef<Type> types, Why &why) {
 }
 
 /// The values a match may cut the computation at, besides its leaves:
-/// [rows..., N] values computed without a reduction of the slice (x, dy or
-/// a residual sum, when the program computes them), latest first.
+/// [rows..., N] values that feed one of the slice's reductions (x, dy, a
+/// residual sum, and what they are computed from, up to earlier norms) or
+/// that an op after a reduction reads (a residual gradient added to dx);
+/// nearest the root first.
 SmallVector<Value> cutCandidates(const Slice &slice, const Geometry &g) {
-  DenseSet<Operation *> afterReduction;
-  SmallVector<Value> out;
-  for (Operation *op : slice.ops) {
+  auto isReduction = [](Operation *op) {
     auto lop = dyn_cast<linalg::LinalgOp>(op);
-    bool dep = lop && lop.getNumReductionLoops() > 0;
+    return lop && lop.getNumReductionLoops() > 0;
+  };
+  DenseSet<Operation *> feeds;
+  for (Operation *op : llvm::reverse(slice.ops)) {
+    if (!isReduction(op) && !feeds.contains(op))
+      continue;
+    for (Value v : op->getOperands())
+      if (Operation *d = v.getDefiningOp(); d && slice.ops.contains(d))
+        feeds.insert(d);
+  }
+  DenseSet<Operation *> afterReduction;
+  for (Operation *op : slice.ops) {
+    bool dep = isReduction(op);
     for (Value v : op->getOperands())
       if (Operation *d = v.getDefiningOp(); d && afterReduction.contains(d))
         dep = true;
-    if (dep) {
+    if (dep)
       afterReduction.insert(op);
-      continue;
-    }
-    for (Value r : op->getResults())
-      if (hasClass(r, Cls::Full, g))
-        out.push_back(r);
   }
-  std::reverse(out.begin(), out.end());
-  return out;
+  SetVector<Value> out;
+  for (Operation *op : llvm::reverse(slice.ops)) {
+    if (feeds.contains(op))
+      for (Value r : op->getResults())
+        if (hasClass(r, Cls::Full, g))
+          out.insert(r);
+    if (afterReduction.contains(op))
+      for (Value v : op->getOperands())
+        if (Operation *d = v.getDefiningOp();
+            d && slice.ops.contains(d) && !afterReduction.contains(d) &&
+            hasClass(v, Cls::Full, g))
+          out.insert(v);
+  }
+  return out.takeVector();
 }
 
 unsigned countFull(const Slice &s, const Geometry &g) {
@@ -564,6 +583,8 @@ FailureOr<Match> matchForward(Value root, Why &why,
   if (slice->reductionTypes.empty())
     return why.fail("no reduction");
   SmallVector<Value> cuts = cutCandidates(*slice, *g);
+  if (cuts.size() > 48)
+    cuts.resize(48);
   Why first;
   for (int64_t i = -1; i < static_cast<int64_t>(cuts.size()); ++i) {
     FailureOr<Slice> s = i < 0 ? slice : collectSlice(root, {cuts[i]});

@@ -214,21 +214,22 @@ bool raise::isExpressionOp(Operation *op) {
 FailureOr<Slice> raise::collectSlice(Value root, ArrayRef<Value> cut,
                                      unsigned maxOps) {
   Slice slice;
+  // Breadth first: past the budget, what is farthest from the root becomes
+  // a leaf.
   SmallVector<Value> work = {root};
   DenseSet<Value> seen;
-  while (!work.empty()) {
-    Value v = work.pop_back_val();
+  for (size_t next = 0; next < work.size(); ++next) {
+    Value v = work[next];
     if (!seen.insert(v).second)
       continue;
     Operation *def = v.getDefiningOp();
-    if (!def || !isExpressionOp(def) || llvm::is_contained(cut, v)) {
+    if (!def || !isExpressionOp(def) || llvm::is_contained(cut, v) ||
+        (!slice.ops.contains(def) && slice.ops.size() >= maxOps)) {
       slice.leaves.insert(v);
       continue;
     }
     if (!slice.ops.insert(def))
       continue;
-    if (slice.ops.size() > maxOps)
-      return failure();
     for (Value operand : def->getOperands())
       work.push_back(operand);
     if (auto lop = dyn_cast<linalg::LinalgOp>(def)) {

@@ -85,6 +85,19 @@ class Block(torch.nn.Module):
         return e / e.sum(-1, keepdim=True)
 
 
+class TwoBlocks(torch.nn.Module):
+    """Block after Block: the second block's norms read values computed
+    after the first block's reductions (its softmax)."""
+
+    def __init__(self):
+        super().__init__()
+        self.first = Block()
+        self.second = Block()
+
+    def forward(self, x):
+        return self.second(self.first(x))
+
+
 def layer_norm_joint(x, w, b, dy):
     """Forward and autograd's backward of F.layer_norm in one graph."""
     y, vjp = torch.func.vjp(
@@ -126,6 +139,7 @@ def main(out):
                           rand(N)), None),
     }
     cases["block_fwd"] = (Block(), (rand(M, N),), None)
+    cases["two_blocks_fwd"] = (TwoBlocks(), (rand(M, N),), None)
     cases["layer_norm_fwd_rank3"] = (LayerNormForward(),
                                      (rand(4, 512, N), rand(N), rand(N)),
                                      None)

@@ -51,8 +51,8 @@ struct Slice {
 };
 
 /// Collects the computation of `root`, stopping at values no op of the
-/// expression layer computes and at the values of `cut`; fails beyond
-/// `maxOps` ops.
+/// expression layer computes and at the values of `cut`; past `maxOps` ops
+/// (breadth first from the root), the values still to visit are leaves.
 FailureOr<Slice> collectSlice(Value root, ArrayRef<Value> cut = {},
                               unsigned maxOps = 96);
 
