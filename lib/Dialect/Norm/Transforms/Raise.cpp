@@ -26,7 +26,6 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/PatternMatch.h"
-#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 #include <array>
 #include <cmath>
@@ -478,12 +477,44 @@ SmallVector<Value> cutCandidates(const Slice &slice, const Geometry &g) {
           out.insert(r);
     if (afterReduction.contains(op))
       for (Value v : op->getOperands())
-        if (Operation *d = v.getDefiningOp();
-            d && slice.ops.contains(d) && !afterReduction.contains(d) &&
-            hasClass(v, Cls::Full, g))
+        if (Operation *d = v.getDefiningOp(); d && slice.ops.contains(d) &&
+                                              !afterReduction.contains(d) &&
+                                              hasClass(v, Cls::Full, g))
           out.insert(v);
   }
   return out.takeVector();
+}
+
+/// Whether no leaf of `s` is computed from one of its ops: a raised op
+/// reading such a value would leave what it replaces computed anyway (a
+/// dresidual that is dx's own image through a matmul).
+bool leavesIndependent(const Slice &s) {
+  SmallVector<Operation *> work;
+  DenseSet<Operation *> seen;
+  for (Value l : s.leaves)
+    if (Operation *d = l.getDefiningOp())
+      work.push_back(d);
+  while (!work.empty()) {
+    Operation *op = work.pop_back_val();
+    if (!seen.insert(op).second || seen.size() > 2048)
+      continue;
+    // Shared sources (a tensor.empty or a zero fill many ops take as their
+    // init) carry no data.
+    if (isa<tensor::EmptyOp, arith::ConstantOp, linalg::FillOp>(op))
+      continue;
+    if (s.ops.contains(op))
+      return false;
+    auto lop = dyn_cast<linalg::LinalgOp>(op);
+    for (OpOperand &operand : op->getOpOperands()) {
+      if (lop && lop.isDpsInit(&operand) &&
+          !lop.payloadUsesValueFromOperand(&operand))
+        continue;
+      if (Operation *d = operand.get().getDefiningOp();
+          d && d->getBlock() == op->getBlock())
+        work.push_back(d);
+    }
+  }
+  return true;
 }
 
 unsigned countFull(const Slice &s, const Geometry &g) {
@@ -585,20 +616,28 @@ FailureOr<Match> matchForward(Value root, Why &why,
   SmallVector<Value> cuts = cutCandidates(*slice, *g);
   if (cuts.size() > 48)
     cuts.resize(48);
+  // Of the cuts that match, the one that takes the most of the program
+  // (x where the program has it, not a part of it).
   Why first;
+  FailureOr<Match> best = failure();
   for (int64_t i = -1; i < static_cast<int64_t>(cuts.size()); ++i) {
     FailureOr<Slice> s = i < 0 ? slice : collectSlice(root, {cuts[i]});
-    if (failed(s) || (i >= 0 && countFull(*s, *g) != 1))
+    if (failed(s) || (i >= 0 && countFull(*s, *g) != 1) ||
+        (succeeded(best) && s->ops.size() <= best->slice.ops.size()) ||
+        !leavesIndependent(*s))
       continue;
     Why w;
     FailureOr<Match> m = matchForwardSlice(root, std::move(*s), *g, w);
-    if (succeeded(m) && succeeded(checkTypes(*m, options, w)))
-      return m;
+    if (succeeded(m) && succeeded(checkTypes(*m, options, w))) {
+      best = std::move(m);
+      continue;
+    }
     if (first.text.empty() || succeeded(m))
       first = w;
   }
-  why = first;
-  return failure();
+  if (failed(best))
+    why = first;
+  return best;
 }
 
 /// Backward on one cut of the computation: dx (Full root) or dweight (Col
@@ -691,9 +730,11 @@ FailureOr<Match> matchGrad(Value root, Why &why) {
   FailureOr<Geometry> g = geometryOf(fullType, why);
   if (failed(g))
     return failure();
-  FailureOr<Match> m = matchGradSlice(root, *slice, target, *g, why);
-  if (succeeded(m))
-    return m;
+  FailureOr<Match> best = failure();
+  if (leavesIndependent(*slice))
+    best = matchGradSlice(root, *slice, target, *g, why);
+  if (succeeded(best))
+    return best;
   // Cut sets of one to three values, nearest the reductions first.
   SmallVector<Value> cuts = cutCandidates(*slice, *g);
   if (cuts.size() > 12)
@@ -719,20 +760,29 @@ FailureOr<Match> matchGrad(Value root, Why &why) {
         llvm::sort(key);
         if (!tried.insert(key).second)
           return failure();
+        if ((succeeded(best) && s->ops.size() <= best->slice.ops.size()) ||
+            !leavesIndependent(*s))
+          return failure();
         Why w;
-        return matchGradSlice(root, std::move(*s), target, *g, w);
+        FailureOr<Match> m = matchGradSlice(root, std::move(*s), target, *g, w);
+        if (succeeded(m))
+          best = std::move(m);
+        return failure();
       }
       for (unsigned i = from; i < cuts.size(); ++i) {
         idx[k] = i;
-        if (FailureOr<Match> r = rec(k + 1, i + 1); succeeded(r))
-          return r;
+        (void)rec(k + 1, i + 1);
       }
       return failure();
     };
-    if (FailureOr<Match> r = rec(0, 0); succeeded(r))
-      return r;
+    // Of the cut sets that match, the one that takes the most of the
+    // program (dy and the weight, not g = dy * w).
+    (void)rec(0, 0);
   }
-  return failure();
+  if (failed(best))
+    return why.fail("computes no LayerNorm / RMSNorm backward output of its "
+                    "inputs (a term, the reduced dim or an operand differs)");
+  return best;
 }
 
 /// Backward: the other outputs of the same op in the block (dx, dweight,
@@ -914,7 +964,7 @@ TypeAttr accAttr(const Match &match) {
   return match.acc.isF32() ? TypeAttr() : TypeAttr::get(match.acc);
 }
 
-void rewriteForward(Match &match, PatternRewriter &rewriter) {
+void rewriteForward(Match &match, RewriterBase &rewriter) {
   const Hypothesis &h = match.h;
   Value root = match.outputs.front().first;
   Location loc = root.getLoc();
@@ -953,7 +1003,7 @@ void rewriteForward(Match &match, PatternRewriter &rewriter) {
   rewriter.replaceAllUsesWith(root, yOut);
 }
 
-void rewriteGrad(Match &match, PatternRewriter &rewriter) {
+void rewriteGrad(Match &match, RewriterBase &rewriter) {
   const Hypothesis &h = match.h;
   Value root = match.outputs.front().first;
   Location loc = root.getLoc();
@@ -1036,7 +1086,7 @@ void rewriteGrad(Match &match, PatternRewriter &rewriter) {
 }
 
 /// Erases the ops of a matched computation that nothing uses any more.
-void eraseDead(const Slice &slice, PatternRewriter &rewriter) {
+void eraseDead(const Slice &slice, RewriterBase &rewriter) {
   SmallVector<Operation *> left(slice.ops.begin(), slice.ops.end());
   for (bool erased = true; erased;) {
     erased = false;
@@ -1075,26 +1125,67 @@ bool endsExpression(Value v) {
                       [](Operation *u) { return !isExpressionOp(u); });
 }
 
-struct RaiseForward : public OpInterfaceRewritePattern<linalg::LinalgOp> {
-  RaiseForward(MLIRContext *ctx, RaiseOptions options)
-      : OpInterfaceRewritePattern(ctx), options(options) {}
+/// Raises the forward whose y `op` computes, if it is one.
+LogicalResult raiseForwardAt(Operation *op, RewriterBase &rewriter,
+                             const RaiseOptions &options, Why &why) {
+  Value root = candidate(op);
+  if (!root || cast<ShapedType>(root.getType()).getRank() < 2)
+    return why.fail("not a [rows, N] result");
+  FailureOr<Match> match = matchForward(root, why, options);
+  if (failed(match))
+    return failure();
+  if (userMatches(root, [](Value v) {
+        Why w;
+        return succeeded(matchForward(v, w));
+      }))
+    return why.fail("a user is a larger match");
+  rewriteForward(*match, rewriter);
+  eraseDead(match->slice, rewriter);
+  return success();
+}
 
-  LogicalResult matchAndRewrite(linalg::LinalgOp op,
+/// Raises the backward whose dx or dweight `op` computes (with the other
+/// outputs of the same inputs), if it is one.
+LogicalResult raiseGradAt(Operation *op, RewriterBase &rewriter,
+                          const RaiseOptions &options, Why &why) {
+  Value root = candidate(op);
+  if (!root)
+    return why.fail("not a single tensor result");
+  FailureOr<Match> match = matchGrad(root, why);
+  if (succeeded(match) && match->target == Target::Dweight) {
+    // A dx of the same inputs carries the weight: it is the root then.
+    if (FailureOr<Match> dx = findDxFor(*match, root); succeeded(dx)) {
+      root = dx->outputs.front().first;
+      match = std::move(dx);
+    }
+  }
+  if (succeeded(match)) {
+    findGradSiblings(*match, root);
+    if (failed(checkTypes(*match, options, why)))
+      match = failure();
+  }
+  if (failed(match))
+    return failure();
+  if (match->target == Target::Dx && userMatches(root, [](Value v) {
+        Why w;
+        return succeeded(matchGrad(v, w));
+      }))
+    return why.fail("a user is a larger match");
+  rewriteGrad(*match, rewriter);
+  eraseDead(match->slice, rewriter);
+  return success();
+}
+
+struct RaiseForward : public RewritePattern {
+  RaiseForward(MLIRContext *ctx, RaiseOptions options)
+      : RewritePattern(MatchAnyOpTypeTag(), /*benefit=*/1, ctx),
+        options(options) {}
+
+  LogicalResult matchAndRewrite(Operation *op,
                                 PatternRewriter &rewriter) const override {
-    Value root = candidate(op.getOperation());
-    if (!root || cast<ShapedType>(root.getType()).getRank() < 2)
-      return rewriter.notifyMatchFailure(op, "not a [rows, N] result");
     Why why;
-    FailureOr<Match> match = matchForward(root, why, options);
-    if (failed(match))
+    if (failed(raiseForwardAt(op, rewriter, options, why)))
       return rewriter.notifyMatchFailure(op, why.text);
-    if (userMatches(root, [](Value v) {
-          Why w;
-          return succeeded(matchForward(v, w));
-        }))
-      return rewriter.notifyMatchFailure(op, "a user is a larger match");
-    rewriteForward(*match, rewriter);
-    eraseDead(match->slice, rewriter);
     return success();
   }
 
@@ -1108,36 +1199,19 @@ struct RaiseGrad : public RewritePattern {
 
   LogicalResult matchAndRewrite(Operation *op,
                                 PatternRewriter &rewriter) const override {
-    Value root = candidate(op);
-    if (!root)
-      return rewriter.notifyMatchFailure(op, "not a single tensor result");
     Why why;
-    FailureOr<Match> match = matchGrad(root, why);
-    if (succeeded(match) && match->target == Target::Dweight) {
-      // A dx of the same inputs carries the weight: it is the root then.
-      if (FailureOr<Match> dx = findDxFor(*match, root); succeeded(dx)) {
-        root = dx->outputs.front().first;
-        match = std::move(dx);
-      }
-    }
-    if (succeeded(match)) {
-      findGradSiblings(*match, root);
-      if (failed(checkTypes(*match, options, why)))
-        match = failure();
-    }
-    if (failed(match))
+    if (failed(raiseGradAt(op, rewriter, options, why)))
       return rewriter.notifyMatchFailure(op, why.text);
-    if (match->target == Target::Dx && userMatches(root, [](Value v) {
-          Why w;
-          return succeeded(matchGrad(v, w));
-        }))
-      return rewriter.notifyMatchFailure(op, "a user is a larger match");
-    rewriteGrad(*match, rewriter);
-    eraseDead(match->slice, rewriter);
     return success();
   }
 
   RaiseOptions options;
+};
+
+/// Records the ops a rewriter erases.
+struct ErasedOps : public RewriterBase::Listener {
+  void notifyOperationErased(Operation *op) override { ops.insert(op); }
+  DenseSet<Operation *> ops;
 };
 
 } // namespace
@@ -1162,24 +1236,30 @@ struct RaisePass : public norm::impl::NormRaiseBase<RaisePass> {
     RaiseOptions options;
     options.f32Accumulation = f32Accumulation;
     // Forward ops first: a backward in the same function then reads the
-    // forward's statistics as leaves.
-    for (bool grad : {false, true}) {
-      RewritePatternSet patterns(&getContext());
-      if (grad)
-        patterns.add<RaiseGrad>(&getContext(), options);
-      else
-        patterns.add<RaiseForward>(&getContext(), options);
+    // forward's statistics as leaves. Within each, later ops first: the
+    // largest expression is tried before its parts (a part of a backward
+    // can be a backward of other values, and would break the whole).
+    ErasedOps erased;
+    IRRewriter rewriter(&getContext(), &erased);
+    // Backward: dx candidates before dweight ones (a dx match takes its
+    // dweight and dbias along; a dweight alone is ambiguous between
+    // LayerNorm and RMSNorm of centred x).
+    for (int phase : {0, 1, 2}) {
+      bool grad = phase > 0;
       SmallVector<Operation *> ops;
       getOperation().walk([&](Operation *op) {
-        if (candidate(op))
+        Value r = candidate(op);
+        if (r && (phase != 1 || cast<ShapedType>(r.getType()).getRank() > 1))
           ops.push_back(op);
       });
-      // Later ops first: the largest expression is tried before its parts.
-      std::reverse(ops.begin(), ops.end());
-      GreedyRewriteConfig config;
-      config.enableFolding(false).enableConstantCSE(false);
-      config.setStrictness(GreedyRewriteStrictness::ExistingOps);
-      (void)applyOpPatternsGreedily(ops, std::move(patterns), config);
+      for (Operation *op : llvm::reverse(ops)) {
+        if (erased.ops.contains(op))
+          continue;
+        rewriter.setInsertionPoint(op);
+        Why why;
+        (void)(grad ? raiseGradAt(op, rewriter, options, why)
+                    : raiseForwardAt(op, rewriter, options, why));
+      }
     }
     // What the rewrites made and nothing came to use (a reshape of a
     // statistic whose only reader was raised later).
