@@ -112,6 +112,20 @@ def rms_norm_joint(x, w, dy):
     return (y,) + tuple(vjp(dy))
 
 
+def block_joint(block):
+    """A training step's graph of `block`: forward, then autograd's
+    backward to the input and every parameter."""
+    names = [n for n, _ in block.named_parameters()]
+
+    def fn(x, dy, *params):
+        def run(x, *params):
+            return torch.func.functional_call(block, dict(zip(names, params)),
+                                              (x,))
+        y, vjp = torch.func.vjp(run, x, *params)
+        return (y,) + tuple(vjp(dy))
+    return fn, [p.detach() for p in block.parameters()]
+
+
 def rand(*shape, dtype=torch.float32):
     return torch.randn(*shape).to(dtype)
 
@@ -161,6 +175,8 @@ def main(out):
                              (rand(M, N), rand(N), rand(N), rand(M, N))),
         "rms_norm_joint": (rms_norm_joint, (rand(M, N), rand(N), rand(M, N))),
     }
+    fn, params = block_joint(Block())
+    joints["block_joint"] = (fn, (rand(M, N), rand(M, N), *params))
     for name, (fn, args) in joints.items():
         gm = make_fx(torch.func.functionalize(fn),
                      decomposition_table=fx.get_decomposition_table())(*args)
