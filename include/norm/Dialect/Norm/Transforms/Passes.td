@@ -206,8 +206,12 @@ def NormRaise : Pass<"norm-raise", "::mlir::func::FuncOp"> {
     backward reads saved statistics, a stored xhat, or (a joint graph of
     forward and backward) x with the mean the forward computed.
     Forward ops are raised first, so a backward in the same function reads
-    their statistics. The largest matching expression is raised: a
-    candidate whose user also matches is left to that user.
+    their statistics; candidates are tried from the last op to the first,
+    backward dx before dweight. The largest matching expression is
+    raised: a candidate whose user also matches is left to that user, and
+    of the cuts that match, the one that takes most of the program (dy and
+    the weight rather than g = dy * w); no cut whose operands are computed
+    from what it replaces.
 
     Before (abridged, torch-mlir's form):
 

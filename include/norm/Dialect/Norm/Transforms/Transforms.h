@@ -66,7 +66,10 @@ struct RaiseOptions {
 /// inputs (docs/NOTES.md, "Raising"). The forward pattern also replaces the
 /// mean and rstd the program computes; the backward pattern takes dx,
 /// dweight and dbias of the same inputs together, and raises whichever of
-/// them the program has.
+/// them the program has. norm-raise applies them in its own order (forward
+/// before backward, later ops before earlier, dx before dweight), which a
+/// greedy driver does not keep: a part of a backward can itself be a
+/// backward of other values, and raised first it would split the whole.
 void populateNormRaisePatterns(RewritePatternSet &patterns,
                                const RaiseOptions &options = {});
 
