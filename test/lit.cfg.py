@@ -66,7 +66,7 @@ tool_dirs = [config.norm_tools_dir, config.llvm_tools_dir]
 if fallback:
     tool_dirs.insert(1, fallback)
 tools = ["norm-opt", "norm-capi-test", "norm-compile-capi-test",
-         "norm-exec-test", "norm-geometry-test",
+         "norm-exec-test", "norm-raise-exec-test", "norm-geometry-test",
          "FileCheck", "not",
          "count",
          ToolSubst("mlir-opt", unresolved="fatal"),

@@ -28,6 +28,9 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Dialect/Index/IR/IndexDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/Linalg/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -63,7 +66,8 @@ void norm::registerNormDialects(DialectRegistry &registry) {
   registerNormDialect(registry);
   registry.insert<arith::ArithDialect, bufferization::BufferizationDialect,
                   cf::ControlFlowDialect, func::FuncDialect, gpu::GPUDialect,
-                  index::IndexDialect, LLVM::LLVMDialect, math::MathDialect,
+                  index::IndexDialect, linalg::LinalgDialect,
+                  LLVM::LLVMDialect, math::MathDialect,
                   memref::MemRefDialect, NVVM::NVVMDialect, scf::SCFDialect,
                   tensor::TensorDialect, ub::UBDialect,
                   vector::VectorDialect>();
@@ -84,6 +88,8 @@ void norm::registerNormDialects(DialectRegistry &registry) {
   arith::registerBufferizableOpInterfaceExternalModels(registry);
   bufferization::func_ext::registerBufferizableOpInterfaceExternalModels(
       registry);
+  // Linalg on tensors: norm-raise's input, and what it leaves.
+  linalg::registerBufferizableOpInterfaceExternalModels(registry);
   scf::registerBufferizableOpInterfaceExternalModels(registry);
   tensor::registerBufferizableOpInterfaceExternalModels(registry);
 
@@ -117,7 +123,8 @@ void norm::registerNormAndUpstreamPasses() {
   registerConvertGpuOpsToNVVMOps();
   registerSCFToControlFlowPass();
   registerReconcileUnrealizedCastsPass();
-  // CPU execution of the loop nests.
+  // CPU execution of the loop nests (and of the linalg norm-raise leaves).
+  registerConvertLinalgToLoopsPass();
   registerConvertToLLVMPass();
   registerArithToLLVMConversionPass();
   registerConvertControlFlowToLLVMPass();

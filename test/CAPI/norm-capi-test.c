@@ -78,6 +78,69 @@ int main(int argc, char **argv) {
     mlirOperationPrint(mlirModuleGetOperation(module), printToStdout, NULL);
     printf("\n");
     mlirPassManagerDestroy(full);
+
+    /* An RMSNorm written as linalg on tensors: norm-raise, then the whole
+     * compiler, from one textual pipeline. */
+    const char *linalgIr =
+        "func.func @g(%x: tensor<?x8xf32>, %w: tensor<8xf32>)"
+        "    -> tensor<?x8xf32> {\n"
+        "  %c0 = arith.constant 0 : index\n"
+        "  %z = arith.constant 0.0 : f32\n"
+        "  %n = arith.constant 8.0 : f32\n"
+        "  %eps = arith.constant 1.0e-6 : f32\n"
+        "  %m = tensor.dim %x, %c0 : tensor<?x8xf32>\n"
+        "  %e1 = tensor.empty(%m) : tensor<?xf32>\n"
+        "  %f = linalg.fill ins(%z : f32) outs(%e1 : tensor<?xf32>)"
+        "      -> tensor<?xf32>\n"
+        "  %ss = linalg.generic {indexing_maps = ["
+        "      affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i)>],"
+        "      iterator_types = [\"parallel\", \"reduction\"]}"
+        "      ins(%x : tensor<?x8xf32>) outs(%f : tensor<?xf32>) {\n"
+        "  ^bb0(%a: f32, %acc: f32):\n"
+        "    %q = arith.mulf %a, %a : f32\n"
+        "    %s = arith.addf %q, %acc : f32\n"
+        "    linalg.yield %s : f32\n"
+        "  } -> tensor<?xf32>\n"
+        "  %e2 = tensor.empty(%m) : tensor<?x8xf32>\n"
+        "  %y = linalg.generic {indexing_maps = ["
+        "      affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i)>,"
+        "      affine_map<(i, j) -> (j)>, affine_map<(i, j) -> (i, j)>],"
+        "      iterator_types = [\"parallel\", \"parallel\"]}"
+        "      ins(%x, %ss, %w : tensor<?x8xf32>, tensor<?xf32>,"
+        "      tensor<8xf32>) outs(%e2 : tensor<?x8xf32>) {\n"
+        "  ^bb0(%a: f32, %s: f32, %wj: f32, %o: f32):\n"
+        "    %v = arith.divf %s, %n : f32\n"
+        "    %ve = arith.addf %v, %eps : f32\n"
+        "    %r = math.rsqrt %ve : f32\n"
+        "    %h = arith.mulf %a, %r : f32\n"
+        "    %yv = arith.mulf %h, %wj : f32\n"
+        "    linalg.yield %yv : f32\n"
+        "  } -> tensor<?x8xf32>\n"
+        "  return %y : tensor<?x8xf32>\n"
+        "}\n";
+    MlirModule linalgModule =
+        mlirModuleCreateParse(ctx, mlirStringRefCreateFromCString(linalgIr));
+    MlirPassManager raise = mlirPassManagerCreate(ctx);
+    MlirLogicalResult raiseParsed = mlirParsePassPipeline(
+        mlirPassManagerGetAsOpPassManager(raise),
+        mlirStringRefCreateFromCString(
+            "builtin.module(func.func(norm-raise),"
+            "norm-to-gpu-binary{chip=sm_80})"),
+        printToStdout, NULL);
+    MlirLogicalResult raiseRan = mlirPassManagerRunOnOp(
+        raise, mlirModuleGetOperation(linalgModule));
+    // PIPELINE: raise pipeline ran: 1 1 1
+    printf("raise pipeline ran: %d %d %d\n",
+           !mlirModuleIsNull(linalgModule),
+           mlirLogicalResultIsSuccess(raiseParsed),
+           mlirLogicalResultIsSuccess(raiseRan));
+    // PIPELINE: gpu.launch_func @g_kernels::@g_forward_0
+    // PIPELINE: gpu.binary @g_kernels
+    mlirOperationPrint(mlirModuleGetOperation(linalgModule), printToStdout,
+                       NULL);
+    printf("\n");
+    mlirPassManagerDestroy(raise);
+    mlirModuleDestroy(linalgModule);
   }
 
   mlirPassManagerDestroy(pm);

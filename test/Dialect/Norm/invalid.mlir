@@ -173,7 +173,7 @@ func.func @forward_not_strided(%x: memref<4x8xf32>, %y: memref<4x8xf32, #map>, %
 // -----
 
 func.func @forward_accumulation_type(%x: tensor<4x8xf32>) {
-  // expected-error @+1 {{'accumulation_type' must be f32 or f64, got 'f16'}}
+  // expected-error @+1 {{'accumulation_type' must be f32, f64 or the element type of 'x' ('f32'), got 'f16'}}
   %y, %r = norm.rms_norm x(%x : tensor<4x8xf32>) {accumulation_type = f16} -> y(tensor<4x8xf32>) rstd(tensor<4xf32>)
   return
 }
@@ -382,7 +382,7 @@ func.func @grad_mixed_forms(%dy: memref<4x8xf32>, %x: tensor<4x8xf32>, %r: tenso
 // -----
 
 func.func @grad_accumulation_type(%dy: tensor<4x8xf32>, %x: tensor<4x8xf32>, %r: tensor<4xf32>) {
-  // expected-error @+1 {{'accumulation_type' must be f32 or f64, got 'bf16'}}
+  // expected-error @+1 {{'accumulation_type' must be f32, f64 or the element type of 'x' ('f32'), got 'bf16'}}
   %dx = norm.rms_norm_grad dy(%dy : tensor<4x8xf32>) x(%x : tensor<4x8xf32>) rstd(%r : tensor<4xf32>) {accumulation_type = bf16} -> dx(tensor<4x8xf32>)
   return
 }

@@ -167,9 +167,13 @@ public:
   }
 
   LogicalResult checkAccumulationType(std::optional<Type> acc) {
-    if (acc && !isa<Float32Type, Float64Type>(*acc))
+    // A 16-bit accumulation is the storage type's own (what a frontend's
+    // decomposition did, kept by norm-raise): the faithful form unpromoted.
+    Type xElt = refType.getElementType();
+    if (acc && !isa<Float32Type, Float64Type>(*acc) && *acc != xElt)
       return op->emitOpError()
-             << "'accumulation_type' must be f32 or f64, got " << *acc;
+             << "'accumulation_type' must be f32, f64 or the element type of '"
+             << refName << "' (" << xElt << "), got " << *acc;
     return success();
   }
 

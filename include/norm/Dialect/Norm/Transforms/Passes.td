@@ -166,6 +166,96 @@ def NormLowerForward : Pass<"norm-lower-forward", "::mlir::func::FuncOp"> {
   ];
 }
 
+def NormRaise : Pass<"norm-raise", "::mlir::func::FuncOp"> {
+  let summary = "Raise LayerNorm / RMSNorm (forward and backward) written "
+                "as linalg on tensors to norm ops";
+  let description = [{
+    Finds LayerNorm and RMSNorm, forward and backward, computed by linalg
+    ops on tensors (named elementwise ops, `linalg.map`, `linalg.reduce`,
+    `linalg.broadcast`, `linalg.fill`, `linalg.generic` with
+    projected-permutation maps, and the `tensor` reshapes between them), as
+    torch-mlir's `torch-backend-to-linalg-on-tensors` pipeline emits them
+    or as written by hand, and replaces each with the value-form norm op;
+    everything else stays.
+
+    The match is on the math, not on the op sequence. Each candidate (the
+    one result of a linalg op: y or dx `[rows..., N]`, or a dweight `[N]`,
+    also as an `[N]` reshape of a `[1, N]` sum) is cut at its leaves (the
+    values no such op computes: arguments, parameters, matmuls) or, where
+    the program computes x, dy or a residual sum itself, at those values
+    (`[rows..., N]` values computed without a reduction of the candidate's
+    computation); each assignment of the leaves to the op's operands, with
+    each float constant of the computation in (0, 1) as eps, is tried, and
+    holds when the computation and the op's definition agree in f64 (casts
+    exact) on random inputs:
+    unit data, data whose variance is of the order of eps (where the place
+    of eps matters), and, for LayerNorm, data far from zero (where
+    E[x^2] - E[x]^2 cancels, so a one-pass variance is refused). A
+    different epsilon placement, a reduction over another dim, a mean over
+    part of the row, a divisor other than the reduced extent or a missing
+    term of the backward differ there and stay untouched. Dtypes are then
+    checked on the IR: x, y, dy, dx and dresidual of one element type
+    (f32, f16, bf16), dweight of the weight's type, statistics of a float
+    type (cast to and from the op's f32), reductions in one accumulation
+    type: f32 (also when some are f64, as torch-mlir's variance), else the
+    16-bit type recorded as `accumulation_type` (`f32-accumulation` makes
+    it f32).
+
+    A forward also replaces the mean and rstd the program computes; a
+    backward takes dx, dweight and dbias of the same inputs together
+    (whichever the program computes; the op's other results stay unused,
+    a dweight without a weight in the program gets a weight of ones). A
+    backward reads saved statistics, a stored xhat, or (a joint graph of
+    forward and backward) x with the mean the forward computed.
+    Forward ops are raised first, so a backward in the same function reads
+    their statistics; candidates are tried from the last op to the first,
+    backward dx before dweight. The largest matching expression is
+    raised: a candidate whose user also matches is left to that user, and
+    of the cuts that match, the one that takes most of the program (dy and
+    the weight rather than g = dy * w); no cut whose operands are computed
+    from what it replaces.
+
+    Before (abridged, torch-mlir's form):
+
+    ```mlir
+    %sum = linalg.generic {... ["parallel", "reduction"]} ins(%x ...)
+    %mean = linalg.generic ... { arith.divf %in, %c64 }
+    ...
+    %rstd = linalg.generic ... { math.rsqrt }
+    %y = linalg.generic ... { arith.addf %xhat_w, %b }
+    ```
+
+    After:
+
+    ```mlir
+    %y, %mean, %rstd = norm.layer_norm x(%x : tensor<8x64xf32>)
+        weight(%w : tensor<64xf32>) bias(%b : tensor<64xf32>)
+        {eps = 9.99999974E-6 : f32}
+        -> y(tensor<8x64xf32>) mean(tensor<8xf32>) rstd(tensor<8xf32>)
+    ```
+
+    The patterns are `populateNormRaisePatterns` (`Transforms.h`).
+    Post-condition: every raised op verifies; the program's remaining
+    linalg ops compute what they computed before.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect",
+                           "::mlir::norm::NormDialect"];
+  let options = [
+    Option<"f32Accumulation", "f32-accumulation", "bool", /*default=*/"false",
+           "Raise programs that accumulate in f16 / bf16 with f32 "
+           "accumulation (what the GPU kernels run)">,
+    Option<"reportNearMisses", "report-near-misses", "bool",
+           /*default=*/"false",
+           "Emit a remark at each linalg result computed through a "
+           "reduction that was not raised, saying why">
+  ];
+  let statistics = [
+    Statistic<"numRaised", "raised-ops", "norm ops created">
+  ];
+}
+
 def NormRecomputeGraph : Pass<"norm-recompute-graph", "::mlir::func::FuncOp"> {
   let summary = "Value form: a grad op fed a forward's stored xhat reads the "
                 "forward's x and statistics instead";

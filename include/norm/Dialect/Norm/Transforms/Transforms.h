@@ -50,6 +50,29 @@ void populateNormSplitPatterns(RewritePatternSet &patterns,
 /// forward ops illegal.
 void populateNormLowerForwardPatterns(RewritePatternSet &patterns);
 
+/// What norm-raise may do.
+struct RaiseOptions {
+  /// Give the raised ops f32 accumulation even where the program
+  /// accumulates in f16 / bf16 (or f64): what the GPU kernels run.
+  bool f32Accumulation = false;
+};
+
+/// Value form: LayerNorm / RMSNorm, forward and backward, written as linalg
+/// on tensors (named ops, linalg.map / reduce / broadcast, linalg.generic,
+/// tensor reshapes) become norm ops; what the program computes besides is
+/// kept. Each pattern is rooted at a linalg op whose one result may be y,
+/// dx or dweight; it recognises the math, not the op sequence: the
+/// computation of that result must equal the op's definition on random
+/// inputs (docs/NOTES.md, "Raising"). The forward pattern also replaces the
+/// mean and rstd the program computes; the backward pattern takes dx,
+/// dweight and dbias of the same inputs together, and raises whichever of
+/// them the program has. norm-raise applies them in its own order (forward
+/// before backward, later ops before earlier, dx before dweight), which a
+/// greedy driver does not keep: a part of a backward can itself be a
+/// backward of other values, and raised first it would split the whole.
+void populateNormRaisePatterns(RewritePatternSet &patterns,
+                               const RaiseOptions &options = {});
+
 } // namespace norm
 } // namespace mlir
 
