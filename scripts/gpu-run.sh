@@ -40,6 +40,10 @@
 #                                      are here (bench/README.md "The
 #                                      grid"); writes grid.log and
 #                                      grid[-K-of-N].json
+#  2e. python3 bench/tune.py run       the tuner's timings (plan
+#                                      TUNE_PLAN, default grid: the tuning
+#                                      table against the cost model), only
+#                                      when GPU_RUN_STEPS names "tune"
 #  2c. python3 bench/variants.py       ours under other threads /
 #                                      max-register-elements, only when
 #                                      GPU_RUN_STEPS names "variants"
@@ -376,6 +380,15 @@ selected variants && : >"$OUT/variants.log"
 step variants "${VARIANTS_CAP_S:-300}" 0 "$OUT/variants.log" -- \
   python3 bench/variants.py --out "$OUT" --deadline @DEADLINE@
 
+#--- 2e. the tuner (bench/tune.py; opt-in) ---------------------------------#
+# TUNE_PLAN (default grid) over .dev/tune, which `python3 bench/tune.py
+# prepare --plan P` wrote on the build machine (carry .dev/tune); writes
+# tune.json and tune.md to $OUT.
+selected tune && : >"$OUT/tune.log"
+step tune "${TUNE_CAP_S:-400}" 0 "$OUT/tune.log" -- \
+  python3 bench/tune.py run --plan "${TUNE_PLAN:-grid}" --dir .dev/tune \
+    --out "$OUT" --deadline @DEADLINE@
+
 #--- 3./4./5. compute-sanitizer ------------------------------------------------#
 SAN=(memcheck initcheck racecheck)
 for t in "${SAN[@]}"; do selected "$t" && : >"$OUT/$t.log"; done
@@ -471,6 +484,8 @@ result_line() {
              paste -sd ';' ;;
     sweep) { grep -E '^\*\*Geometric mean' "$log" | tail -1 | tr -d '*'
              grep -E '^sweep: [0-9]+ rows' "$log" | tail -1; } | paste -sd ';' ;;
+    tune) grep -cE '^\| (layer|rms|forward)' "$log" |
+            sed 's/$/ points timed/' ;;
     grid) { grep -E '^all: [0-9]+ points' "$log" | tail -1
             grep -E '^grid: [0-9]+ rows' "$log" | tail -1; } | paste -sd ';' ;;
     bench) { grep -E '^copy bandwidth' "$log" | tail -1 | cut -c1-40
@@ -484,7 +499,7 @@ result_line() {
         san_kernels "$log"; } | paste -sd ';' ;;
   esac
 }
-STEPS=(check big nan chips python bench sweep grid variants memcheck initcheck racecheck)
+STEPS=(check big nan chips python bench sweep grid variants tune memcheck initcheck racecheck)
 ok=1
 for s in "${STEPS[@]}"; do
   [[ ${RC[$s]:-skip} == 0 || ${RC[$s]} == "not run" ]] || ok=0
