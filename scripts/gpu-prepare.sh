@@ -177,9 +177,11 @@ compile_s=$(python3 -c "print('%.1f' % ($t1 - $t0))")
 
 # The deterministic backward configurations again for sm_80, PTX only (the
 # driver JITs it on the H200): gpu-run's "chips" step checks that their
-# dweight/dbias equal the sm_90 cubins' bitwise (issue 9, item 4).
+# dweight/dbias equal the sm_90 cubins' bitwise (issue 9, item 4), also for
+# the tuning table's configurations (-rM: the same flags, no table on
+# sm_80; configs.TUNED_CASES).
 log "the deterministic backward configurations for sm_80 (PTX) into $OUTDIR/kernels-sm80"
-NORM_CONFIG_SETS= NAME_FILTER='^(layer|rms)_norm_grad-.*-deterministic$' \
+NORM_CONFIG_SETS= NAME_FILTER='^(layer|rms)_norm_grad-.*-deterministic(-r[0-9]+)?$' \
   EXTRA_FLAGS=--chip=sm_80 \
   JOBS=$JOBS bash scripts/compile-configs.sh "$NC" "$OUTDIR/kernels-sm80" || true
 

@@ -277,18 +277,19 @@ def _launch(mod, args, rows, device):
 
 
 def _spec(op, n, x, weight, has_bias, eps, zero_centered, dres=False,
-          rows=1):
+          rows=0):
     return _spec_of(op, n, _DT[x.dtype],
                     None if weight is None else _DT[weight.dtype], has_bias,
                     eps, zero_centered, dres, rows)
 
 
 def _spec_of(op, n, dtype, weight_dtype, has_bias, eps, zero_centered,
-             dres=False, rows=1):
+             dres=False, rows=0):
     """compile_spec's arguments for an op on x of `dtype` ("bf16"...) with
     a weight of `weight_dtype` (None: no weight); dres: a backward that adds
     a residual's gradient (dresidual) into dx; rows: the `rows` hint (the
-    first M of the call's bucket, _rows_hint), left out at 1."""
+    first M of the call's bucket, _rows_hint; 0: none, the kernels for any
+    M)."""
     s = {"op": op, "n": int(n), "dtype": dtype,
          "weight": weight_dtype is not None,
          "zero_centered": bool(zero_centered)}
@@ -300,7 +301,7 @@ def _spec_of(op, n, dtype, weight_dtype, has_bias, eps, zero_centered,
         s["eps"] = float(eps)
     if dres:
         s["dresidual"] = True
-    if rows > 1:
+    if rows > 0:
         s["rows"] = int(rows)
     return s
 
