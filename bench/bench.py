@@ -694,16 +694,7 @@ class Bench:
              "kernels_git_dirty_files": self.index.get("git_dirty", ""),
              "kernels_generated_utc": self.index.get("generated_utc", ""),
              "runtime": self.lib or ""}
-        try:
-            import subprocess
-            q = subprocess.run(
-                ["nvidia-smi", "--query-gpu=driver_version,clocks.sm,"
-                 "clocks.mem,clocks.max.sm,temperature.gpu,power.draw",
-                 "--format=csv,noheader"], capture_output=True, text=True,
-                timeout=20)
-            e["nvidia_smi"] = q.stdout.strip()
-        except Exception:  # noqa: BLE001
-            pass
+        e["nvidia_smi"] = E.nvidia_smi()
         return e
 
     def start(self, compiled_shapes):

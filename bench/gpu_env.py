@@ -24,6 +24,7 @@ from norm_mlir._runtime import (  # noqa: E402
 __all__ = ["BF16", "DTYPE_CODES", "ERROR_NAMES", "F16", "F32",
            "FORMAT_VERSION", "Runtime", "RuntimeLaunchError", "make_tensor",
            "find_library", "where_searched", "status", "start_on_gpu",
+           "nvidia_smi",
            "load_config", "torch_dtype_code", "torch_tensor"]
 
 
@@ -43,6 +44,22 @@ def find_library(gpu_dir=None):
 
 def where_searched(gpu_dir):
     return "%s, %s" % (gpu_dir, ", ".join(_libs.lib_dirs()))
+
+
+def nvidia_smi():
+    """The driver, clocks, temperature and power nvidia-smi reports for the
+    GPU (one CSV line), or "" where it cannot be asked: what a benchmark
+    records beside its numbers."""
+    import subprocess
+    try:
+        q = subprocess.run(
+            ["nvidia-smi", "--query-gpu=driver_version,clocks.sm,"
+             "clocks.mem,clocks.max.sm,temperature.gpu,power.draw",
+             "--format=csv,noheader"], capture_output=True, text=True,
+            timeout=20)
+        return q.stdout.strip()
+    except Exception:  # noqa: BLE001
+        return ""
 
 
 def status(call, *args):

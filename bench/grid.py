@@ -355,16 +355,7 @@ class Grid:
                           ("quack", "quack-kernels"),
                           ("cutlass", "nvidia-cutlass-dsl")):
             e[mod + "_version"] = self.B._dist_version(dist)
-        try:
-            import subprocess
-            q = subprocess.run(
-                ["nvidia-smi", "--query-gpu=driver_version,clocks.sm,"
-                 "clocks.mem,clocks.max.sm,temperature.gpu,power.draw",
-                 "--format=csv,noheader"], capture_output=True, text=True,
-                timeout=20)
-            e["nvidia_smi"] = q.stdout.strip()
-        except Exception:  # noqa: BLE001
-            pass
+        e["nvidia_smi"] = self.E.nvidia_smi()
         return e
 
     def probe_imports(self):

@@ -29,6 +29,7 @@ import math
 import os
 import subprocess
 import sys
+import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -166,19 +167,19 @@ def cmd_prepare(args):
         for c in cs:
             todo[c.name] = c
     # The candidates against the cost model: no tuning table under them
-    # (the grid plan's configurations are the table's, by their --rows).
-    extra = [] if args.plan.startswith("grid") else ["--tuning=false"]
-    jobs = "\n".join("\t".join([c.name] + c.flags() + extra)
-                     for c in todo.values())
-    script = ('IFS=$\'\\t\' read -r -a f <<<"$1"; n=${f[0]}; '
-              '"$NC" "${f[@]:1}" -o "$KDIR/$n.ptx" --manifest "$KDIR/$n.json"'
-              ' 2>"$KDIR/$n.err" && rm -f "$KDIR/$n.err" || '
-              'rm -f "$KDIR/$n.ptx" "$KDIR/$n.json"')
-    env = dict(os.environ, NC=nc, KDIR=kdir)
+    # (the grid plans' configurations are the table's, by their --rows).
+    extra = "" if args.plan.startswith("grid") else "--tuning=false"
     t0 = time.time()
-    subprocess.run(["xargs", "-P", str(args.jobs), "-d", "\n", "-n", "1",
-                    "bash", "-c", script, "_"], input=jobs, text=True,
-                   env=env, check=False)
+    with tempfile.NamedTemporaryFile("w", suffix=".jobs") as jobs:
+        jobs.write("".join("\t".join([c.name] + c.flags()) + "\n"
+                           for c in todo.values()))
+        jobs.flush()
+        subprocess.run(["bash", os.path.join(HERE, "..", "scripts",
+                                             "compile-configs.sh"), nc, kdir],
+                       env=dict(os.environ, JOBS_LIST=jobs.name,
+                                EXTRA_FLAGS=extra, JOBS=str(args.jobs),
+                                NAME_FILTER=""),
+                       check=False)
     configs, failed = {}, {}
     for name, c in sorted(todo.items()):
         ptx = os.path.join(kdir, name + ".ptx")

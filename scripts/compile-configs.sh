@@ -10,7 +10,9 @@
 #
 # JOBS (default 2) compile in parallel; NAME_FILTER (an extended regex)
 # keeps the configurations whose name matches; EXTRA_FLAGS are added to
-# every norm-compile (e.g. --chip=sm_80). Exit status 1 when any failed.
+# every norm-compile (e.g. --chip=sm_80); JOBS_LIST names a file of jobs
+# in `configs.py jobs`'s format (name<TAB>flag<TAB>...) to compile instead
+# of that list (bench/tune.py's candidates). Exit status 1 when any failed.
 #
 #===----------------------------------------------------------------------===#
 set -euo pipefail
@@ -24,7 +26,7 @@ rm -rf "$KDIR"
 mkdir -p "$KDIR"
 jobs_file=$(mktemp)
 trap 'rm -f "$jobs_file"' EXIT
-python3 bench/configs.py jobs |
+if [[ -n ${JOBS_LIST:-} ]]; then cat "$JOBS_LIST"; else python3 bench/configs.py jobs; fi |
   awk -F '\t' -v re="${NAME_FILTER:-}" '$1 ~ re' >"$jobs_file"
 
 # One line of the jobs list: name<TAB>flag<TAB>flag...

@@ -315,31 +315,19 @@ LogicalResult raiseGradAt(Operation *op, RewriterBase &rewriter,
   return success();
 }
 
-struct RaiseForward : public RewritePattern {
-  RaiseForward(MLIRContext *ctx, RaiseOptions options)
+/// A pattern raising what `raiseAt` (raiseForwardAt or raiseGradAt) finds
+/// at an op, its refusal as the match failure's reason.
+template <LogicalResult (*raiseAt)(Operation *, RewriterBase &,
+                                   const RaiseOptions &, Why &)>
+struct RaisePattern : public RewritePattern {
+  RaisePattern(MLIRContext *ctx, RaiseOptions options)
       : RewritePattern(MatchAnyOpTypeTag(), /*benefit=*/1, ctx),
         options(options) {}
 
   LogicalResult matchAndRewrite(Operation *op,
                                 PatternRewriter &rewriter) const override {
     Why why;
-    if (failed(raiseForwardAt(op, rewriter, options, why)))
-      return rewriter.notifyMatchFailure(op, why.text);
-    return success();
-  }
-
-  RaiseOptions options;
-};
-
-struct RaiseGrad : public RewritePattern {
-  RaiseGrad(MLIRContext *ctx, RaiseOptions options)
-      : RewritePattern(MatchAnyOpTypeTag(), /*benefit=*/1, ctx),
-        options(options) {}
-
-  LogicalResult matchAndRewrite(Operation *op,
-                                PatternRewriter &rewriter) const override {
-    Why why;
-    if (failed(raiseGradAt(op, rewriter, options, why)))
+    if (failed(raiseAt(op, rewriter, options, why)))
       return rewriter.notifyMatchFailure(op, why.text);
     return success();
   }
@@ -357,8 +345,8 @@ struct ErasedOps : public RewriterBase::Listener {
 
 void mlir::norm::populateNormRaisePatterns(RewritePatternSet &patterns,
                                            const RaiseOptions &options) {
-  patterns.add<RaiseForward>(patterns.getContext(), options);
-  patterns.add<RaiseGrad>(patterns.getContext(), options);
+  patterns.add<RaisePattern<raiseForwardAt>>(patterns.getContext(), options);
+  patterns.add<RaisePattern<raiseGradAt>>(patterns.getContext(), options);
 }
 
 namespace {
