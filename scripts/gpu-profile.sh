@@ -3,7 +3,7 @@
 #
 # Runs ON THE GPU MACHINE, in the repository root, with .dev/gpu carried.
 # For each CONFIG:M of PROFILE (space-separated; CONFIG a name of
-# .dev/gpu/configs.json), launches the configuration three times on fresh
+# .dev/gpu/configs.json or a manifest path under .dev/gpu), launches the configuration three times on fresh
 # random data (bench/profile_one.py) and profiles the third launch's
 # kernels with Nsight Compute (SpeedOfLight, Occupancy, LaunchStats,
 # WarpStateStats, MemoryWorkloadAnalysis sections). Writes
@@ -32,10 +32,17 @@ for item in ${PROFILE:?PROFILE=\"CONFIG:M ...\"}; do
     echo "gpu-profile: cap reached, skipping $item"; continue
   fi
   cfg=${item%%:*}; m=${item##*:}
-  csv="$OUT/profile-$cfg-$m.csv"
   # Launches 1-2 warm up (module load, first-touch); each launch is one
   # kernel per stage, so skip those of the first two launches.
-  nk=$(python3 -c "import json,sys;print(len(json.load(open('.dev/gpu/configs.json'))['configs'][sys.argv[1]]['kernels']))" "$cfg") || { echo "gpu-profile: no configuration $cfg"; rc=1; continue; }
+  # CONFIG is a name of configs.json, or a manifest path under .dev/gpu
+  # (e.g. extra/ln.json, compiled with other options; its .ptx beside it).
+  nk=$(python3 -c "
+import json, sys
+c = sys.argv[1]
+m = (json.load(open('.dev/gpu/' + c)) if c.endswith('.json') else
+     json.load(open('.dev/gpu/configs.json'))['configs'][c])
+print(len(m['kernels']))" "$cfg") || { echo "gpu-profile: no configuration $cfg"; rc=1; continue; }
+  csv="$OUT/profile-${cfg//\//-}-$m.csv"
   "$NCU" --kernel-name regex:norm_kernel --launch-skip $((2 * nk)) \
     --launch-count "$nk" --section SpeedOfLight --section Occupancy \
     --section LaunchStats --section WarpStateStats \
