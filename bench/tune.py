@@ -140,7 +140,35 @@ def grid_cfgs_plan(dtypes=("bf16",)):
         c for c in C.grid_cfgs() if c.dtype in dtypes]}
 
 
+# "groups": G against the cost model's where rows are wide and programs
+# few (G is capped at 128 for N = 16384, fewer programs than the H200 has
+# SMs): a fixed G of 256 or 512 under the default geometry and under the
+# table's knobs that change the rows in flight an SM. G is no table knob
+# (dweight/dbias bits), so a win here moves default_groups for every chip.
+GROUPS_N = (3072, 8192, 16384, 32768, 65536)
+GROUPS_M = (1024, 4096, 16384)
+GROUPS_G = (256, 512)
+GROUPS_KNOBS = ((0, 0), (512, 0), (0, 2), (512, 2))
+
+
+def groups_plan():
+    points, cands = [], {}
+    for op in C.GRAD_OPS:
+        for n in GROUPS_N:
+            cs = [C.Cfg(op, n, "bf16")]
+            cs += [C.Cfg(op, n, "bf16", threads=t, cluster=c)
+                   for t, c in GROUPS_KNOBS[1:]]
+            cs += [C.Cfg(op, n, "bf16", groups=g, threads=t, cluster=c)
+                   for g in GROUPS_G for t, c in GROUPS_KNOBS]
+            cands[(op, "bf16", n)] = cs
+            for m in GROUPS_M:
+                if m * n * 2 <= TENSOR_LIMIT:
+                    points.append((op, "bf16", n, m))
+    return points, cands
+
+
 PLANS = dict(TABLE_PLANS, explore=explore_plan, grid=grid_plan,
+             groups=groups_plan,
              **{"grid-cfgs": grid_cfgs_plan})
 
 

@@ -27,6 +27,12 @@ void buildZeroKernel(scf::ForOp nest, StringRef name, int64_t threads);
 /// kReduceSlices warps take the partial rows w = slice, slice + 8, ...
 inline constexpr int64_t kReduceColumns = 32;
 inline constexpr int64_t kReduceSlices = 8;
+/// Partial rows a thread of `reduce` loads before it adds them (in row
+/// order: unrolling changes no bit). The kernel is latency-bound where
+/// N / kReduceColumns blocks do not fill the chip: LayerNorm bf16 1024 x
+/// 3072 (G = 512, 96 blocks, 64 rows a thread) took 15.3 us at 4, longer
+/// than its dx kernel (11.9; ncu, long-scoreboard stalls, 11% of DRAM).
+inline constexpr int64_t kReduceUnroll = 8;
 /// `sum` is the nest's sum over partial rows (checkReduceNestShape).
 void buildReduceKernel(scf::ForOp nest, scf::ForOp sum, StringRef name);
 

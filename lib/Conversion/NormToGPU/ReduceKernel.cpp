@@ -18,7 +18,7 @@ using namespace mlir::norm;
 
 /// `for j { s = sum over w of ws[w, j]; stores }`: a block per 32
 /// columns; its 8 warps take the partial rows w = warp, warp + 8, ...
-/// (loads unrolled by 4, the sum still in row order), then warp 0 adds the
+/// (loads unrolled by kReduceUnroll, the sum still in row order), then warp 0 adds the
 /// 8 slices in order. A fixed order, so a fixed result.
 void norm::buildReduceKernel(scf::ForOp nest, scf::ForOp sum,
                              StringRef name) {
@@ -76,7 +76,7 @@ void norm::buildReduceKernel(scf::ForOp nest, scf::ForOp sum,
           // Yield first: unrolling a loop of unknown trip count adds an
           // epilogue loop and moves the uses of the results to it.
           scf::YieldOp::create(tb, loc, slices.getResults());
-          (void)loopUnrollByFactor(slices, 4);
+          (void)loopUnrollByFactor(slices, kReduceUnroll);
           OpBuilder eb = ifOp.getElseBodyBuilder();
           scf::YieldOp::create(eb, loc, inits);
         }
