@@ -41,7 +41,8 @@ void norm::buildGPUToBinaryPipeline(OpPassManager &pm,
 
   OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>();
   kernels.addPass(createNormAlignWorkgroupMemory());
-  kernels.addPass(createNormFuseMultiplyAdd());
+  if (options.fuseMultiplyAdd)
+    kernels.addPass(createNormFuseMultiplyAdd());
   // Reshapes of rank-3 (and higher) arguments that moved into a kernel
   // (memref.collapse_shape) become plain metadata arithmetic here; the
   // NVVM lowering has no pattern for them.

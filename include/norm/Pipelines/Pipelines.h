@@ -109,6 +109,11 @@ struct GPUToBinaryOptions : public PassPipelineOptions<GPUToBinaryOptions> {
                      "$CUDA_HOME, $CUDA_PATH, $CUDA_ROOT, then the build's "
                      "default"),
       llvm::cl::init("")};
+  Option<bool> fuseMultiplyAdd{
+      *this, "fuse-multiply-add",
+      llvm::cl::desc("Fuse each f32 multiply into its only add or subtract "
+                     "(norm-fuse-multiply-add: explicit fma.rn.f32)"),
+      llvm::cl::init(true)};
 };
 
 /// Options of the CPU lowering of the loop nests (for execution tests).

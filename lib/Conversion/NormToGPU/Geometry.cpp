@@ -183,6 +183,18 @@ static std::optional<Geometry> chooseCluster(const RowShape &s,
         shares.push_back(k);
     for (int64_t k : shares) {
       Geometry g = layOutSlice(c, target, k);
+      if (!g.registers && s.cluster > 1 && g.cluster == s.cluster) {
+        // Forced, and too wide for registers: the looped slice, in the
+        // looped regime's block unless the threads are given too.
+        if (!s.threads) {
+          c.threads = kLoopedThreads;
+          g = layOutSlice(c, target,
+                          llvm::divideCeil(chunks, s.cluster * c.threads));
+          g.registers = false;
+        }
+        placePartials(g, c);
+        return g;
+      }
       if (!g.registers || g.cluster < 2 || g.cluster > target.maxClusterBlocks)
         continue;
       placePartials(g, c);
@@ -197,6 +209,14 @@ static std::optional<Geometry> chooseCluster(const RowShape &s,
       }
     }
   }
+  // Where no slice holds the row in registers (RMSNorm bf16 N = 262144
+  // needs 32768 columns a block of 8) the cost model keeps one looped block
+  // per row; a looped split is taken only when forced (above: the option,
+  // or a tuning-table entry). It is the likely remedy for few wide rows
+  // (one block walked 262144 columns in a latency-bound loop: RMSNorm 1 x
+  // 262144 took 116 us on the H200 for 1.5 MB, LayerNorm 400), but it was
+  // written when no GPU was lent: unmeasured, so not yet a default
+  // (docs/NOTES.md).
   return best;
 }
 
@@ -316,17 +336,18 @@ static void placePartials(Geometry &g, const RowShape &s) {
     // One row in flight: registers are better spent on the row cache, so
     // more blocks fit on an SM.
     g.partials = PartialsHome::Shared;
-  else if (g.rows == 1 && bytes <= kDynamicPartialsSharedBytes &&
+  else if (g.rows == 1 && g.cluster == 1 &&
+           bytes <= kDynamicPartialsSharedBytes &&
            dynamicPartialsPay(g, s.partialRows))
     // Past the static budget, in dynamic shared memory where that pays
-    // (the order of the sums is the same wherever they live). A block of
-    // a cluster too: its slice's partial rows (LayerNorm bf16 N = 65536 in
-    // clusters of 8: 64 KB a block).
+    // (the order of the sums is the same wherever they live).
     g.partials = PartialsHome::Shared;
   else
     g.partials = PartialsHome::Registers;
 
-  if (g.partials == PartialsHome::Global)
+  if (g.partials == PartialsHome::Global && g.cluster > 1)
+    g.batch = 1; // the cluster's sums go one row at a time
+  else if (g.partials == PartialsHome::Global)
     g.batch = s.batchRows ? s.batchRows
                           : std::min<int64_t>(kMaxBatchRows,
                                               llvm::divideCeil(
@@ -426,6 +447,30 @@ std::string mlir::norm::checkGeometry(const Geometry &g, const RowShape &s,
                   << g.lanes << " x " << g.vec << " columns needs "
                   << blocks << " block(s) a row, the geometry has cluster = "
                   << g.cluster)
+          .text;
+  }
+  // A looped row split over a cluster: each block walks its slice of K L V
+  // columns in a loop, one row at a time.
+  if (!g.registers && g.cluster > 1) {
+    if (!s.n)
+      return "cluster: a row split over a cluster needs a static N; this "
+             "row's N is dynamic";
+    if (g.chunksPerLane < 1)
+      return "chunks: a looped row split over a cluster needs its slice's "
+             "chunks per lane (chunks >= 1)";
+    int64_t blocks =
+        llvm::divideCeil(*s.n, g.chunksPerLane * g.lanes * g.vec);
+    if (g.cluster != blocks)
+      return (why << "cluster: N = " << *s.n << " in slices of "
+                  << g.chunksPerLane << " x " << g.lanes << " x " << g.vec
+                  << " columns needs " << blocks
+                  << " block(s) a row, the geometry has cluster = "
+                  << g.cluster)
+          .text;
+    if (g.batch != 1)
+      return (why << "batch: a looped row split over a cluster takes one row "
+                     "at a time (batch = 1), got batch = "
+                  << g.batch)
           .text;
   }
   // Clusters.

@@ -149,7 +149,9 @@ static RowPartials toAttrPartials(PartialsHome h) {
 RowGeometryAttr norm::toAttr(MLIRContext *context, const Geometry &g) {
   return RowGeometryAttr::get(
       context, g.registers ? RowRegime::Registers : RowRegime::Looped,
-      g.threads, g.lanes, g.rows, g.vec, g.registers ? g.chunksPerLane : 0,
+      g.threads, g.lanes, g.rows, g.vec,
+      // A looped row split over a cluster keeps its slice's chunks a lane.
+      g.registers || g.cluster > 1 ? g.chunksPerLane : 0,
       toAttrLayout(g.layouts), toAttrPartials(g.partials), g.cluster, g.batch,
       g.sharedBytes, g.dynamicSharedBytes);
 }

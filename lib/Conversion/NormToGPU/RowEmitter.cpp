@@ -211,7 +211,15 @@ void RowEmitter::emitColumnLoop(OpBuilder &rb, scf::ForOp loop,
           ctx.materialize(rb, operand, m);
     });
   Value n = ctx.materialize(rb, loop.getUpperBound(), ms.front());
-  Value chunks = arith::CeilDivUIOp::create(rb, loc, n, cIndex(rb, loc, g.vec));
+  // A looped block of a cluster walks its slice of the row (the last
+  // slice may be short); columnOf puts it at colBase.
+  Value span = n;
+  if (ctx.colBase && !g.registers)
+    span = arith::MinUIOp::create(
+        rb, loc, arith::SubIOp::create(rb, loc, n, ctx.colBase),
+        cIndex(rb, loc, g.sliceColumns));
+  Value chunks =
+      arith::CeilDivUIOp::create(rb, loc, span, cIndex(rb, loc, g.vec));
   // Vector accesses need, at run time, 16-byte aligned rows and a whole
   // chunk inside the row (a chunk of a group that reaches past N may be
   // partial or wholly outside: it takes the element path, whose bound

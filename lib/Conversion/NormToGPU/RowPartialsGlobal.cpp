@@ -173,6 +173,10 @@ void GlobalPartials::emitRows(ColumnLoops &loops, Value lo, Value hi) {
   ctx.reduced.clear();
   Value laneZero =
       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, ctx.lane, c(0));
+  // With a cluster (batch 1): the row's slots, and its side effects the
+  // first block's.
+  Value sideEffects =
+      reduction.beginRow(waves.getInductionVar(), lo, laneZero);
   for (Operation &op : rowBody->without_terminator()) {
     auto loop = dyn_cast<scf::ForOp>(op);
     if (loop && loop.getNumResults()) {
@@ -205,7 +209,8 @@ void GlobalPartials::emitRows(ColumnLoops &loops, Value lo, Value hi) {
     // A per-row side effect: lane 0, for each of the program's rows.
     for (int64_t i = 0; i < batch; ++i)
       scf::IfOp::create(b, loc,
-                        arith::AndIOp::create(b, loc, batchActive[i], laneZero),
+                        arith::AndIOp::create(b, loc, batchActive[i],
+                                              sideEffects),
                         [&](OpBuilder &ib, Location) {
                           IRMapping m = ms[i];
                           for (Value operand : op.getOperands())
@@ -214,6 +219,8 @@ void GlobalPartials::emitRows(ColumnLoops &loops, Value lo, Value hi) {
                           scf::YieldOp::create(ib, loc);
                         });
   }
+  b.setInsertionPointAfter(waves);
+  reduction.endRows();
 }
 
 void GlobalPartials::writeBack() {

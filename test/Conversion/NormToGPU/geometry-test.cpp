@@ -381,8 +381,7 @@ int main() {
     };
     split(20480, bf16, layer, 5, 256, 2, PartialsHome::Shared);
     split(32768, bf16, rms, 8, 256, 2, PartialsHome::Shared);
-    // Two partial rows of its 8192-column slice: 64 KB of dynamic shared.
-    split(65536, bf16, layer, 8, 512, 2, PartialsHome::Shared);
+    split(65536, bf16, layer, 8, 512, 2, PartialsHome::Registers);
     split(65536, bf16, rms, 8, 512, 2, PartialsHome::Shared);
     split(50000, f32, rms, 7, 512, 4, PartialsHome::Shared); // 7 x 8192
     split(24576, bf16, layer, 6, 256, 2, PartialsHome::Shared);
@@ -390,6 +389,19 @@ int main() {
     split(8192, bf16, layer, 2, 256, 2, PartialsHome::Shared, 2);
     // The option forces a size (N = 16384 RMSNorm: 4 x 4096 columns).
     split(16384, bf16, rms, 4, 256, 2, PartialsHome::Shared, 4);
+    // Forced where no slice holds the row in registers: the looped regime's
+    // block walks its slice (32768 columns), one row at a time; the cost
+    // model alone keeps the unsplit looped block (unmeasured on the GPU).
+    for (const Strategy &st : {rms, layer}) {
+      Geometry g = geometry(262144, bf16.bytes, st, hopper, 0, 8);
+      check(g.cluster == 8 && !g.registers && g.threads == 512 &&
+                g.chunksPerLane == 8 && g.sliceColumns == 32768 &&
+                g.partials == PartialsHome::Global && g.batch == 1,
+            describe(262144, bf16, st) + " sm_90 cluster=8: got " + show(g));
+      Geometry d = geometry(262144, bf16.bytes, st, hopper, 0);
+      check(d.cluster == 1 && !d.registers,
+            describe(262144, bf16, st) + " sm_90: got " + show(d));
+    }
     auto unsplit = [&](std::optional<int64_t> n, const DType &d,
                        const Strategy &s, int64_t option = 0) {
       Geometry g = geometry(n, d.bytes, s, hopper, 0, option);

@@ -69,6 +69,41 @@ func.func @cluster_one_row(%x: tensor<?x1000xbf16>) -> tensor<?x1000xbf16> {
 
 // -----
 
+// A looped row split over a cluster: each block walks its slice of chunks x
+// lanes x vector columns, one row at a time.
+// CHECK-LABEL: func.func @looped_cluster
+// CHECK: #norm.row_geometry<regime = looped, threads = 512, lanes = 512, rows = 1, vector = 8, chunks = 8, partials = global, cluster = 8>
+func.func @looped_cluster(%dy: tensor<?x262144xbf16>, %x: tensor<?x262144xbf16>, %r: tensor<?xf32>, %w: tensor<262144xbf16>) -> tensor<?x262144xbf16> {
+  %dx, %dw = norm.rms_norm_grad dy(%dy : tensor<?x262144xbf16>) x(%x : tensor<?x262144xbf16>) rstd(%r : tensor<?xf32>) weight(%w : tensor<262144xbf16>) {norm.geometry = #norm.row_geometry<regime = looped, threads = 512, lanes = 512, rows = 1, vector = 8, chunks = 8, partials = global, cluster = 8>} -> dx(tensor<?x262144xbf16>) dweight(tensor<262144xbf16>)
+  return %dx : tensor<?x262144xbf16>
+}
+
+// -----
+
+func.func @looped_cluster_chunks(%x: tensor<?x1000xbf16>) -> tensor<?x1000xbf16> {
+  // expected-error @+1 {{#norm.row_geometry: a looped row split over a cluster walks slices of chunks x lanes x vector columns: chunks >= 1 needed}}
+  %y, %r = norm.rms_norm x(%x : tensor<?x1000xbf16>) {norm.geometry = #norm.row_geometry<regime = looped, threads = 256, lanes = 256, rows = 1, vector = 8, cluster = 2>} -> y(tensor<?x1000xbf16>) rstd(tensor<?xf32>)
+  return %y : tensor<?x1000xbf16>
+}
+
+// -----
+
+func.func @looped_cluster_batch(%x: tensor<?x1000xbf16>) -> tensor<?x1000xbf16> {
+  // expected-error @+1 {{#norm.row_geometry: a looped row split over a cluster takes one row at a time (batch = 1), got batch = 4}}
+  %y, %r = norm.rms_norm x(%x : tensor<?x1000xbf16>) {norm.geometry = #norm.row_geometry<regime = looped, threads = 256, lanes = 256, rows = 1, vector = 8, chunks = 1, partials = global, cluster = 2, batch = 4>} -> y(tensor<?x1000xbf16>) rstd(tensor<?xf32>)
+  return %y : tensor<?x1000xbf16>
+}
+
+// -----
+
+func.func @looped_no_chunks(%x: tensor<?x1000xbf16>) -> tensor<?x1000xbf16> {
+  // expected-error @+1 {{#norm.row_geometry: the looped regime has no fixed chunks per lane, got chunks = 2}}
+  %y, %r = norm.rms_norm x(%x : tensor<?x1000xbf16>) {norm.geometry = #norm.row_geometry<regime = looped, threads = 256, lanes = 256, rows = 1, vector = 8, chunks = 2>} -> y(tensor<?x1000xbf16>) rstd(tensor<?xf32>)
+  return %y : tensor<?x1000xbf16>
+}
+
+// -----
+
 // expected-error @+1 {{'norm.geometry' belongs on a norm op or its 'dx' / 'forward' nest, not on 'func.func'}}
 func.func @not_on_a_function() attributes {norm.geometry = #norm.row_geometry<regime = looped, threads = 256, lanes = 256, rows = 1, vector = 8>} {
   return

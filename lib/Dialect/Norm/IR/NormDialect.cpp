@@ -301,18 +301,21 @@ LogicalResult RowGeometryAttr::verify(
       return fail() << "the looped regime takes one row per block (lanes = "
                        "threads), got rows = "
                     << rows;
-    if (chunks != 0)
+    if (cluster == 1 && chunks != 0)
       return fail() << "the looped regime has no fixed chunks per lane, got "
                        "chunks = "
                     << chunks;
+    if (cluster > 1 && chunks < 1)
+      return fail() << "a looped row split over a cluster walks slices of "
+                       "chunks x lanes x vector columns: chunks >= 1 needed";
+    if (cluster > 1 && batch != 1)
+      return fail() << "a looped row split over a cluster takes one row at "
+                       "a time (batch = 1), got batch = "
+                    << batch;
     if (partials == RowPartials::Registers || partials == RowPartials::Shared)
       return fail() << "the looped regime keeps its partial rows in global "
                        "memory, got partials = "
                     << stringifyRowPartials(partials);
-    if (cluster != 1)
-      return fail() << "a row split over a cluster is a registers-regime "
-                       "row, got cluster = "
-                    << cluster << " with regime = looped";
   } else {
     if (chunks < 1)
       return fail() << "the registers regime needs chunks >= 1, got "
