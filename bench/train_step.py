@@ -331,7 +331,7 @@ def cpu_validation():
     import norm_mlir.torch as nt
     from norm_mlir import _libs
     rt = _libs.runtime()
-    saved = {k: getattr(nt, k) for k in ("_module", "_launch", "_on_device",
+    saved = {k: getattr(nt, k) for k in ("_module", "_launch",
                                          "_default_keys")}
 
     def module(spec, device):
@@ -344,7 +344,8 @@ def cpu_validation():
         mod.validate(nt._arguments(mod, args),
                      ws.data_ptr() if ws_bytes else 0, ws_bytes)
 
-    nt._module, nt._launch, nt._on_device = module, launch, lambda t: True
+    nt._module, nt._launch = module, launch
+    devices = nt._accept_devices(["*"])
     lib = torch.library.Library("norm_mlir", "IMPL")
     native = _native_for_cpu(nt)
     reg = None
@@ -370,6 +371,7 @@ def cpu_validation():
         lib._destroy()
         for k, v in saved.items():
             setattr(nt, k, v)
+        nt._accept_devices(devices)
         nt._use_bodies(nt._default_keys)
 
 

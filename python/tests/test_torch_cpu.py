@@ -98,7 +98,7 @@ def test_zero_centered_modules_start_at_the_identity():
         assert torch.allclose(m(x), ref(x))
 
 
-def test_off_the_gpu_is_torch():
+def test_off_the_gpu_is_torch(autograd):
     """CPU tensors (and dtypes we have no kernels for) take torch's own
     functions: the same numbers, bit for bit."""
     torch.manual_seed(0)
@@ -116,7 +116,7 @@ def test_off_the_gpu_is_torch():
                            F.rms_norm(x, (7, 48), None, 1e-6))
 
 
-def test_rms_norm_default_eps_is_torchs():
+def test_rms_norm_default_eps_is_torchs(autograd):
     """eps=None is what torch's rms_norm and RMSNorm use: the epsilon of
     the type they compute in, f32's for f16 / bf16 x (1.2e-7, not bf16's
     7.8e-3, which moves small rows' outputs by whole units of bf16); ours
@@ -135,7 +135,7 @@ def test_rms_norm_default_eps_is_torchs():
                            torch.nn.RMSNorm(64, dtype=dt)(x))
 
 
-def test_shape_errors():
+def test_shape_errors(autograd):
     x = torch.randn(4, 64)
     with pytest.raises(ValueError, match="trailing dimensions"):
         nt.layer_norm(x, (32,))
@@ -355,8 +355,26 @@ def validation(kind, monkeypatch):
         return mod
 
     monkeypatch.setattr(nt, "_module", module)
-    monkeypatch.setattr(nt, "_on_device", lambda t: True)
     monkeypatch.setattr(nt, "_kernels_by_key", {})
+    with accepting(["*"]):
+        with _validation_bodies(kind, monkeypatch, calls, rt) as c:
+            yield c
+
+
+@contextlib.contextmanager
+def accepting(types):
+    """Tensors of these device types take our kernels (nt._accept_devices:
+    the Python checks and the C++ eager calls'), as CUDA tensors do."""
+    before = nt._accept_devices(types)
+    try:
+        yield
+    finally:
+        nt._accept_devices(before)
+
+
+@contextlib.contextmanager
+def _validation_bodies(kind, monkeypatch, calls, rt):
+    """validation's bodies: Python's or C++'s registered for the CPU."""
     if kind == "python":
         def launch(mod, args, rows, device):
             ws_bytes = mod.workspace_bytes(rows)
@@ -581,9 +599,9 @@ def meta_is_ours(monkeypatch):
     as torch.compile does, also outside make_fx: autograd's engine runs
     them on the CPU, where fake CUDA tensors' backward needs a CUDA
     device."""
-    monkeypatch.setattr(nt, "_on_device",
-                        lambda t: t.is_cuda or t.device.type == "meta")
     monkeypatch.setattr(nt, "_direct", lambda *ts: False)
+    with accepting(["cuda", "meta"]):
+        yield
 
 
 def _trace(fn, *shapes_dtypes):
@@ -598,7 +616,7 @@ def _trace(fn, *shapes_dtypes):
     return targets, args, outs
 
 
-def test_fake_cuda_tensors_take_our_ops():
+def test_fake_cuda_tensors_take_our_ops(autograd):
     """CUDA tensors (here fake ones: no GPU) dispatch to our forward ops,
     as torch.compile sees them."""
     with FakeTensorMode():
@@ -921,7 +939,7 @@ def module(spec, device):  # loaded through the fake driver, as on a GPU
 
 
 nt._module = module
-nt._on_device = lambda t: True
+nt._accept_devices(["*"])
 if kind == "python":
     nt._raw_stream = lambda idx: 0
     torch.cuda.current_device = lambda: 0
@@ -1328,7 +1346,8 @@ def test_bias_without_weight_backward(emulated):
     _close(b.grad, b64.grad)
 
 
-def test_bias_of_another_dtype_than_the_weight_takes_torch(validated):
+def test_bias_of_another_dtype_than_the_weight_takes_torch(validated,
+                                                          autograd):
     """The kernels take one parameter dtype: a bias of another (or a lone
     bias not of x's dtype) goes to torch's function (which decides what
     it does with it), not to a launch the runtime would refuse."""
@@ -1436,11 +1455,13 @@ def test_zero_centered_shows_in_repr():
 def gpu_of(monkeypatch):
     """Fake CUDA tensors on a host that claims a GPU of the capability
     (or ROCm build) a test sets: what _supported decides from."""
-    monkeypatch.setattr(nt, "_support", {})
+    nt._reset_support()
     monkeypatch.setattr(nt, "_cuda_available", lambda: True)
     state = {"cap": (9, 0)}
     monkeypatch.setattr(nt, "_capability", lambda device: state["cap"])
-    return state
+    yield state
+    monkeypatch.undo()
+    nt._reset_support()
 
 
 def _ops_called(fn, *args):
@@ -1451,7 +1472,7 @@ def _ops_called(fn, *args):
 
 @pytest.mark.parametrize("cap", [(7, 0), (7, 5), "rocm"])
 def test_unsupported_gpus_take_torch_with_one_warning(gpu_of, monkeypatch,
-                                                      cap):
+                                                      autograd, cap):
     """sm_70 / sm_75 (no kernels: the compiler knows sm_80 on) and ROCm
     (whose tensors are is_cuda) take torch's functions, with one warning
     per device and process; before, they compiled for an unknown chip
@@ -1478,10 +1499,10 @@ def test_unsupported_gpus_take_torch_with_one_warning(gpu_of, monkeypatch,
     assert ("ROCm" in msg) if cap == "rocm" else ("sm_%d%d" % cap in msg)
 
 
-def test_supported_gpus_take_our_ops(gpu_of):
+def test_supported_gpus_take_our_ops(gpu_of, autograd):
     for cap in ((8, 0), (8, 6), (9, 0), (10, 0), (12, 0)):
         gpu_of["cap"] = cap
-        nt._support.clear()
+        nt._reset_support()
         with FakeTensorMode():
             x = torch.empty(4, 256, device="cuda", dtype=torch.bfloat16)
             targets = _ops_called(lambda x: nt.layer_norm(x, 256), x)
@@ -1523,7 +1544,7 @@ def _with_cuda_autocast(dtype, fn):
                                    (torch.bfloat16, torch.bfloat16),
                                    (torch.float16, torch.float32),
                                    (torch.float32, torch.float32)])
-def test_autocast_dtypes_are_torchs(ac, xd, wd):
+def test_autocast_dtypes_are_torchs(autograd, ac, xd, wd):
     """Under CUDA autocast our outputs have the dtypes torch's functions
     give (layer_norm is on autocast's fp32 list: f32 out; rms_norm is not);
     the kernels still run (f32 for layer_norm; the casts carry the
@@ -1555,7 +1576,7 @@ def test_autocast_dtypes_are_torchs(ac, xd, wd):
 
 @pytest.mark.parametrize("transform", ["grad", "vmap", "jvp", "jacrev",
                                        "vmap_grad"])
-def test_torch_func_transforms_take_torch(validated, transform):
+def test_torch_func_transforms_take_torch(validated, autograd, transform):
     """torch.func transforms (their tensors wrap others: no data pointer
     for a kernel) run torch's functions, the same numbers; before, the
     autograd.Function refused them for want of setup_context, or the
@@ -1587,7 +1608,7 @@ def test_torch_func_transforms_take_torch(validated, transform):
     assert len(validated) == 1  # and ours outside them
 
 
-def test_forward_mode_ad_takes_torch(validated):
+def test_forward_mode_ad_takes_torch(validated, autograd):
     """Dual tensors (torch.autograd.forward_ad): torch's functions, the
     same tangents; before, the autograd.Function had no jvp."""
     import torch.autograd.forward_ad as fwAD
@@ -1733,7 +1754,7 @@ def test_patch_takes_a_norm_itself_and_a_meta_model():
                 assert torch.equal(m.weight, torch.ones_like(m.weight))
 
 
-def test_patch_routes_to_our_kernels(validated):
+def test_patch_routes_to_our_kernels(validated, autograd):
     """After patch the norms launch our kernels (where they run)."""
     model = _randomised(_Model(d=32, layers=1))
     nt.patch(model)
