@@ -1056,6 +1056,116 @@ def test_direct_path_only_for_plain_eager_tensors():
     assert not nt._direct(x.as_subclass(Sub))
 
 
+# ------------------------------------- the eager calls (C++ checks)
+
+def test_eager_calls_are_one_cpp_op(validated):
+    """With the C++ autograd kernels, layer_norm(), rms_norm() and the
+    modules reach the kernels through one op call each
+    (norm_mlir::_eager_layer_norm / _eager_rms_norm: the checks in C++);
+    with the Python formulas they call none of it."""
+    n = 64
+    x = torch.randn(3, 5, n, dtype=torch.bfloat16, requires_grad=True)
+    w = torch.randn(n, dtype=torch.bfloat16, requires_grad=True)
+    b = torch.randn(n, dtype=torch.bfloat16, requires_grad=True)
+    ln, rms = nt.LayerNorm(n, dtype=torch.bfloat16), nt.RMSNorm(
+        n, dtype=torch.bfloat16)
+    for kind in ("cpp", "python"):
+        with autograd_kernels(kind):
+            with torch.profiler.profile() as prof:
+                ys = [nt.layer_norm(x, (n,), w, b), nt.rms_norm(x, [n], w),
+                      ln(x), rms(x)]
+            names = [e.name for e in prof.events()
+                     if e.name.startswith("norm_mlir::")]
+            eager = [m for m in names if "_eager_" in m]
+            if kind == "cpp":
+                assert eager == ["norm_mlir::_eager_layer_norm",
+                                 "norm_mlir::_eager_rms_norm"] * 2, names
+            else:
+                assert eager == [], names
+            validated.clear()
+            torch.autograd.backward(ys, [torch.ones_like(y) for y in ys])
+            assert [c[0]["op"] for c in validated] == [
+                "rms_norm_grad", "layer_norm_grad", "rms_norm_grad",
+                "layer_norm_grad"]
+            x.grad = w.grad = b.grad = None
+
+
+def test_eager_calls_check_as_python_does(validated, autograd):
+    """The eager calls' C++ checks decide as the Python ones (the other
+    kind of the autograd fixture): the same errors, word for word; the
+    default epsilon; empty shapes and other dtypes to torch's functions;
+    shapes as ints, lists and torch.Size."""
+    x = torch.randn(4, 64)
+    msgs = []
+    for call in (lambda: nt.layer_norm(x, (32,)),
+                 lambda: nt.layer_norm(x, (2, 4, 64)),
+                 lambda: nt.rms_norm(x, (64,), torch.ones(32)),
+                 lambda: nt.LayerNorm(64)(torch.randn(4, 32)),
+                 lambda: nt.layer_norm(x, (64,), torch.ones(64),
+                                       torch.ones(63))):
+        with pytest.raises(ValueError) as got:
+            call()
+        msgs.append(str(got.value))
+    assert msgs == [
+        "normalized_shape [32] does not match the trailing dimensions of "
+        "x [4, 64]",
+        "normalized_shape [2, 4, 64] does not match the trailing "
+        "dimensions of x [4, 64]",
+        "weight has shape [32], expected [64]",
+        "normalized_shape [64] does not match the trailing dimensions of "
+        "x [4, 32]",
+        "bias has shape [63], expected [64]"], msgs
+    # Empty normalized_shape: torch's functions, and their error.
+    for call in (lambda: nt.layer_norm(x, ()), lambda: nt.rms_norm(x, [])):
+        with pytest.raises(RuntimeError, match="at least 1-dimensional"):
+            call()
+    assert not validated
+    # Ours: the default epsilon of rms_norm is f32's for every dtype.
+    for dt in (torch.bfloat16, torch.float16, torch.float32):
+        validated.clear()
+        nt.rms_norm(x.to(dt), 64, torch.randn(64).to(dt))
+        nt.RMSNorm(64, dtype=dt)(x.to(dt))
+        assert [c[0]["eps"] for c in validated] == [
+            torch.finfo(torch.float32).eps] * 2
+    validated.clear()
+    for shape in (64, [64], (64,), torch.Size([64])):
+        nt.layer_norm(x, shape, eps=1e-3)
+        nt.layer_norm(x, shape, eps=1)  # an int epsilon
+    assert [c[0]["eps"] for c in validated] == [1e-3, 1.0] * 4
+    # f64 and int64 tensors: torch's (nothing launched).
+    validated.clear()
+    xd = torch.randn(4, 64, dtype=torch.float64)
+    assert torch.equal(nt.layer_norm(xd, 64),
+                       torch.nn.functional.layer_norm(xd, (64,)))
+    assert not validated
+
+
+def test_eager_calls_ask_python_once_per_device(gpu_of, autograd):
+    """Whether a CUDA device runs our kernels is Python's decision
+    (_supported: the chip, ROCm), asked once per device and remembered
+    until _reset_support, by the C++ checks too."""
+    asked = []
+    real = nt._unsupported_reason
+
+    def reason(device):
+        asked.append(device)
+        return real(device)
+
+    nt._unsupported_reason, before = reason, nt._unsupported_reason
+    try:
+        with FakeTensorMode():
+            x = torch.empty(4, 256, device="cuda", dtype=torch.bfloat16)
+            for _ in range(3):
+                nt.layer_norm(x, 256)
+                nt.RMSNorm(256, device="cuda")(x)
+            assert len(asked) == 1
+            nt._reset_support()
+            nt.rms_norm(x, 256)
+            assert len(asked) == 2
+    finally:
+        nt._unsupported_reason = before
+
+
 # ------------------------------- emulated kernels: numbers on the CPU
 #
 # The `validated` fixture with each launch, once validated, also computed
