@@ -68,6 +68,13 @@ using LnBwdSig = std::tuple<Tensor, Tensor, Tensor>(
 using RmsBwdSig = std::tuple<Tensor, Tensor>(const Tensor &, const Tensor &,
                                              const Tensor &, const OptTensor &,
                                              int64_t, bool, const OptTensor &);
+// The backward ops with dx written into dy (Tensor(a!) dy).
+using LnBwdIntoSig = std::tuple<Tensor, Tensor>(
+    const Tensor &, const Tensor &, const Tensor &, const Tensor &,
+    const OptTensor &, bool, int64_t, bool, const OptTensor &);
+using RmsBwdIntoSig = Tensor(const Tensor &, const Tensor &, const Tensor &,
+                             const OptTensor &, int64_t, bool,
+                             const OptTensor &);
 
 /// The ops, found once (normtorch_autograd_register) after Python defined
 /// them.
@@ -76,6 +83,8 @@ struct Ops {
   c10::TypedOperatorHandle<RmsFwdSig> rmsFwd;
   c10::TypedOperatorHandle<LnBwdSig> lnBwd;
   c10::TypedOperatorHandle<RmsBwdSig> rmsBwd;
+  c10::TypedOperatorHandle<LnBwdIntoSig> lnBwdIntoDy;
+  c10::TypedOperatorHandle<RmsBwdIntoSig> rmsBwdIntoDy;
 };
 std::optional<Ops> ops;
 
@@ -104,6 +113,11 @@ bool wantsGrad(const Tensor &x, const OptTensor &w, const OptTensor &b) {
 /// parameter has more dimensions).
 Tensor asParam(const Tensor &g, const Tensor &param) {
   return param.dim() == 1 ? g : g.view(param.sizes());
+}
+
+/// The same for a shape saved without its tensor (the bias's).
+Tensor asShape(const Tensor &g, const std::vector<int64_t> &shape) {
+  return shape.size() == 1 ? g : g.view(shape);
 }
 
 /// dx and dweight (undefined where not wanted) of the norm as
@@ -155,6 +169,35 @@ Tensor residualSum(const Tensor &x, const Tensor &residual) {
                   residual.scalar_type() == x.scalar_type(),
               "norm_mlir: residual must have x's shape and dtype");
   return x.add(residual).contiguous();
+}
+
+/// Whether dx may be written into dy (the kernels' in-place backward)
+/// with nobody able to see it: dy is a plain dense tensor, contiguous with
+/// x's shape and dtype, held by this backward's gradient list alone (no
+/// other reference, weak or strong: not the tensor a user passed to
+/// backward(), which the graph's root and the caller hold, nor one a hook
+/// kept) and owning its storage alone (no view of it anywhere), with no
+/// dispatch mode or tensor subclass around (compiled autograd's tracing, a
+/// fake tensor). Autograd then hands dx on as the gradient of x, as it
+/// would a new tensor.
+bool canTakeDx(const Tensor &dy, const Tensor &x) {
+  if (!dy.defined() || dy.use_count() != 1 || dy.weak_use_count() != 1 ||
+      dy.is_view() || dy.requires_grad())
+    return false;
+  constexpr auto plainKeys = c10::DispatchKeySet(
+      {c10::DispatchKey::Python, c10::DispatchKey::PythonTLSSnapshot,
+       c10::DispatchKey::Functionalize, c10::DispatchKey::FuncTorchBatched,
+       c10::DispatchKey::FuncTorchGradWrapper});
+  if (dy.key_set().has_any(plainKeys) ||
+      c10::impl::tls_local_dispatch_key_set().included_.has_any(plainKeys) ||
+      !dy.has_storage())
+    return false;
+  const c10::Storage &st = dy.storage();
+  return st.use_count() == 1 && dy.storage_offset() == 0 &&
+         st.nbytes() == size_t(dy.numel()) * dy.element_size() &&
+         dy.scalar_type() == x.scalar_type() && dy.sizes() == x.sizes() &&
+         dy.device() == x.device() && dy.is_contiguous() &&
+         dy.layout() == at::kStrided;
 }
 
 bool buildingGraph(const Tensor &dy, const Tensor &x, const Tensor &w) {
@@ -210,11 +253,17 @@ layerNormGrads(AutogradContext *ctx, const Tensor &dy, const Tensor &dres) {
   }
   {
     at::AutoDispatchBelowADInplaceOrView below;
-    std::tie(dx, dw, db) = ops->lnBwd.call(dy, x, mean, rstd, optional(w),
-                                           hasBias, n, zc, optional(dres));
+    if (canTakeDx(dy, x)) {
+      std::tie(dw, db) = ops->lnBwdIntoDy.call(
+          dy, x, mean, rstd, optional(w), hasBias, n, zc, optional(dres));
+      dx = dy;
+    } else {
+      std::tie(dx, dw, db) = ops->lnBwd.call(dy, x, mean, rstd, optional(w),
+                                             hasBias, n, zc, optional(dres));
+    }
   }
   return {dx, w.defined() ? asParam(dw, w) : Tensor(),
-          hasBias ? db.view(bshape) : Tensor()};
+          hasBias ? asShape(db, bshape) : Tensor()};
 }
 
 struct LayerNormFunction : torch::autograd::Function<LayerNormFunction> {
@@ -230,7 +279,8 @@ struct LayerNormFunction : torch::autograd::Function<LayerNormFunction> {
     return {y, mean, rstd};
   }
 
-  static variable_list backward(AutogradContext *ctx, variable_list grads) {
+  static variable_list backward(AutogradContext *ctx,
+                                variable_list &grads) {
     auto [dx, dw, db] = layerNormGrads(ctx, grads[0], Tensor());
     return {dx, dw, db, Tensor(), Tensor(), Tensor()};
   }
@@ -254,7 +304,8 @@ struct AddLayerNormFunction
     return {y, h, mean, rstd};
   }
 
-  static variable_list backward(AutogradContext *ctx, variable_list grads) {
+  static variable_list backward(AutogradContext *ctx,
+                                variable_list &grads) {
     auto [dx, dw, db] = layerNormGrads(ctx, grads[0], grads[1]);
     return {dx, dx, dw, db, Tensor(), Tensor(), Tensor()};
   }
@@ -314,8 +365,14 @@ std::pair<Tensor, Tensor> rmsNormGrads(AutogradContext *ctx, const Tensor &dy,
   }
   {
     at::AutoDispatchBelowADInplaceOrView below;
-    std::tie(dx, dw) =
-        ops->rmsBwd.call(dy, x, rstd, optional(w), n, zc, optional(dres));
+    if (canTakeDx(dy, x)) {
+      dw = ops->rmsBwdIntoDy.call(dy, x, rstd, optional(w), n, zc,
+                                  optional(dres));
+      dx = dy;
+    } else {
+      std::tie(dx, dw) =
+          ops->rmsBwd.call(dy, x, rstd, optional(w), n, zc, optional(dres));
+    }
   }
   return {dx, w.defined() ? asParam(dw, w) : Tensor()};
 }
@@ -333,7 +390,8 @@ struct RMSNormFunction : torch::autograd::Function<RMSNormFunction> {
     return {y, rstd};
   }
 
-  static variable_list backward(AutogradContext *ctx, variable_list grads) {
+  static variable_list backward(AutogradContext *ctx,
+                                variable_list &grads) {
     auto [dx, dw] = rmsNormGrads(ctx, grads[0], Tensor());
     return {dx, dw, Tensor(), Tensor(), Tensor()};
   }
@@ -353,7 +411,8 @@ struct AddRMSNormFunction : torch::autograd::Function<AddRMSNormFunction> {
     return {y, h, rstd};
   }
 
-  static variable_list backward(AutogradContext *ctx, variable_list grads) {
+  static variable_list backward(AutogradContext *ctx,
+                                variable_list &grads) {
     auto [dx, dw] = rmsNormGrads(ctx, grads[0], grads[1]);
     return {dx, dx, dw, Tensor(), Tensor(), Tensor()};
   }
@@ -570,7 +629,9 @@ NORMTORCH_API void *normtorch_autograd_register(char *err, size_t cap) {
     ops = Ops{findOp<LnFwdSig>("norm_mlir::layer_norm_fwd"),
               findOp<RmsFwdSig>("norm_mlir::rms_norm_fwd"),
               findOp<LnBwdSig>("norm_mlir::layer_norm_bwd"),
-              findOp<RmsBwdSig>("norm_mlir::rms_norm_bwd")};
+              findOp<RmsBwdSig>("norm_mlir::rms_norm_bwd"),
+              findOp<LnBwdIntoSig>("norm_mlir::layer_norm_bwd_into_dy"),
+              findOp<RmsBwdIntoSig>("norm_mlir::rms_norm_bwd_into_dy")};
     auto reg = std::make_unique<Registration>();
     reg->autograd = std::make_unique<torch::Library>(
         torch::Library::IMPL, "norm_mlir", c10::DispatchKey::Autograd,

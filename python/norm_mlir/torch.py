@@ -438,11 +438,19 @@ _rms_fwd = _define(
     _rms_fwd_impl, _rms_fwd_fake)
 
 
-def _grad_rows(dy, x, weight, n):
-    """A backward's rows of x and dy, M, and its dx (x's shape) and dweight
-    (empty without a weight; the weight's dtype, else x's)."""
+def _grad_rows(dy, x, weight, n, into_dy=False):
+    """A backward's rows of x and dy, M, and its dx (x's shape; dy itself
+    with into_dy) and dweight (empty without a weight; the weight's dtype,
+    else x's)."""
     xr, dyr = _rows(x, n), _rows(dy, n)
-    dx = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    if into_dy:
+        if dy.shape != x.shape or dy.dtype != x.dtype or \
+                not dy.is_contiguous():
+            raise ValueError("norm_mlir: dx goes into dy only where dy is "
+                             "contiguous with x's shape and dtype")
+        dx = dy
+    else:
+        dx = torch.empty(x.shape, dtype=x.dtype, device=x.device)
     wdt = weight.dtype if weight is not None else x.dtype
     dw = torch.empty(n if weight is not None else 0, dtype=wdt,
                      device=x.device)
@@ -461,10 +469,10 @@ def _dresidual_rows(dresidual, x, n):
 
 
 def _ln_bwd_impl(dy, x, mean, rstd, weight, has_bias, n, zero_centered,
-                 dresidual=None):
+                 dresidual=None, into_dy=False):
     _same_device(x, dy, mean, rstd, weight)
     rr = _dresidual_rows(dresidual, x, n)
-    xr, dyr, m, dx, dw = _grad_rows(dy, x, weight, n)
+    xr, dyr, m, dx, dw = _grad_rows(dy, x, weight, n, into_dy)
     db = torch.empty(n if has_bias else 0, dtype=dw.dtype, device=x.device)
     mod = _kernels("layer_norm_grad", n, x, weight, has_bias, None,
                    zero_centered, rr is not None)
@@ -495,10 +503,11 @@ _ln_bwd = _define(
     _ln_bwd_impl, _ln_bwd_fake)
 
 
-def _rms_bwd_impl(dy, x, rstd, weight, n, zero_centered, dresidual=None):
+def _rms_bwd_impl(dy, x, rstd, weight, n, zero_centered, dresidual=None,
+                  into_dy=False):
     _same_device(x, dy, rstd, weight)
     rr = _dresidual_rows(dresidual, x, n)
-    xr, dyr, m, dx, dw = _grad_rows(dy, x, weight, n)
+    xr, dyr, m, dx, dw = _grad_rows(dy, x, weight, n, into_dy)
     mod = _kernels("rms_norm_grad", n, x, weight, False, None, zero_centered,
                    rr is not None)
     args = [("dy", dyr), ("x", xr), ("rstd", rstd)]
@@ -535,6 +544,50 @@ _lib.define("_eager_layer_norm(Tensor x, int[] normalized_shape, "
             "-> Tensor")
 _lib.define("_eager_rms_norm(Tensor x, int[] normalized_shape, "
             "Tensor? weight, float? eps, bool zero_centered) -> Tensor")
+
+
+# The backward ops with dx written into dy (the kernels' documented
+# in-place backward: dx may be dy itself). Only the C++ autograd kernels
+# call them, and only where nothing but autograd's own buffer holds dy
+# (docs/Python.md, "dx into dy"); dy must be contiguous with x's shape and
+# dtype. They return the parameters' gradients.
+
+def _ln_bwd_into_impl(dy, x, mean, rstd, weight, has_bias, n, zero_centered,
+                      dresidual=None):
+    _, dw, db = _ln_bwd_impl(dy, x, mean, rstd, weight, has_bias, n,
+                             zero_centered, dresidual, into_dy=True)
+    return dw, db
+
+
+def _ln_bwd_into_fake(dy, x, mean, rstd, weight, has_bias, n, zero_centered,
+                      dresidual=None):
+    return _ln_bwd_fake(dy, x, mean, rstd, weight, has_bias, n,
+                        zero_centered)[1:]
+
+
+_ln_bwd_into = _define(
+    "layer_norm_bwd_into_dy(Tensor(a!) dy, Tensor x, Tensor mean, "
+    "Tensor rstd, Tensor? weight, bool has_bias, int n, bool zero_centered, "
+    "Tensor? dresidual=None) -> (Tensor, Tensor)",
+    _ln_bwd_into_impl, _ln_bwd_into_fake)
+
+
+def _rms_bwd_into_impl(dy, x, rstd, weight, n, zero_centered,
+                       dresidual=None):
+    return _rms_bwd_impl(dy, x, rstd, weight, n, zero_centered, dresidual,
+                         into_dy=True)[1]
+
+
+def _rms_bwd_into_fake(dy, x, rstd, weight, n, zero_centered,
+                       dresidual=None):
+    return _rms_bwd_fake(dy, x, rstd, weight, n, zero_centered)[1]
+
+
+_rms_bwd_into = _define(
+    "rms_norm_bwd_into_dy(Tensor(a!) dy, Tensor x, Tensor rstd, "
+    "Tensor? weight, int n, bool zero_centered, Tensor? dresidual=None) "
+    "-> Tensor",
+    _rms_bwd_into_impl, _rms_bwd_into_fake)
 
 
 # Residual add + norm (add_layer_norm / add_rms_norm): h = x + residual, then

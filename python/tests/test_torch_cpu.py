@@ -1256,6 +1256,108 @@ def test_emulation_matches_torch(emulated, autograd):
 
 
 
+# ------------------------------------------------ dx into dy in place
+
+def _dx_is_dy(calls):
+    """For each backward launch: whether dx was written into dy."""
+    out = []
+    for (spec, _, _), d in zip(calls, calls.details):
+        if spec["op"].endswith("_grad"):
+            ptr = {name: p for name, p, _, _ in d["args"]}
+            out.append(ptr["dx"] == ptr["dy"])
+    return out
+
+
+@pytest.mark.parametrize("norm", ["layer_norm", "rms_norm", "add"])
+def test_dx_goes_into_dy_only_where_nobody_sees_dy(emulated, autograd,
+                                                     norm):
+    """With the C++ autograd kernels, dx is written into dy where autograd
+    alone holds dy (a gradient another node made, here the mul's, also
+    where retain_grad() keeps a copy of it); never into a tensor the user
+    passed to backward(), one a hook kept, or a view; the Python formulas
+    never do it. The
+    gradients are right either way (float64 torch)."""
+    torch.manual_seed(0)
+    n = 96
+    x, w, b = (_leaf(t) for t in _make((4, 9, n), (n,), "f32", "f32",
+                                       "f32"))
+    r = _leaf(torch.randn(4, 9, n))
+    g = torch.randn(4, 9, n)
+    x64, w64, b64, r64 = (_leaf(t.double()) for t in (x, w, b, r))
+
+    def ours(x, w, b, r):
+        if norm == "layer_norm":
+            return nt.layer_norm(x, n, w, b)
+        if norm == "rms_norm":
+            return nt.rms_norm(x, n, w, 1e-5)
+        return nt.add_layer_norm(x, r, n, w, b)[0]
+
+    def ref(x, w, b, r):
+        if norm == "layer_norm":
+            return _ref_ln(x, (n,), w, b, 1e-5)
+        if norm == "rms_norm":
+            return _ref_rms(x, (n,), w, 1e-5)
+        return _ref_ln(x + r, (n,), w, b, 1e-5)
+
+    leaves = (x, w, b, r)
+    refs = (x64, w64, b64, r64)
+    cases = {
+        "from the graph": (lambda y: (y * 2).backward(g), True),
+        "the user's": (lambda y: y.backward(g), False),
+        "kept by a hook": (lambda y: (y.register_hook(kept.append),
+                                      (y * 2).backward(g)), False),
+        # retain_grad() keeps a clone: dy is still autograd's alone.
+        "retained": (lambda y: (y.retain_grad(), (y * 2).backward(g)),
+                     True),
+        "a view": (lambda y: (y.view(-1) * 2).view(y.shape).backward(g),
+                   False),
+    }
+    for what, (run, inplace) in cases.items():
+        kept, g0 = [], g.clone()
+        for t in leaves + refs:
+            t.grad = None
+        emulated.clear()
+        y = ours(x, w, b, r)
+        run(y)
+        want = inplace and autograd == "cpp"
+        assert _dx_is_dy(emulated) == [want], what
+        assert torch.equal(g, g0), what
+        y64 = ref(x64, w64, b64, r64)
+        (y64 * 2 if what != "the user's" else y64).backward(g.double())
+        for a, ref_t in zip(leaves, refs):
+            if ref_t.grad is not None:
+                _close(a.grad, ref_t.grad)
+        if what == "kept by a hook":
+            _close(kept[0], 2 * g.double())
+        if what == "retained":
+            _close(y.grad, 2 * g.double())
+
+
+def test_into_dy_ops_refuse_what_cannot_take_dx(validated):
+    """The in-place backward ops refuse a dy that is not contiguous with
+    x's shape and dtype (what the autograd kernels check before calling
+    them)."""
+    n = 64
+    x = torch.randn(8, n)
+    mean, rstd = torch.randn(8), torch.randn(8)
+    w = torch.randn(n)
+    for dy in (torch.randn(n, 8).t(), torch.randn(8, n, dtype=torch.float64),
+               torch.randn(4, 2, n)):
+        with pytest.raises((ValueError, RuntimeError),
+                           match="dx goes into dy only"):
+            torch.ops.norm_mlir.layer_norm_bwd_into_dy(
+                dy, x, mean, rstd, w, True, n, False)
+        with pytest.raises((ValueError, RuntimeError),
+                           match="dx goes into dy only"):
+            torch.ops.norm_mlir.rms_norm_bwd_into_dy(dy, x, rstd, w, n,
+                                                      False)
+    dy = torch.randn(8, n)
+    dw, db = torch.ops.norm_mlir.layer_norm_bwd_into_dy(
+        dy, x, mean, rstd, w, True, n, False)
+    assert dw.shape == db.shape == (n,)
+    assert _dx_is_dy(validated) == [True]
+
+
 # ------------------------------------- residual add + norm (issue 22, 2.)
 
 def _add_norm(norm, x, r, w, b, n):
