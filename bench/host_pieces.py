@@ -81,6 +81,10 @@ def rows(calls, repeat, m=8, n=1024):
                         best_backward(f, g, calls, repeat)))
             out.append((name, who, "forward + backward",
                         best(lambda: f().backward(g), calls, repeat)))
+            # dy made by autograd (the mul's gradient), as in a model:
+            # ours may write dx into it.
+            out.append((name, who, "backward, dy from the graph",
+                        best_backward(lambda: f() * 2, g, calls, repeat)))
     with torch.no_grad():
         out.append(("layer_norm()", "torch", "forward, no grad",
                     best(lambda: F.layer_norm(xd, (n,), w, b), calls,
@@ -109,9 +113,9 @@ def main():
               "in" if native else "absent",
               "in" if nt._cpp_autograd else "absent", args.repeat,
               args.calls))
-    print("%-20s %-6s %-20s %8s" % ("call", "impl", "phase", "us"))
+    print("%-20s %-6s %-28s %8s" % ("call", "impl", "phase", "us"))
     for name, who, phase, us in got:
-        print("%-20s %-6s %-20s %8.2f" % (name, who, phase, us))
+        print("%-20s %-6s %-28s %8.2f" % (name, who, phase, us))
 
 
 if __name__ == "__main__":

@@ -205,6 +205,15 @@ bool buildingGraph(const Tensor &dy, const Tensor &x, const Tensor &w) {
          (requiresGrad(dy) || requiresGrad(x) || requiresGrad(w));
 }
 
+/// The statistics a forward computes beside y (mean and rstd, or rstd):
+/// outputs of the op but not of the autograd Function, which gets a
+/// pointer to this and fills it. So they carry no history without being
+/// marked non-differentiable, a mark CppNode keeps and compiled autograd
+/// refuses (an internal assert in its compiled_args).
+struct Stats {
+  Tensor mean, rstd;
+};
+
 // ------------------------------------------------------------- LayerNorm
 //
 // Saved: x (h, the sum, for the residual-add op), the weight (undefined
@@ -220,7 +229,6 @@ void saveLayerNorm(AutogradContext *ctx, const Tensor &x, const OptTensor &w,
   ctx->saved_data["zc"] = zc;
   if (b)
     ctx->saved_data["bshape"] = b->sizes().vec();
-  ctx->mark_non_differentiable({mean, rstd});
 }
 
 /// dx, dweight, dbias of a LayerNorm saved by saveLayerNorm; dres (may be
@@ -269,20 +277,20 @@ layerNormGrads(AutogradContext *ctx, const Tensor &dy, const Tensor &dres) {
 struct LayerNormFunction : torch::autograd::Function<LayerNormFunction> {
   static variable_list forward(AutogradContext *ctx, const Tensor &x,
                                const OptTensor &w, const OptTensor &b,
-                               int64_t n, double eps, bool zc) {
-    Tensor y, mean, rstd;
+                               int64_t n, double eps, bool zc, Stats *st) {
+    Tensor y;
     {
       at::AutoDispatchBelowADInplaceOrView below;
-      std::tie(y, mean, rstd) = ops->lnFwd.call(x, w, b, n, eps, zc);
+      std::tie(y, st->mean, st->rstd) = ops->lnFwd.call(x, w, b, n, eps, zc);
     }
-    saveLayerNorm(ctx, x, w, b, mean, rstd, n, eps, zc);
-    return {y, mean, rstd};
+    saveLayerNorm(ctx, x, w, b, st->mean, st->rstd, n, eps, zc);
+    return {y};
   }
 
   static variable_list backward(AutogradContext *ctx,
                                 variable_list &grads) {
     auto [dx, dw, db] = layerNormGrads(ctx, grads[0], Tensor());
-    return {dx, dw, db, Tensor(), Tensor(), Tensor()};
+    return {dx, dw, db, Tensor(), Tensor(), Tensor(), Tensor()};
   }
 };
 
@@ -293,21 +301,21 @@ struct AddLayerNormFunction
   static variable_list forward(AutogradContext *ctx, const Tensor &x,
                                const Tensor &residual, const OptTensor &w,
                                const OptTensor &b, int64_t n, double eps,
-                               bool zc) {
-    Tensor y, h, mean, rstd;
+                               bool zc, Stats *st) {
+    Tensor y, h;
     {
       at::AutoDispatchBelowADInplaceOrView below;
       h = residualSum(x, residual);
-      std::tie(y, mean, rstd) = ops->lnFwd.call(h, w, b, n, eps, zc);
+      std::tie(y, st->mean, st->rstd) = ops->lnFwd.call(h, w, b, n, eps, zc);
     }
-    saveLayerNorm(ctx, h, w, b, mean, rstd, n, eps, zc);
-    return {y, h, mean, rstd};
+    saveLayerNorm(ctx, h, w, b, st->mean, st->rstd, n, eps, zc);
+    return {y, h};
   }
 
   static variable_list backward(AutogradContext *ctx,
                                 variable_list &grads) {
     auto [dx, dw, db] = layerNormGrads(ctx, grads[0], grads[1]);
-    return {dx, dx, dw, db, Tensor(), Tensor(), Tensor()};
+    return {dx, dx, dw, db, Tensor(), Tensor(), Tensor(), Tensor()};
   }
 };
 
@@ -318,8 +326,9 @@ layerNormFwdAutograd(const Tensor &x, const OptTensor &w, const OptTensor &b,
     at::AutoDispatchBelowADInplaceOrView below;
     return ops->lnFwd.call(x, w, b, n, eps, zc);
   }
-  variable_list out = LayerNormFunction::apply(x, w, b, n, eps, zc);
-  return {out[0], out[1], out[2]};
+  Stats st;
+  variable_list out = LayerNormFunction::apply(x, w, b, n, eps, zc, &st);
+  return {out[0], st.mean, st.rstd};
 }
 
 std::tuple<Tensor, Tensor, Tensor, Tensor>
@@ -333,9 +342,10 @@ addLayerNormFwdAutograd(const Tensor &x, const Tensor &residual,
     auto [y, mean, rstd] = ops->lnFwd.call(h, w, b, n, eps, zc);
     return {y, h, mean, rstd};
   }
+  Stats st;
   variable_list out =
-      AddLayerNormFunction::apply(x, residual, w, b, n, eps, zc);
-  return {out[0], out[1], out[2], out[3]};
+      AddLayerNormFunction::apply(x, residual, w, b, n, eps, zc, &st);
+  return {out[0], out[1], st.mean, st.rstd};
 }
 
 // --------------------------------------------------------------- RMSNorm
@@ -346,7 +356,6 @@ void saveRmsNorm(AutogradContext *ctx, const Tensor &x, const OptTensor &w,
   ctx->saved_data["n"] = n;
   ctx->saved_data["eps"] = eps;
   ctx->saved_data["zc"] = zc;
-  ctx->mark_non_differentiable({rstd});
 }
 
 std::pair<Tensor, Tensor> rmsNormGrads(AutogradContext *ctx, const Tensor &dy,
@@ -380,41 +389,42 @@ std::pair<Tensor, Tensor> rmsNormGrads(AutogradContext *ctx, const Tensor &dy,
 struct RMSNormFunction : torch::autograd::Function<RMSNormFunction> {
   static variable_list forward(AutogradContext *ctx, const Tensor &x,
                                const OptTensor &w, int64_t n, double eps,
-                               bool zc) {
-    Tensor y, rstd;
+                               bool zc, Stats *st) {
+    Tensor y;
     {
       at::AutoDispatchBelowADInplaceOrView below;
-      std::tie(y, rstd) = ops->rmsFwd.call(x, w, n, eps, zc);
+      std::tie(y, st->rstd) = ops->rmsFwd.call(x, w, n, eps, zc);
     }
-    saveRmsNorm(ctx, x, w, rstd, n, eps, zc);
-    return {y, rstd};
+    saveRmsNorm(ctx, x, w, st->rstd, n, eps, zc);
+    return {y};
   }
 
   static variable_list backward(AutogradContext *ctx,
                                 variable_list &grads) {
     auto [dx, dw] = rmsNormGrads(ctx, grads[0], Tensor());
-    return {dx, dw, Tensor(), Tensor(), Tensor()};
+    return {dx, dw, Tensor(), Tensor(), Tensor(), Tensor()};
   }
 };
 
 struct AddRMSNormFunction : torch::autograd::Function<AddRMSNormFunction> {
   static variable_list forward(AutogradContext *ctx, const Tensor &x,
                                const Tensor &residual, const OptTensor &w,
-                               int64_t n, double eps, bool zc) {
-    Tensor y, h, rstd;
+                               int64_t n, double eps, bool zc,
+                               Stats *st) {
+    Tensor y, h;
     {
       at::AutoDispatchBelowADInplaceOrView below;
       h = residualSum(x, residual);
-      std::tie(y, rstd) = ops->rmsFwd.call(h, w, n, eps, zc);
+      std::tie(y, st->rstd) = ops->rmsFwd.call(h, w, n, eps, zc);
     }
-    saveRmsNorm(ctx, h, w, rstd, n, eps, zc);
-    return {y, h, rstd};
+    saveRmsNorm(ctx, h, w, st->rstd, n, eps, zc);
+    return {y, h};
   }
 
   static variable_list backward(AutogradContext *ctx,
                                 variable_list &grads) {
     auto [dx, dw] = rmsNormGrads(ctx, grads[0], grads[1]);
-    return {dx, dx, dw, Tensor(), Tensor(), Tensor()};
+    return {dx, dx, dw, Tensor(), Tensor(), Tensor(), Tensor()};
   }
 };
 
@@ -425,8 +435,9 @@ std::tuple<Tensor, Tensor> rmsNormFwdAutograd(const Tensor &x,
     at::AutoDispatchBelowADInplaceOrView below;
     return ops->rmsFwd.call(x, w, n, eps, zc);
   }
-  variable_list out = RMSNormFunction::apply(x, w, n, eps, zc);
-  return {out[0], out[1]};
+  Stats st;
+  variable_list out = RMSNormFunction::apply(x, w, n, eps, zc, &st);
+  return {out[0], st.rstd};
 }
 
 std::tuple<Tensor, Tensor, Tensor>
@@ -439,8 +450,10 @@ addRmsNormFwdAutograd(const Tensor &x, const Tensor &residual,
     auto [y, rstd] = ops->rmsFwd.call(h, w, n, eps, zc);
     return {y, h, rstd};
   }
-  variable_list out = AddRMSNormFunction::apply(x, residual, w, n, eps, zc);
-  return {out[0], out[1], out[2]};
+  Stats st;
+  variable_list out =
+      AddRMSNormFunction::apply(x, residual, w, n, eps, zc, &st);
+  return {out[0], out[1], st.rstd};
 }
 
 // ------------------------------------------------------- the eager calls

@@ -1333,6 +1333,44 @@ def test_dx_goes_into_dy_only_where_nobody_sees_dy(emulated, autograd,
             _close(y.grad, 2 * g.double())
 
 
+@pytest.mark.parametrize("norm", ["layer_norm", "rms_norm", "add"])
+def test_compiled_autograd(emulated, autograd, norm):
+    """torch.compile's compiled autograd runs our backward (C++ or
+    Python autograd kernels) with eager's gradients. The C++ Functions'
+    mean / rstd were marked non-differentiable, which CppNode keeps and
+    compiled autograd's compiled_args refused (an internal assert); they
+    are now not outputs of the Function at all."""
+    from torch._dynamo import compiled_autograd
+    torch.manual_seed(3)
+    n = 64
+    x, w, b = (_leaf(t) for t in _make((6, n), (n,), "f32", "f32", "f32"))
+    r = _leaf(torch.randn(6, n))
+    g = torch.randn(6, n)
+
+    def run(x, w, b, r):
+        if norm == "layer_norm":
+            y = nt.layer_norm(x, n, w, b)
+        elif norm == "rms_norm":
+            y = nt.rms_norm(x, n, w, 1e-5)
+        else:
+            y = nt.add_layer_norm(x, r, n, w, b)[0]
+        return y
+
+    eager = [_leaf(t) for t in (x, w, b, r)]
+    run(*eager).backward(g)
+    torch._dynamo.reset()
+    try:
+        with compiled_autograd._enable(torch.compile(backend="eager")):
+            run(x, w, b, r).backward(g)
+    finally:
+        torch._dynamo.reset()
+    for a, e in zip((x, w, b, r), eager):
+        assert (a.grad is None) == (e.grad is None)
+        if a.grad is not None:
+            _close(a.grad, e.grad.double())
+    assert any(c[0]["op"].endswith("_grad") for c in emulated)
+
+
 def test_into_dy_ops_refuse_what_cannot_take_dx(validated):
     """The in-place backward ops refuse a dy that is not contiguous with
     x's shape and dtype (what the autograd kernels check before calling
