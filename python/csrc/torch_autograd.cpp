@@ -116,7 +116,7 @@ Tensor asParam(const Tensor &g, const Tensor &param) {
 }
 
 /// The same for a shape saved without its tensor (the bias's).
-Tensor asShape(const Tensor &g, const std::vector<int64_t> &shape) {
+Tensor asShape(const Tensor &g, c10::IntArrayRef shape) {
   return shape.size() == 1 ? g : g.view(shape);
 }
 
@@ -217,17 +217,18 @@ struct Stats {
 // ------------------------------------------------------------- LayerNorm
 //
 // Saved: x (h, the sum, for the residual-add op), the weight (undefined
-// without one), mean, rstd; n, eps, zero-centred and the bias's shape
-// (only with a bias).
+// without one), mean, rstd; n, zero-centred and whether there is a bias
+// (one int), eps, and the bias's shape where it is not [n].
 
 void saveLayerNorm(AutogradContext *ctx, const Tensor &x, const OptTensor &w,
                    const OptTensor &b, const Tensor &mean, const Tensor &rstd,
                    int64_t n, double eps, bool zc) {
   ctx->save_for_backward({x, orUndefined(w), mean, rstd});
-  ctx->saved_data["n"] = n;
+  // Few entries (each is a hash-map node): n and the flags in one int;
+  // the bias's shape only where it is not [n].
+  ctx->saved_data["a"] = n << 2 | int64_t(zc) << 1 | int64_t(b.has_value());
   ctx->saved_data["eps"] = eps;
-  ctx->saved_data["zc"] = zc;
-  if (b)
+  if (b && b->dim() != 1)
     ctx->saved_data["bshape"] = b->sizes().vec();
 }
 
@@ -238,13 +239,16 @@ layerNormGrads(AutogradContext *ctx, const Tensor &dy, const Tensor &dres) {
   variable_list saved = ctx->get_saved_variables();
   const Tensor &x = saved[0], &w = saved[1], &mean = saved[2],
                &rstd = saved[3];
-  int64_t n = ctx->saved_data["n"].toInt();
-  bool zc = ctx->saved_data["zc"].toBool();
-  auto bit = ctx->saved_data.find("bshape");
-  bool hasBias = bit != ctx->saved_data.end();
-  std::vector<int64_t> bshape;
-  if (hasBias)
-    bshape = bit->second.toIntVector();
+  int64_t a = ctx->saved_data["a"].toInt(), n = a >> 2;
+  bool zc = a & 2, hasBias = a & 1;
+  c10::SmallVector<int64_t, 4> bshape{n};
+  if (hasBias) {
+    auto bit = ctx->saved_data.find("bshape");
+    if (bit != ctx->saved_data.end()) {
+      std::vector<int64_t> v = bit->second.toIntVector();
+      bshape.assign(v.begin(), v.end());
+    }
+  }
   Tensor dx, dw, db;
   if (buildingGraph(dy, x, w) || requiresGrad(dres)) {
     std::tie(dx, dw) =
@@ -353,17 +357,16 @@ addLayerNormFwdAutograd(const Tensor &x, const Tensor &residual,
 void saveRmsNorm(AutogradContext *ctx, const Tensor &x, const OptTensor &w,
                  const Tensor &rstd, int64_t n, double eps, bool zc) {
   ctx->save_for_backward({x, orUndefined(w), rstd});
-  ctx->saved_data["n"] = n;
+  ctx->saved_data["a"] = n << 2 | int64_t(zc) << 1;
   ctx->saved_data["eps"] = eps;
-  ctx->saved_data["zc"] = zc;
 }
 
 std::pair<Tensor, Tensor> rmsNormGrads(AutogradContext *ctx, const Tensor &dy,
                                        const Tensor &dres) {
   variable_list saved = ctx->get_saved_variables();
   const Tensor &x = saved[0], &w = saved[1], &rstd = saved[2];
-  int64_t n = ctx->saved_data["n"].toInt();
-  bool zc = ctx->saved_data["zc"].toBool();
+  int64_t a = ctx->saved_data["a"].toInt(), n = a >> 2;
+  bool zc = a & 2;
   Tensor dx, dw;
   if (buildingGraph(dy, x, w) || requiresGrad(dres)) {
     std::tie(dx, dw) =

@@ -1396,6 +1396,30 @@ def test_into_dy_ops_refuse_what_cannot_take_dx(validated):
     assert _dx_is_dy(validated) == [True]
 
 
+def test_multi_dim_parameters_grads(emulated, autograd):
+    """A 2-D normalized_shape: the gradients of the weight and the bias
+    come back in their shapes (the C++ kernels keep the bias's shape only
+    where it is not [n]) with float64 torch's numbers."""
+    torch.manual_seed(5)
+    shape = (4, 24)
+    x, w, b = (_leaf(t) for t in _make((5, 4, 24), shape, "f32", "f32",
+                                       "f32"))
+    g = torch.randn(5, 4, 24)
+    refs = [_leaf(t.double()) for t in (x, w, b)]
+    nt.layer_norm(x, shape, w, b).backward(g)
+    _ref_ln(refs[0], shape, refs[1], refs[2], 1e-5).backward(g.double())
+    for a, r in zip((x, w, b), refs):
+        assert a.grad.shape == a.shape
+        _close(a.grad, r.grad)
+    for t in (x, w) + tuple(refs):
+        t.grad = None
+    nt.rms_norm(x, shape, w, 1e-5).backward(g)
+    _ref_rms(refs[0], shape, refs[1], 1e-5).backward(g.double())
+    for a, r in zip((x, w), refs):
+        assert a.grad.shape == a.shape
+        _close(a.grad, r.grad)
+
+
 # ------------------------------------- residual add + norm (issue 22, 2.)
 
 def _add_norm(norm, x, r, w, b, n):
