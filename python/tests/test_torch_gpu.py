@@ -521,9 +521,11 @@ def test_wheel_bodies_are_cpp():
             os.environ.get("NORM_MLIR_NATIVE") == "0":
         pytest.skip("no libnormtorch.so here")
     assert nt._native is not None and nt._default_keys is not None
-    dump = torch._C._dispatch_dump("norm_mlir::rms_norm_bwd")
-    assert "torch_ops.cpp" in [ln for ln in dump.splitlines()
-                               if ln.startswith("CUDA:")][0], dump
+    for op in ("rms_norm_bwd", "layer_norm_bwd_into_dy",
+               "rms_norm_bwd_into_dy"):
+        dump = torch._C._dispatch_dump("norm_mlir::" + op)
+        assert "torch_ops.cpp" in [ln for ln in dump.splitlines()
+                                   if ln.startswith("CUDA:")][0], dump
 
 
 @pytest.mark.parametrize("layout", ["contiguous", "strided", "copied"])
@@ -658,21 +660,23 @@ def test_eager_calls_are_the_cpp_op():
         assert torch.equal(y, want)
 
 
+@pytest.mark.parametrize("m,n", [(300, 2048), (8, 65536), (5000, 768)])
 @pytest.mark.parametrize("norm", ["layer_norm", "rms_norm",
                                   "add_layer_norm"])
-def test_dx_into_dy_agrees(norm):
+def test_dx_into_dy_agrees(norm, m, n):
     """dx written into dy (a gradient autograd alone holds: here the mul's)
     is bit for bit the dx of a new tensor (the user's gradient, which is
-    never written), and leaves the user's gradient as it was."""
+    never written), and leaves the user's gradient as it was; rows of one
+    block, few wide rows (a row split over a cluster), many short rows."""
     if not nt._cpp_autograd:
         pytest.skip("no libnormtorch_autograd.so")
     torch.manual_seed(12)
-    n, bf = 2048, torch.bfloat16
-    x0 = torch.randn(300, n, device=DEV, dtype=bf)
-    r0 = torch.randn(300, n, device=DEV, dtype=bf)
+    bf = torch.bfloat16
+    x0 = torch.randn(m, n, device=DEV, dtype=bf)
+    r0 = torch.randn(m, n, device=DEV, dtype=bf)
     w0 = torch.randn(n, device=DEV)
     b0 = torch.randn(n, device=DEV)
-    g = torch.randn(300, n, device=DEV, dtype=bf)
+    g = torch.randn(m, n, device=DEV, dtype=bf)
 
     def run(into):
         x, r, w, b = (t.detach().requires_grad_(True)
