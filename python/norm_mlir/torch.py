@@ -1256,7 +1256,9 @@ def _fp32(t):
     return t.float() if t is not None and t.dtype in _HALF else t
 
 
-_is_compiling = torch.compiler.is_compiling  # dynamo folds it
+# Tested first: dynamo folds it, so under torch.compile the eager calls'
+# C++ callables are never looked at.
+_is_compiling = torch.compiler.is_compiling
 _SHAPES = (tuple, list, torch.Size)  # what the eager calls' int[] takes
 
 
@@ -1285,7 +1287,7 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5,
     """torch.nn.functional.layer_norm, on our kernels for CUDA tensors of
     f32/f16/bf16. zero_centered: the weight is applied as 1 + weight.
     Under CUDA autocast the output is f32, as torch's is."""
-    if _ln_eager is not None and not _is_compiling():
+    if not _is_compiling() and _ln_eager is not None:
         # One C++ call: the checks below, then the autograd kernel.
         return _ln_eager(x, normalized_shape if type(normalized_shape) in
                          _SHAPES else _normalized(normalized_shape),
@@ -1310,7 +1312,7 @@ def rms_norm(x, normalized_shape, weight=None, eps=None,
     f32/f16/bf16. eps None is torch's default: the epsilon of the type it
     computes in (f32's for f16 / bf16 x, not x's own, whatever its docs
     say). zero_centered: the weight is applied as 1 + weight (Gemma)."""
-    if _rms_eager is not None and not _is_compiling():
+    if not _is_compiling() and _rms_eager is not None:
         return _rms_eager(x, normalized_shape if type(normalized_shape) in
                           _SHAPES else _normalized(normalized_shape),
                           weight, eps, bool(zero_centered))
@@ -1419,7 +1421,7 @@ class LayerNorm(_ZeroCentered, torch.nn.LayerNorm):
             self.reset_parameters()
 
     def forward(self, x):
-        if _ln_eager is not None and not _is_compiling():
+        if not _is_compiling() and _ln_eager is not None:
             return _ln_eager(x, self.normalized_shape, self.weight,
                              self.bias, self.eps, self.zero_centered)
         return layer_norm(x, self.normalized_shape, self.weight, self.bias,
@@ -1440,7 +1442,7 @@ class RMSNorm(_ZeroCentered, torch.nn.RMSNorm):
             self.reset_parameters()
 
     def forward(self, x):
-        if _rms_eager is not None and not _is_compiling():
+        if not _is_compiling() and _rms_eager is not None:
             return _rms_eager(x, self.normalized_shape, self.weight,
                               self.eps, self.zero_centered)
         return rms_norm(x, self.normalized_shape, self.weight, self.eps,

@@ -1904,14 +1904,18 @@ def test_forward_mode_ad_takes_torch(validated, autograd):
     assert validated == []
 
 
-def test_compile_traces_the_checks_without_breaks(validated):
+def test_compile_traces_the_checks_without_breaks(validated, autograd):
     """The device and transform checks fold under torch.compile (dynamo):
-    no graph break, our op in the graph."""
+    no graph break, our op in the graph (the functions' Python and the
+    modules', not the eager calls' C++ op)."""
     x = torch.randn(8, 64, dtype=torch.bfloat16)
     w = torch.randn(64, dtype=torch.bfloat16)
+    ln, rms = nt.LayerNorm(64, dtype=torch.bfloat16), nt.RMSNorm(
+        64, dtype=torch.bfloat16)
 
     def fn(x, w):
-        return nt.rms_norm(x, 64, w) + nt.layer_norm(x, 64, w, w)
+        return nt.rms_norm(x, 64, w) + nt.layer_norm(x, 64, w, w) + \
+            ln(x) + rms(x)
 
     torch._dynamo.reset()
     try:
@@ -1921,6 +1925,7 @@ def test_compile_traces_the_checks_without_breaks(validated):
     assert ex.graph_break_count == 0, ex.break_reasons
     code = "".join(g.code for g in ex.graphs)
     assert "norm_mlir.rms_norm_fwd" in code and "layer_norm_fwd" in code
+    assert "_eager_" not in code
 
 
 # ---------------------------------------------------------------- patch
