@@ -26,12 +26,19 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include <ATen/autocast_mode.h>
 #include <ATen/core/dispatch/Dispatcher.h>
+#include <c10/core/impl/LocalDispatchKeySet.h>
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/autograd/custom_function.h>
+#include <torch/csrc/autograd/forward_grad.h>
 #include <torch/library.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstring>
+#include <limits>
+#include <memory>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -61,6 +68,13 @@ using LnBwdSig = std::tuple<Tensor, Tensor, Tensor>(
 using RmsBwdSig = std::tuple<Tensor, Tensor>(const Tensor &, const Tensor &,
                                              const Tensor &, const OptTensor &,
                                              int64_t, bool, const OptTensor &);
+// The backward ops with dx written into dy (Tensor(a!) dy).
+using LnBwdIntoSig = std::tuple<Tensor, Tensor>(
+    const Tensor &, const Tensor &, const Tensor &, const Tensor &,
+    const OptTensor &, bool, int64_t, bool, const OptTensor &);
+using RmsBwdIntoSig = Tensor(const Tensor &, const Tensor &, const Tensor &,
+                             const OptTensor &, int64_t, bool,
+                             const OptTensor &);
 
 /// The ops, found once (normtorch_autograd_register) after Python defined
 /// them.
@@ -69,6 +83,8 @@ struct Ops {
   c10::TypedOperatorHandle<RmsFwdSig> rmsFwd;
   c10::TypedOperatorHandle<LnBwdSig> lnBwd;
   c10::TypedOperatorHandle<RmsBwdSig> rmsBwd;
+  c10::TypedOperatorHandle<LnBwdIntoSig> lnBwdIntoDy;
+  c10::TypedOperatorHandle<RmsBwdIntoSig> rmsBwdIntoDy;
 };
 std::optional<Ops> ops;
 
@@ -97,6 +113,11 @@ bool wantsGrad(const Tensor &x, const OptTensor &w, const OptTensor &b) {
 /// parameter has more dimensions).
 Tensor asParam(const Tensor &g, const Tensor &param) {
   return param.dim() == 1 ? g : g.view(param.sizes());
+}
+
+/// The same for a shape saved without its tensor (the bias's).
+Tensor asShape(const Tensor &g, c10::IntArrayRef shape) {
+  return shape.size() == 1 ? g : g.view(shape);
 }
 
 /// dx and dweight (undefined where not wanted) of the norm as
@@ -150,27 +171,65 @@ Tensor residualSum(const Tensor &x, const Tensor &residual) {
   return x.add(residual).contiguous();
 }
 
+/// Whether dx may be written into dy (the kernels' in-place backward)
+/// with nobody able to see it: dy is a plain dense tensor, contiguous with
+/// x's shape and dtype, held by this backward's gradient list alone (no
+/// other reference, weak or strong: not the tensor a user passed to
+/// backward(), which the graph's root and the caller hold, nor one a hook
+/// kept) and owning its storage alone (no view of it anywhere), with no
+/// dispatch mode or tensor subclass around (compiled autograd's tracing, a
+/// fake tensor). Autograd then hands dx on as the gradient of x, as it
+/// would a new tensor.
+bool canTakeDx(const Tensor &dy, const Tensor &x) {
+  if (!dy.defined() || dy.use_count() != 1 || dy.weak_use_count() != 1 ||
+      dy.is_view() || dy.requires_grad())
+    return false;
+  constexpr auto plainKeys = c10::DispatchKeySet(
+      {c10::DispatchKey::Python, c10::DispatchKey::PythonTLSSnapshot,
+       c10::DispatchKey::Functionalize, c10::DispatchKey::FuncTorchBatched,
+       c10::DispatchKey::FuncTorchGradWrapper});
+  if (dy.key_set().has_any(plainKeys) ||
+      c10::impl::tls_local_dispatch_key_set().included_.has_any(plainKeys) ||
+      !dy.has_storage())
+    return false;
+  const c10::Storage &st = dy.storage();
+  return st.use_count() == 1 && dy.storage_offset() == 0 &&
+         st.nbytes() == size_t(dy.numel()) * dy.element_size() &&
+         dy.scalar_type() == x.scalar_type() && dy.sizes() == x.sizes() &&
+         dy.device() == x.device() && dy.is_contiguous() &&
+         dy.layout() == at::kStrided;
+}
+
 bool buildingGraph(const Tensor &dy, const Tensor &x, const Tensor &w) {
   return at::GradMode::is_enabled() &&
          (requiresGrad(dy) || requiresGrad(x) || requiresGrad(w));
 }
 
+/// The statistics a forward computes beside y (mean and rstd, or rstd):
+/// outputs of the op but not of the autograd Function, which gets a
+/// pointer to this and fills it. So they carry no history without being
+/// marked non-differentiable, a mark CppNode keeps and compiled autograd
+/// refuses (an internal assert in its compiled_args).
+struct Stats {
+  Tensor mean, rstd;
+};
+
 // ------------------------------------------------------------- LayerNorm
 //
 // Saved: x (h, the sum, for the residual-add op), the weight (undefined
-// without one), mean, rstd; n, eps, zero-centred and the bias's shape
-// (only with a bias).
+// without one), mean, rstd; n, zero-centred and whether there is a bias
+// (one int), eps, and the bias's shape where it is not [n].
 
 void saveLayerNorm(AutogradContext *ctx, const Tensor &x, const OptTensor &w,
                    const OptTensor &b, const Tensor &mean, const Tensor &rstd,
                    int64_t n, double eps, bool zc) {
   ctx->save_for_backward({x, orUndefined(w), mean, rstd});
-  ctx->saved_data["n"] = n;
+  // Few entries (each is a hash-map node): n and the flags in one int;
+  // the bias's shape only where it is not [n].
+  ctx->saved_data["a"] = n << 2 | int64_t(zc) << 1 | int64_t(b.has_value());
   ctx->saved_data["eps"] = eps;
-  ctx->saved_data["zc"] = zc;
-  if (b)
+  if (b && b->dim() != 1)
     ctx->saved_data["bshape"] = b->sizes().vec();
-  ctx->mark_non_differentiable({mean, rstd});
 }
 
 /// dx, dweight, dbias of a LayerNorm saved by saveLayerNorm; dres (may be
@@ -180,13 +239,16 @@ layerNormGrads(AutogradContext *ctx, const Tensor &dy, const Tensor &dres) {
   variable_list saved = ctx->get_saved_variables();
   const Tensor &x = saved[0], &w = saved[1], &mean = saved[2],
                &rstd = saved[3];
-  int64_t n = ctx->saved_data["n"].toInt();
-  bool zc = ctx->saved_data["zc"].toBool();
-  auto bit = ctx->saved_data.find("bshape");
-  bool hasBias = bit != ctx->saved_data.end();
-  std::vector<int64_t> bshape;
-  if (hasBias)
-    bshape = bit->second.toIntVector();
+  int64_t a = ctx->saved_data["a"].toInt(), n = a >> 2;
+  bool zc = a & 2, hasBias = a & 1;
+  c10::SmallVector<int64_t, 4> bshape{n};
+  if (hasBias) {
+    auto bit = ctx->saved_data.find("bshape");
+    if (bit != ctx->saved_data.end()) {
+      std::vector<int64_t> v = bit->second.toIntVector();
+      bshape.assign(v.begin(), v.end());
+    }
+  }
   Tensor dx, dw, db;
   if (buildingGraph(dy, x, w) || requiresGrad(dres)) {
     std::tie(dx, dw) =
@@ -203,29 +265,36 @@ layerNormGrads(AutogradContext *ctx, const Tensor &dy, const Tensor &dres) {
   }
   {
     at::AutoDispatchBelowADInplaceOrView below;
-    std::tie(dx, dw, db) = ops->lnBwd.call(dy, x, mean, rstd, optional(w),
-                                           hasBias, n, zc, optional(dres));
+    if (canTakeDx(dy, x)) {
+      std::tie(dw, db) = ops->lnBwdIntoDy.call(
+          dy, x, mean, rstd, optional(w), hasBias, n, zc, optional(dres));
+      dx = dy;
+    } else {
+      std::tie(dx, dw, db) = ops->lnBwd.call(dy, x, mean, rstd, optional(w),
+                                             hasBias, n, zc, optional(dres));
+    }
   }
   return {dx, w.defined() ? asParam(dw, w) : Tensor(),
-          hasBias ? db.view(bshape) : Tensor()};
+          hasBias ? asShape(db, bshape) : Tensor()};
 }
 
 struct LayerNormFunction : torch::autograd::Function<LayerNormFunction> {
   static variable_list forward(AutogradContext *ctx, const Tensor &x,
                                const OptTensor &w, const OptTensor &b,
-                               int64_t n, double eps, bool zc) {
-    Tensor y, mean, rstd;
+                               int64_t n, double eps, bool zc, Stats *st) {
+    Tensor y;
     {
       at::AutoDispatchBelowADInplaceOrView below;
-      std::tie(y, mean, rstd) = ops->lnFwd.call(x, w, b, n, eps, zc);
+      std::tie(y, st->mean, st->rstd) = ops->lnFwd.call(x, w, b, n, eps, zc);
     }
-    saveLayerNorm(ctx, x, w, b, mean, rstd, n, eps, zc);
-    return {y, mean, rstd};
+    saveLayerNorm(ctx, x, w, b, st->mean, st->rstd, n, eps, zc);
+    return {y};
   }
 
-  static variable_list backward(AutogradContext *ctx, variable_list grads) {
+  static variable_list backward(AutogradContext *ctx,
+                                variable_list &grads) {
     auto [dx, dw, db] = layerNormGrads(ctx, grads[0], Tensor());
-    return {dx, dw, db, Tensor(), Tensor(), Tensor()};
+    return {dx, dw, db, Tensor(), Tensor(), Tensor(), Tensor()};
   }
 };
 
@@ -236,20 +305,21 @@ struct AddLayerNormFunction
   static variable_list forward(AutogradContext *ctx, const Tensor &x,
                                const Tensor &residual, const OptTensor &w,
                                const OptTensor &b, int64_t n, double eps,
-                               bool zc) {
-    Tensor y, h, mean, rstd;
+                               bool zc, Stats *st) {
+    Tensor y, h;
     {
       at::AutoDispatchBelowADInplaceOrView below;
       h = residualSum(x, residual);
-      std::tie(y, mean, rstd) = ops->lnFwd.call(h, w, b, n, eps, zc);
+      std::tie(y, st->mean, st->rstd) = ops->lnFwd.call(h, w, b, n, eps, zc);
     }
-    saveLayerNorm(ctx, h, w, b, mean, rstd, n, eps, zc);
-    return {y, h, mean, rstd};
+    saveLayerNorm(ctx, h, w, b, st->mean, st->rstd, n, eps, zc);
+    return {y, h};
   }
 
-  static variable_list backward(AutogradContext *ctx, variable_list grads) {
+  static variable_list backward(AutogradContext *ctx,
+                                variable_list &grads) {
     auto [dx, dw, db] = layerNormGrads(ctx, grads[0], grads[1]);
-    return {dx, dx, dw, db, Tensor(), Tensor(), Tensor()};
+    return {dx, dx, dw, db, Tensor(), Tensor(), Tensor(), Tensor()};
   }
 };
 
@@ -260,8 +330,9 @@ layerNormFwdAutograd(const Tensor &x, const OptTensor &w, const OptTensor &b,
     at::AutoDispatchBelowADInplaceOrView below;
     return ops->lnFwd.call(x, w, b, n, eps, zc);
   }
-  variable_list out = LayerNormFunction::apply(x, w, b, n, eps, zc);
-  return {out[0], out[1], out[2]};
+  Stats st;
+  variable_list out = LayerNormFunction::apply(x, w, b, n, eps, zc, &st);
+  return {out[0], st.mean, st.rstd};
 }
 
 std::tuple<Tensor, Tensor, Tensor, Tensor>
@@ -275,9 +346,10 @@ addLayerNormFwdAutograd(const Tensor &x, const Tensor &residual,
     auto [y, mean, rstd] = ops->lnFwd.call(h, w, b, n, eps, zc);
     return {y, h, mean, rstd};
   }
+  Stats st;
   variable_list out =
-      AddLayerNormFunction::apply(x, residual, w, b, n, eps, zc);
-  return {out[0], out[1], out[2], out[3]};
+      AddLayerNormFunction::apply(x, residual, w, b, n, eps, zc, &st);
+  return {out[0], out[1], st.mean, st.rstd};
 }
 
 // --------------------------------------------------------------- RMSNorm
@@ -285,18 +357,16 @@ addLayerNormFwdAutograd(const Tensor &x, const Tensor &residual,
 void saveRmsNorm(AutogradContext *ctx, const Tensor &x, const OptTensor &w,
                  const Tensor &rstd, int64_t n, double eps, bool zc) {
   ctx->save_for_backward({x, orUndefined(w), rstd});
-  ctx->saved_data["n"] = n;
+  ctx->saved_data["a"] = n << 2 | int64_t(zc) << 1;
   ctx->saved_data["eps"] = eps;
-  ctx->saved_data["zc"] = zc;
-  ctx->mark_non_differentiable({rstd});
 }
 
 std::pair<Tensor, Tensor> rmsNormGrads(AutogradContext *ctx, const Tensor &dy,
                                        const Tensor &dres) {
   variable_list saved = ctx->get_saved_variables();
   const Tensor &x = saved[0], &w = saved[1], &rstd = saved[2];
-  int64_t n = ctx->saved_data["n"].toInt();
-  bool zc = ctx->saved_data["zc"].toBool();
+  int64_t a = ctx->saved_data["a"].toInt(), n = a >> 2;
+  bool zc = a & 2;
   Tensor dx, dw;
   if (buildingGraph(dy, x, w) || requiresGrad(dres)) {
     std::tie(dx, dw) =
@@ -307,8 +377,14 @@ std::pair<Tensor, Tensor> rmsNormGrads(AutogradContext *ctx, const Tensor &dy,
   }
   {
     at::AutoDispatchBelowADInplaceOrView below;
-    std::tie(dx, dw) =
-        ops->rmsBwd.call(dy, x, rstd, optional(w), n, zc, optional(dres));
+    if (canTakeDx(dy, x)) {
+      dw = ops->rmsBwdIntoDy.call(dy, x, rstd, optional(w), n, zc,
+                                  optional(dres));
+      dx = dy;
+    } else {
+      std::tie(dx, dw) =
+          ops->rmsBwd.call(dy, x, rstd, optional(w), n, zc, optional(dres));
+    }
   }
   return {dx, w.defined() ? asParam(dw, w) : Tensor()};
 }
@@ -316,39 +392,42 @@ std::pair<Tensor, Tensor> rmsNormGrads(AutogradContext *ctx, const Tensor &dy,
 struct RMSNormFunction : torch::autograd::Function<RMSNormFunction> {
   static variable_list forward(AutogradContext *ctx, const Tensor &x,
                                const OptTensor &w, int64_t n, double eps,
-                               bool zc) {
-    Tensor y, rstd;
+                               bool zc, Stats *st) {
+    Tensor y;
     {
       at::AutoDispatchBelowADInplaceOrView below;
-      std::tie(y, rstd) = ops->rmsFwd.call(x, w, n, eps, zc);
+      std::tie(y, st->rstd) = ops->rmsFwd.call(x, w, n, eps, zc);
     }
-    saveRmsNorm(ctx, x, w, rstd, n, eps, zc);
-    return {y, rstd};
+    saveRmsNorm(ctx, x, w, st->rstd, n, eps, zc);
+    return {y};
   }
 
-  static variable_list backward(AutogradContext *ctx, variable_list grads) {
+  static variable_list backward(AutogradContext *ctx,
+                                variable_list &grads) {
     auto [dx, dw] = rmsNormGrads(ctx, grads[0], Tensor());
-    return {dx, dw, Tensor(), Tensor(), Tensor()};
+    return {dx, dw, Tensor(), Tensor(), Tensor(), Tensor()};
   }
 };
 
 struct AddRMSNormFunction : torch::autograd::Function<AddRMSNormFunction> {
   static variable_list forward(AutogradContext *ctx, const Tensor &x,
                                const Tensor &residual, const OptTensor &w,
-                               int64_t n, double eps, bool zc) {
-    Tensor y, h, rstd;
+                               int64_t n, double eps, bool zc,
+                               Stats *st) {
+    Tensor y, h;
     {
       at::AutoDispatchBelowADInplaceOrView below;
       h = residualSum(x, residual);
-      std::tie(y, rstd) = ops->rmsFwd.call(h, w, n, eps, zc);
+      std::tie(y, st->rstd) = ops->rmsFwd.call(h, w, n, eps, zc);
     }
-    saveRmsNorm(ctx, h, w, rstd, n, eps, zc);
-    return {y, h, rstd};
+    saveRmsNorm(ctx, h, w, st->rstd, n, eps, zc);
+    return {y, h};
   }
 
-  static variable_list backward(AutogradContext *ctx, variable_list grads) {
+  static variable_list backward(AutogradContext *ctx,
+                                variable_list &grads) {
     auto [dx, dw] = rmsNormGrads(ctx, grads[0], grads[1]);
-    return {dx, dx, dw, Tensor(), Tensor(), Tensor()};
+    return {dx, dx, dw, Tensor(), Tensor(), Tensor(), Tensor()};
   }
 };
 
@@ -359,8 +438,9 @@ std::tuple<Tensor, Tensor> rmsNormFwdAutograd(const Tensor &x,
     at::AutoDispatchBelowADInplaceOrView below;
     return ops->rmsFwd.call(x, w, n, eps, zc);
   }
-  variable_list out = RMSNormFunction::apply(x, w, n, eps, zc);
-  return {out[0], out[1]};
+  Stats st;
+  variable_list out = RMSNormFunction::apply(x, w, n, eps, zc, &st);
+  return {out[0], st.rstd};
 }
 
 std::tuple<Tensor, Tensor, Tensor>
@@ -373,8 +453,163 @@ addRmsNormFwdAutograd(const Tensor &x, const Tensor &residual,
     auto [y, rstd] = ops->rmsFwd.call(h, w, n, eps, zc);
     return {y, h, rstd};
   }
-  variable_list out = AddRMSNormFunction::apply(x, residual, w, n, eps, zc);
-  return {out[0], out[1], out[2]};
+  Stats st;
+  variable_list out =
+      AddRMSNormFunction::apply(x, residual, w, n, eps, zc, &st);
+  return {out[0], out[1], st.rstd};
+}
+
+// ------------------------------------------------------- the eager calls
+//
+// norm_mlir::_eager_layer_norm / _eager_rms_norm (defined by norm_mlir.torch,
+// CompositeImplicitAutograd kernels here): what layer_norm() / rms_norm()
+// and the modules call in eager mode, so that one call from Python does
+// their checks (shapes, which tensors our kernels take, autocast, torch.func
+// and forward-mode AD) and reaches the autograd kernel above without
+// Python in between. The same decisions as norm_mlir.torch's Python (its
+// _check, _ours and autocast rule), which stays for torch.compile (dynamo
+// traces it) and for a torch without this library.
+
+/// Which device types take our kernels (bit 1 << DeviceType): CUDA, and
+/// the CPU (or any type) where the CPU tests send tensors through the real
+/// bodies (norm_mlir.torch._accept_devices).
+std::atomic<uint64_t> acceptedDevices{uint64_t(1)
+                                      << int(c10::DeviceType::CUDA)};
+
+/// Whether our kernels run on a CUDA device, per index: 0 unknown (ask
+/// Python), 1 yes, 2 no (Python warned once). Python decides
+/// (norm_mlir.torch._supported: the chip, ROCm) and clears this with its
+/// own cache.
+constexpr int kMaxDevices = 64;
+std::atomic<int8_t> cudaSupport[kMaxDevices];
+using SupportFn = int (*)(int32_t device); // 1 yes, 0 no, -1 error
+std::atomic<SupportFn> supportFn{nullptr};
+
+bool onDevice(const Tensor &t) {
+  return acceptedDevices.load(std::memory_order_relaxed) >>
+             int(t.device().type()) &
+         1;
+}
+
+bool supported(const c10::Device &d) {
+  if (d.type() != c10::DeviceType::CUDA)
+    return true; // the CPU tests' tensors (norm_mlir.torch._unsupported_reason)
+  int idx = d.has_index() ? d.index() : 0;
+  if (idx < 0 || idx >= kMaxDevices)
+    return false;
+  int8_t s = cudaSupport[idx].load(std::memory_order_relaxed);
+  if (s == 0) {
+    SupportFn f = supportFn.load();
+    int got = f ? f(idx) : -1;
+    TORCH_CHECK(got >= 0, "norm_mlir: could not decide whether cuda:", idx,
+                " runs our kernels");
+    s = got ? 1 : 2;
+    cudaSupport[idx].store(s, std::memory_order_relaxed);
+  }
+  return s == 1;
+}
+
+bool normDtype(at::ScalarType t) {
+  return t == at::kFloat || t == at::kHalf || t == at::kBFloat16;
+}
+
+/// torch.func transforms (grad, vmap, jvp...) or a forward-mode AD level:
+/// only torch's own functions see through their tensors (x is one of
+/// vmap's batched tensors where the eager calls' FuncTorchBatched kernel
+/// runs: below).
+bool transformsActive(const Tensor &x) {
+  const auto &tls = c10::impl::tls_local_dispatch_key_set().included_;
+  return tls.has(c10::DispatchKey::FuncTorchDynamicLayerFrontMode) ||
+         tls.has(c10::DispatchKey::FuncTorchDynamicLayerBackMode) ||
+         x.key_set().has_any(c10::DispatchKeySet(
+             {c10::DispatchKey::FuncTorchBatched,
+              c10::DispatchKey::FuncTorchGradWrapper})) ||
+         torch::autograd::ForwardADLevel::try_get_by_idx(0) != nullptr;
+}
+
+/// norm_mlir.torch._ours: whether a call runs our kernels.
+bool ours(const Tensor &x, const OptTensor &w, const OptTensor &b) {
+  if (!(onDevice(x) && normDtype(x.scalar_type()) && x.numel() > 0))
+    return false;
+  if (w && !(onDevice(*w) && normDtype(w->scalar_type()) &&
+             w->is_contiguous()))
+    return false;
+  // A bias of the weight's dtype (else x's): one of ours, then.
+  if (b && !(b->scalar_type() == (w ? w->scalar_type() : x.scalar_type()) &&
+             onDevice(*b) && b->is_contiguous()))
+    return false;
+  if (transformsActive(x))
+    return false;
+  return supported(x.device());
+}
+
+std::string listOf(c10::IntArrayRef v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
+/// norm_mlir.torch._check: ValueErrors with its messages.
+void checkShapes(const Tensor &x, c10::IntArrayRef shape, const OptTensor &w,
+                 const OptTensor &b) {
+  c10::IntArrayRef xs = x.sizes();
+  TORCH_CHECK_VALUE(shape.size() <= xs.size() &&
+                        xs.slice(xs.size() - shape.size()) == shape,
+                    "normalized_shape ", listOf(shape),
+                    " does not match the trailing dimensions of x ",
+                    listOf(xs));
+  TORCH_CHECK_VALUE(!w || w->sizes() == shape, "weight has shape ",
+                    listOf(w->sizes()), ", expected ", listOf(shape));
+  TORCH_CHECK_VALUE(!b || b->sizes() == shape, "bias has shape ",
+                    listOf(b->sizes()), ", expected ", listOf(shape));
+}
+
+int64_t product(c10::IntArrayRef shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+/// The weight as applied by torch's functions (1 + weight, zero-centred).
+OptTensor appliedWeight(const OptTensor &w, bool zc) {
+  return zc && w ? OptTensor(w->add(1)) : w;
+}
+
+OptTensor toFloat(const OptTensor &t) {
+  return t && (t->scalar_type() == at::kHalf ||
+               t->scalar_type() == at::kBFloat16)
+             ? OptTensor(t->to(at::kFloat))
+             : t;
+}
+
+Tensor eagerLayerNorm(const Tensor &x0, c10::IntArrayRef shape,
+                      const OptTensor &w0, const OptTensor &b0, double eps,
+                      bool zc) {
+  checkShapes(x0, shape, w0, b0);
+  if (shape.empty() || !ours(x0, w0, b0))
+    return at::layer_norm(x0, shape, appliedWeight(w0, zc), b0, eps);
+  if (x0.is_cuda() && at::autocast::is_autocast_enabled(at::kCUDA)) {
+    // torch's layer_norm is on CUDA autocast's fp32 list: its inputs are
+    // cast to f32, so its output is f32 (rms_norm's is not).
+    OptTensor x = toFloat(x0);
+    return std::get<0>(layerNormFwdAutograd(*x, toFloat(w0), toFloat(b0),
+                                            product(shape), eps, zc));
+  }
+  return std::get<0>(
+      layerNormFwdAutograd(x0, w0, b0, product(shape), eps, zc));
+}
+
+Tensor eagerRmsNorm(const Tensor &x, c10::IntArrayRef shape,
+                    const OptTensor &w, std::optional<double> eps, bool zc) {
+  checkShapes(x, shape, w, std::nullopt);
+  if (shape.empty() || !ours(x, w, std::nullopt))
+    return at::rms_norm(x, shape, appliedWeight(w, zc), eps);
+  // torch's default: the epsilon of the type it computes in (f32's for
+  // f16 / bf16, and f32 is the widest we take).
+  double e = eps ? *eps : double(std::numeric_limits<float>::epsilon());
+  return std::get<0>(rmsNormFwdAutograd(x, w, product(shape), e, zc));
 }
 
 void copyError(const char *what, char *err, size_t cap) {
@@ -397,28 +632,90 @@ NORMTORCH_API const char *normtorch_autograd_torch_version(void) {
   return NORMTORCH_TORCH_VERSION;
 }
 
-/// Registers the forward ops' Autograd kernels; a handle for
-/// normtorch_autograd_unregister, or NULL with a message in err.
+/// The registrations normtorch_autograd_register makes (its handle).
+struct Registration {
+  std::unique_ptr<torch::Library> autograd, eager, batched;
+};
+
+/// Registers the forward ops' Autograd kernels and the eager calls'
+/// kernels; a handle for normtorch_autograd_unregister, or NULL with a
+/// message in err.
 NORMTORCH_API void *normtorch_autograd_register(char *err, size_t cap) {
   try {
     ops = Ops{findOp<LnFwdSig>("norm_mlir::layer_norm_fwd"),
               findOp<RmsFwdSig>("norm_mlir::rms_norm_fwd"),
               findOp<LnBwdSig>("norm_mlir::layer_norm_bwd"),
-              findOp<RmsBwdSig>("norm_mlir::rms_norm_bwd")};
-    auto *lib = new torch::Library(torch::Library::IMPL, "norm_mlir",
-                                   c10::DispatchKey::Autograd, __FILE__,
-                                   __LINE__);
-    lib->impl("layer_norm_fwd", TORCH_FN(layerNormFwdAutograd));
-    lib->impl("rms_norm_fwd", TORCH_FN(rmsNormFwdAutograd));
-    lib->impl("add_layer_norm_fwd", TORCH_FN(addLayerNormFwdAutograd));
-    lib->impl("add_rms_norm_fwd", TORCH_FN(addRmsNormFwdAutograd));
-    return lib;
+              findOp<RmsBwdSig>("norm_mlir::rms_norm_bwd"),
+              findOp<LnBwdIntoSig>("norm_mlir::layer_norm_bwd_into_dy"),
+              findOp<RmsBwdIntoSig>("norm_mlir::rms_norm_bwd_into_dy")};
+    auto reg = std::make_unique<Registration>();
+    reg->autograd = std::make_unique<torch::Library>(
+        torch::Library::IMPL, "norm_mlir", c10::DispatchKey::Autograd,
+        __FILE__, __LINE__);
+    reg->autograd->impl("layer_norm_fwd", TORCH_FN(layerNormFwdAutograd));
+    reg->autograd->impl("rms_norm_fwd", TORCH_FN(rmsNormFwdAutograd));
+    reg->autograd->impl("add_layer_norm_fwd",
+                        TORCH_FN(addLayerNormFwdAutograd));
+    reg->autograd->impl("add_rms_norm_fwd", TORCH_FN(addRmsNormFwdAutograd));
+    reg->eager = std::make_unique<torch::Library>(
+        torch::Library::IMPL, "norm_mlir",
+        c10::DispatchKey::CompositeImplicitAutograd, __FILE__, __LINE__);
+    reg->eager->impl("_eager_layer_norm", TORCH_FN(eagerLayerNorm));
+    reg->eager->impl("_eager_rms_norm", TORCH_FN(eagerRmsNorm));
+    // Under vmap the op meets FuncTorchBatched first, whose fallback would
+    // run it per example on plain tensors (our kernels): the same kernels
+    // there see the batched x and take torch's functions, which vmap knows.
+    reg->batched = std::make_unique<torch::Library>(
+        torch::Library::IMPL, "norm_mlir", c10::DispatchKey::FuncTorchBatched,
+        __FILE__, __LINE__);
+    reg->batched->impl("_eager_layer_norm", TORCH_FN(eagerLayerNorm));
+    reg->batched->impl("_eager_rms_norm", TORCH_FN(eagerRmsNorm));
+    return reg.release();
   } catch (const std::exception &ex) {
     copyError(ex.what(), err, cap);
     return nullptr;
   }
 }
 
-NORMTORCH_API void normtorch_autograd_unregister(void *lib) {
-  delete static_cast<torch::Library *>(lib);
+NORMTORCH_API void normtorch_autograd_unregister(void *reg) {
+  delete static_cast<Registration *>(reg);
+}
+
+/// The device types whose tensors the eager calls take: names separated by
+/// commas ("cuda"; the CPU tests add "cpu"), or "*" for any; 0, or 1 with a
+/// message in err.
+NORMTORCH_API int normtorch_autograd_set_devices(const char *types, char *err,
+                                                 size_t cap) {
+  try {
+    uint64_t mask = 0;
+    std::string all(types);
+    if (all == "*") {
+      mask = ~uint64_t(0);
+    } else {
+      size_t at = 0;
+      while (at <= all.size()) {
+        size_t end = std::min(all.find(',', at), all.size());
+        if (end > at)
+          mask |= uint64_t(1)
+                  << int(c10::Device(all.substr(at, end - at)).type());
+        at = end + 1;
+      }
+    }
+    acceptedDevices.store(mask);
+    return 0;
+  } catch (const std::exception &ex) {
+    copyError(ex.what(), err, cap);
+    return 1;
+  }
+}
+
+/// What decides whether a CUDA device runs our kernels (asked once per
+/// device until normtorch_autograd_forget_support).
+NORMTORCH_API void normtorch_autograd_set_support(SupportFn f) {
+  supportFn.store(f);
+}
+
+NORMTORCH_API void normtorch_autograd_forget_support(void) {
+  for (auto &s : cudaSupport)
+    s.store(0);
 }

@@ -633,19 +633,40 @@ struct Grad {
   int32_t wDtype;
 };
 
-Grad gradRows(const Meta &dym, const Meta &xm, const Meta *wm, int64_t n) {
+/// Whether dy can take dx in place: contiguous, with x's shape and dtype
+/// (the kernels' in-place backward: dx is dy itself).
+bool fitsDx(const Meta &dy, const Meta &x) {
+  if (dy.dim != x.dim || dy.dtype != x.dtype)
+    return false;
+  int64_t s = 1;
+  for (int64_t d = dy.dim - 1; d >= 0; --d) {
+    if (dy.sizes[d] != x.sizes[d] || (dy.sizes[d] != 1 && dy.strides[d] != s))
+      return false;
+    s *= dy.sizes[d];
+  }
+  return true;
+}
+
+/// dy's rows, and dx: a new tensor, or dy itself (intoDy).
+Grad gradRows(const Tensor &dy, const Meta &dym, const Meta &xm,
+              const Meta *wm, int64_t n, bool intoDy) {
   Rows xr = rowsOf(xm, n), dyr = rowsOf(dym, n);
-  Tensor dx = emptyContiguous(xm.dim, xm.sizes, xm.dtype, xm.deviceType,
-                              xm.device);
+  if (intoDy && !fitsDx(dym, xm))
+    fail("dx goes into dy only where dy is contiguous with x's shape and "
+         "dtype");
+  Tensor dx = intoDy ? dy
+                     : emptyContiguous(xm.dim, xm.sizes, xm.dtype,
+                                       xm.deviceType, xm.device);
   int32_t wdt = wm ? wm->dtype : xm.dtype;
   Tensor dw = empty1d(wm ? n : 0, wdt, xm);
   return {std::move(xr), std::move(dyr), dx, dw, wdt};
 }
 
 std::tuple<Tensor, Tensor, Tensor>
-layerNormBwd(Tensor dy, Tensor x, Tensor mean, Tensor rstd,
-             std::optional<Tensor> weight, bool hasBias, int64_t n, bool zc,
-             std::optional<Tensor> dresidual) {
+layerNormBwdImpl(const Tensor &dy, const Tensor &x, const Tensor &mean,
+                 const Tensor &rstd, const std::optional<Tensor> &weight,
+                 bool hasBias, int64_t n, bool zc,
+                 const std::optional<Tensor> &dresidual, bool intoDy) {
   Meta dym(dy), xm(x), mm(mean), rm(rstd);
   std::optional<Meta> wm, rsm;
   if (weight)
@@ -653,7 +674,7 @@ layerNormBwd(Tensor dy, Tensor x, Tensor mean, Tensor rstd,
   if (dresidual)
     rsm.emplace(*dresidual);
   sameDevice(xm, {&dym, &mm, &rm, wm ? &*wm : nullptr, rsm ? &*rsm : nullptr});
-  Grad g = gradRows(dym, xm, wm ? &*wm : nullptr, n);
+  Grad g = gradRows(dy, dym, xm, wm ? &*wm : nullptr, n, intoDy);
   int64_t m = g.xr.m;
   Tensor db = empty1d(hasBias ? n : 0, g.wDtype, xm);
   Entry e = lookup(makeKey(LayerNormGrad, n, m, xm, wm ? &*wm : nullptr,
@@ -682,10 +703,10 @@ layerNormBwd(Tensor dy, Tensor x, Tensor mean, Tensor rstd,
   return {g.dx, g.dw, db};
 }
 
-std::tuple<Tensor, Tensor> rmsNormBwd(Tensor dy, Tensor x, Tensor rstd,
-                                      std::optional<Tensor> weight, int64_t n,
-                                      bool zc,
-                                      std::optional<Tensor> dresidual) {
+std::tuple<Tensor, Tensor>
+rmsNormBwdImpl(const Tensor &dy, const Tensor &x, const Tensor &rstd,
+               const std::optional<Tensor> &weight, int64_t n, bool zc,
+               const std::optional<Tensor> &dresidual, bool intoDy) {
   Meta dym(dy), xm(x), rm(rstd);
   std::optional<Meta> wm, rsm;
   if (weight)
@@ -693,7 +714,7 @@ std::tuple<Tensor, Tensor> rmsNormBwd(Tensor dy, Tensor x, Tensor rstd,
   if (dresidual)
     rsm.emplace(*dresidual);
   sameDevice(xm, {&dym, &rm, wm ? &*wm : nullptr, rsm ? &*rsm : nullptr});
-  Grad g = gradRows(dym, xm, wm ? &*wm : nullptr, n);
+  Grad g = gradRows(dy, dym, xm, wm ? &*wm : nullptr, n, intoDy);
   int64_t m = g.xr.m;
   Entry e = lookup(makeKey(RmsNormGrad, n, m, xm, wm ? &*wm : nullptr, false,
                            0.0, zc, rsm.has_value()),
@@ -716,6 +737,39 @@ std::tuple<Tensor, Tensor> rmsNormBwd(Tensor dy, Tensor x, Tensor rstd,
   }
   launch(e, a, m, xm);
   return {g.dx, g.dw};
+}
+
+std::tuple<Tensor, Tensor, Tensor>
+layerNormBwd(Tensor dy, Tensor x, Tensor mean, Tensor rstd,
+             std::optional<Tensor> weight, bool hasBias, int64_t n, bool zc,
+             std::optional<Tensor> dresidual) {
+  return layerNormBwdImpl(dy, x, mean, rstd, weight, hasBias, n, zc,
+                          dresidual, false);
+}
+
+std::tuple<Tensor, Tensor> rmsNormBwd(Tensor dy, Tensor x, Tensor rstd,
+                                      std::optional<Tensor> weight, int64_t n,
+                                      bool zc,
+                                      std::optional<Tensor> dresidual) {
+  return rmsNormBwdImpl(dy, x, rstd, weight, n, zc, dresidual, false);
+}
+
+/// layer_norm_bwd_into_dy: dx written into dy (Tensor(a!)); returns
+/// dweight, dbias.
+std::tuple<Tensor, Tensor>
+layerNormBwdIntoDy(Tensor dy, Tensor x, Tensor mean, Tensor rstd,
+                   std::optional<Tensor> weight, bool hasBias, int64_t n,
+                   bool zc, std::optional<Tensor> dresidual) {
+  auto [dx, dw, db] = layerNormBwdImpl(dy, x, mean, rstd, weight, hasBias, n,
+                                       zc, dresidual, true);
+  return {dw, db};
+}
+
+Tensor rmsNormBwdIntoDy(Tensor dy, Tensor x, Tensor rstd,
+                        std::optional<Tensor> weight, int64_t n, bool zc,
+                        std::optional<Tensor> dresidual) {
+  return std::get<1>(
+      rmsNormBwdImpl(dy, x, rstd, weight, n, zc, dresidual, true));
 }
 
 void copyError(const std::exception &ex, char *err, size_t cap) {
@@ -795,6 +849,8 @@ NORMTORCH_API void *normtorch_register(const char *key, char *err,
     lib->impl("rms_norm_fwd", TORCH_BOX(&rmsNormFwd));
     lib->impl("layer_norm_bwd", TORCH_BOX(&layerNormBwd));
     lib->impl("rms_norm_bwd", TORCH_BOX(&rmsNormBwd));
+    lib->impl("layer_norm_bwd_into_dy", TORCH_BOX(&layerNormBwdIntoDy));
+    lib->impl("rms_norm_bwd_into_dy", TORCH_BOX(&rmsNormBwdIntoDy));
     if (std::strcmp(key, "CPU") == 0)
       cpuAllowed.fetch_add(1);
     return lib;

@@ -72,6 +72,45 @@ def _capability_of(chip):
 
 _support = {}
 _cuda_available = torch.cuda.is_available  # tests replace it (and _capability)
+_device_types = ("cuda",)  # whose tensors take our kernels (_accept_devices)
+
+
+def _on_device(t):
+    """Whether t is on a device our kernels run on (the CUDA GPUs)."""
+    return t.is_cuda
+
+
+def _accept_devices(types):
+    """Which device types' tensors take our kernels: ("cuda",), the
+    default, or more: the CPU tests send CPU tensors through the real bodies
+    (("cuda", "cpu")), "*" any type. Sets the Python checks (_on_device)
+    and the eager calls' C++ ones; returns the previous setting."""
+    global _on_device, _device_types
+    before, types = _device_types, tuple(types)
+    if types == ("cuda",):
+        def _on_device(t):
+            return t.is_cuda
+    elif "*" in types:
+        types = ("*",)
+
+        def _on_device(t):
+            return True
+    else:
+        def _on_device(t, _types=frozenset(types)):
+            return t.device.type in _types
+    _device_types = types
+    if _cpp_autograd:
+        _autograd_reg[0].set_devices(types)
+    return before
+
+
+def _reset_support():
+    """Forgets which devices run our kernels (the CPU tests change the
+    chips _capability reports): asked again, and warned again, at the next
+    call."""
+    _support.clear()
+    if _cpp_autograd:
+        _autograd_reg[0].forget_support()
 
 
 def _unsupported_reason(device):
@@ -399,11 +438,19 @@ _rms_fwd = _define(
     _rms_fwd_impl, _rms_fwd_fake)
 
 
-def _grad_rows(dy, x, weight, n):
-    """A backward's rows of x and dy, M, and its dx (x's shape) and dweight
-    (empty without a weight; the weight's dtype, else x's)."""
+def _grad_rows(dy, x, weight, n, into_dy=False):
+    """A backward's rows of x and dy, M, and its dx (x's shape; dy itself
+    with into_dy) and dweight (empty without a weight; the weight's dtype,
+    else x's)."""
     xr, dyr = _rows(x, n), _rows(dy, n)
-    dx = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    if into_dy:
+        if dy.shape != x.shape or dy.dtype != x.dtype or \
+                not dy.is_contiguous():
+            raise ValueError("norm_mlir: dx goes into dy only where dy is "
+                             "contiguous with x's shape and dtype")
+        dx = dy
+    else:
+        dx = torch.empty(x.shape, dtype=x.dtype, device=x.device)
     wdt = weight.dtype if weight is not None else x.dtype
     dw = torch.empty(n if weight is not None else 0, dtype=wdt,
                      device=x.device)
@@ -422,10 +469,10 @@ def _dresidual_rows(dresidual, x, n):
 
 
 def _ln_bwd_impl(dy, x, mean, rstd, weight, has_bias, n, zero_centered,
-                 dresidual=None):
+                 dresidual=None, into_dy=False):
     _same_device(x, dy, mean, rstd, weight)
     rr = _dresidual_rows(dresidual, x, n)
-    xr, dyr, m, dx, dw = _grad_rows(dy, x, weight, n)
+    xr, dyr, m, dx, dw = _grad_rows(dy, x, weight, n, into_dy)
     db = torch.empty(n if has_bias else 0, dtype=dw.dtype, device=x.device)
     mod = _kernels("layer_norm_grad", n, x, weight, has_bias, None,
                    zero_centered, rr is not None)
@@ -456,10 +503,11 @@ _ln_bwd = _define(
     _ln_bwd_impl, _ln_bwd_fake)
 
 
-def _rms_bwd_impl(dy, x, rstd, weight, n, zero_centered, dresidual=None):
+def _rms_bwd_impl(dy, x, rstd, weight, n, zero_centered, dresidual=None,
+                  into_dy=False):
     _same_device(x, dy, rstd, weight)
     rr = _dresidual_rows(dresidual, x, n)
-    xr, dyr, m, dx, dw = _grad_rows(dy, x, weight, n)
+    xr, dyr, m, dx, dw = _grad_rows(dy, x, weight, n, into_dy)
     mod = _kernels("rms_norm_grad", n, x, weight, False, None, zero_centered,
                    rr is not None)
     args = [("dy", dyr), ("x", xr), ("rstd", rstd)]
@@ -482,6 +530,64 @@ _rms_bwd = _define(
     "rms_norm_bwd(Tensor dy, Tensor x, Tensor rstd, Tensor? weight, int n, "
     "bool zero_centered, Tensor? dresidual=None) -> (Tensor, Tensor)",
     _rms_bwd_impl, _rms_bwd_fake)
+
+
+# The eager calls (layer_norm() / rms_norm() and the modules, outside
+# torch.compile) with the C++ autograd kernels: one op whose C++ kernel
+# (CompositeImplicitAutograd, libnormtorch_autograd.so) makes the
+# functions' checks and calls the forward's autograd kernel, so an eager
+# call runs no Python after its first line. No kernel without that library
+# (the functions then run their Python, below); torch.compile traces the
+# Python.
+_lib.define("_eager_layer_norm(Tensor x, int[] normalized_shape, "
+            "Tensor? weight, Tensor? bias, float eps, bool zero_centered) "
+            "-> Tensor")
+_lib.define("_eager_rms_norm(Tensor x, int[] normalized_shape, "
+            "Tensor? weight, float? eps, bool zero_centered) -> Tensor")
+
+
+# The backward ops with dx written into dy (the kernels' documented
+# in-place backward: dx may be dy itself). Only the C++ autograd kernels
+# call them, and only where nothing but autograd's own buffer holds dy
+# (docs/Python.md, "dx into dy"); dy must be contiguous with x's shape and
+# dtype. They return the parameters' gradients.
+
+def _ln_bwd_into_impl(dy, x, mean, rstd, weight, has_bias, n, zero_centered,
+                      dresidual=None):
+    _, dw, db = _ln_bwd_impl(dy, x, mean, rstd, weight, has_bias, n,
+                             zero_centered, dresidual, into_dy=True)
+    return dw, db
+
+
+def _ln_bwd_into_fake(dy, x, mean, rstd, weight, has_bias, n, zero_centered,
+                      dresidual=None):
+    return _ln_bwd_fake(dy, x, mean, rstd, weight, has_bias, n,
+                        zero_centered)[1:]
+
+
+_ln_bwd_into = _define(
+    "layer_norm_bwd_into_dy(Tensor(a!) dy, Tensor x, Tensor mean, "
+    "Tensor rstd, Tensor? weight, bool has_bias, int n, bool zero_centered, "
+    "Tensor? dresidual=None) -> (Tensor, Tensor)",
+    _ln_bwd_into_impl, _ln_bwd_into_fake)
+
+
+def _rms_bwd_into_impl(dy, x, rstd, weight, n, zero_centered,
+                       dresidual=None):
+    return _rms_bwd_impl(dy, x, rstd, weight, n, zero_centered, dresidual,
+                         into_dy=True)[1]
+
+
+def _rms_bwd_into_fake(dy, x, rstd, weight, n, zero_centered,
+                       dresidual=None):
+    return _rms_bwd_fake(dy, x, rstd, weight, n, zero_centered)[1]
+
+
+_rms_bwd_into = _define(
+    "rms_norm_bwd_into_dy(Tensor(a!) dy, Tensor x, Tensor rstd, "
+    "Tensor? weight, int n, bool zero_centered, Tensor? dresidual=None) "
+    "-> Tensor",
+    _rms_bwd_into_impl, _rms_bwd_into_fake)
 
 
 # Residual add + norm (add_layer_norm / add_rms_norm): h = x + residual, then
@@ -859,6 +965,7 @@ def _rms_backward(ctx, dy, drstd):
 # eager path calls the bodies through the autograd.Function below.
 
 _AUTOGRAD_LIB = "libnormtorch_autograd.so"
+_SUPPORT = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int32)  # device -> 1/0/-1
 _AUTOGRAD_STAMP = "libnormtorch_autograd.torch"
 
 
@@ -876,11 +983,20 @@ class _CppAutograd:
         lib.normtorch_autograd_register.restype = ctypes.c_void_p
         lib.normtorch_autograd_unregister.argtypes = [ctypes.c_void_p]
         lib.normtorch_autograd_unregister.restype = None
+        lib.normtorch_autograd_set_devices.argtypes = [
+            ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]
+        lib.normtorch_autograd_set_devices.restype = ctypes.c_int
+        lib.normtorch_autograd_set_support.argtypes = [_SUPPORT]
+        lib.normtorch_autograd_set_support.restype = None
+        lib.normtorch_autograd_forget_support.argtypes = []
+        lib.normtorch_autograd_forget_support.restype = None
         built = lib.normtorch_autograd_torch_version().decode()
         if built != _torch_build():
             raise OSError("built for torch %s, running %s" % (
                 built, _torch_build()))
         self.lib, self.path = lib, path
+        self._support = _SUPPORT(self._supported)  # ctypes keeps no ref
+        lib.normtorch_autograd_set_support(self._support)
 
     @classmethod
     def bind(cls, path):
@@ -888,12 +1004,33 @@ class _CppAutograd:
             cls.instance = cls(path)
         return cls.instance
 
+    @staticmethod
+    def _supported(idx):
+        """The eager calls' question for a CUDA device they have not seen
+        (or since _reset_support): _supported's answer (its warning
+        included)."""
+        try:
+            return int(_supported(torch.device("cuda", idx)))
+        except BaseException:  # noqa: BLE001 (the call raises instead)
+            return -1
+
     def register(self):
         err = ctypes.create_string_buffer(_ERR)
         h = self.lib.normtorch_autograd_register(err, _ERR)
         if not h:
             raise OSError(err.value.decode("utf-8", "replace"))
+        self.set_devices(_device_types)
+        self.forget_support()  # asked again: _support may have changed
         return h
+
+    def set_devices(self, types):
+        err = ctypes.create_string_buffer(_ERR)
+        if self.lib.normtorch_autograd_set_devices(
+                ",".join(types).encode(), err, _ERR):
+            raise ValueError(err.value.decode("utf-8", "replace"))
+
+    def forget_support(self):
+        self.lib.normtorch_autograd_forget_support()
 
     def unregister(self, handle):
         self.lib.normtorch_autograd_unregister(handle)
@@ -933,13 +1070,17 @@ def _find_cpp_autograd():
 
 _cpp_autograd = False  # whether the C++ Autograd kernels are registered
 _autograd_reg = None   # their handle, or the Library of Python's formulas
+# The eager calls' C++ callables (_eager_layer_norm / _eager_rms_norm), with
+# the C++ autograd kernels; else None.
+_ln_eager = _rms_eager = None
 
 
 def _use_autograd(ext):
     """Registers the forward ops' Autograd kernels: ext's (a _CppAutograd)
     or, with None, the Python formulas above. The CPU tests switch."""
-    global _cpp_autograd, _autograd_reg
+    global _cpp_autograd, _autograd_reg, _ln_eager, _rms_eager
     if _autograd_reg is not None:
+        _ln_eager = _rms_eager = None
         if _cpp_autograd:
             _autograd_reg[0].unregister(_autograd_reg[1])
         else:
@@ -947,6 +1088,8 @@ def _use_autograd(ext):
         _autograd_reg, _cpp_autograd = None, False
     if ext is not None:
         _autograd_reg, _cpp_autograd = (ext, ext.register()), True
+        _ln_eager = torch.ops.norm_mlir._eager_layer_norm.default._op
+        _rms_eager = torch.ops.norm_mlir._eager_rms_norm.default._op
         return
     lib = torch.library.Library("norm_mlir", "IMPL")
     torch.library.register_autograd("norm_mlir::layer_norm_fwd",
@@ -1079,11 +1222,6 @@ def _rms_norm_rows(x, weight, n, eps, zero_centered):
 
 # ------------------------------------------------------------ functions
 
-def _on_device(t):
-    """Whether t is on a device our kernels run on (the CUDA GPUs)."""
-    return t.is_cuda
-
-
 _functorch_active = torch._C._are_functorch_transforms_active
 _forward_ad = torch.autograd.forward_ad  # _current_level >= 0: dual tensors
 _HALF = (torch.float16, torch.bfloat16)
@@ -1118,6 +1256,12 @@ def _fp32(t):
     return t.float() if t is not None and t.dtype in _HALF else t
 
 
+# Tested first: dynamo folds it, so under torch.compile the eager calls'
+# C++ callables are never looked at.
+_is_compiling = torch.compiler.is_compiling
+_SHAPES = (tuple, list, torch.Size)  # what the eager calls' int[] takes
+
+
 def _normalized(normalized_shape):
     if type(normalized_shape) is tuple and all(
             type(d) is int for d in normalized_shape):
@@ -1143,18 +1287,20 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5,
     """torch.nn.functional.layer_norm, on our kernels for CUDA tensors of
     f32/f16/bf16. zero_centered: the weight is applied as 1 + weight.
     Under CUDA autocast the output is f32, as torch's is."""
+    if not _is_compiling() and _ln_eager is not None:
+        # One C++ call: the checks below, then the autograd kernel.
+        return _ln_eager(x, normalized_shape if type(normalized_shape) in
+                         _SHAPES else _normalized(normalized_shape),
+                         weight, bias, eps, bool(zero_centered))
     shape = _normalized(normalized_shape)
     _check(x, shape, weight, bias)
-    if not _ours(x, weight, bias):
+    if not shape or not _ours(x, weight, bias):
         w = weight + 1 if (zero_centered and weight is not None) else weight
         return torch.nn.functional.layer_norm(x, shape, w, bias, eps)
     if torch.is_autocast_enabled("cuda") and x.device.type == "cuda":
         # torch's layer_norm is on CUDA autocast's fp32 list: its inputs
         # are cast to f32, so its output is f32 (rms_norm's is not).
         x, weight, bias = _fp32(x), _fp32(weight), _fp32(bias)
-    if _cpp_autograd and not torch.compiler.is_compiling():
-        return _ln_fwd_c(x, weight, bias, math.prod(shape), float(eps),
-                         bool(zero_centered))[0]  # _layer_norm_rows' own
     y, _, _ = _layer_norm_rows(x, weight, bias, math.prod(shape),
                                float(eps), bool(zero_centered))
     return y
@@ -1166,16 +1312,17 @@ def rms_norm(x, normalized_shape, weight=None, eps=None,
     f32/f16/bf16. eps None is torch's default: the epsilon of the type it
     computes in (f32's for f16 / bf16 x, not x's own, whatever its docs
     say). zero_centered: the weight is applied as 1 + weight (Gemma)."""
+    if not _is_compiling() and _rms_eager is not None:
+        return _rms_eager(x, normalized_shape if type(normalized_shape) in
+                          _SHAPES else _normalized(normalized_shape),
+                          weight, eps, bool(zero_centered))
     shape = _normalized(normalized_shape)
     _check(x, shape, weight, None)
-    if not _ours(x, weight):
+    if not shape or not _ours(x, weight):
         w = weight + 1 if (zero_centered and weight is not None) else weight
         return torch.nn.functional.rms_norm(x, shape, w, eps)
     if eps is None:
         eps = torch.finfo(torch.float32 if x.dtype in _HALF else x.dtype).eps
-    if _cpp_autograd and not torch.compiler.is_compiling():
-        return _rms_fwd_c(x, weight, math.prod(shape), float(eps),
-                          bool(zero_centered))[0]  # _rms_norm_rows' own
     y, _ = _rms_norm_rows(x, weight, math.prod(shape), float(eps),
                           bool(zero_centered))
     return y
@@ -1274,6 +1421,9 @@ class LayerNorm(_ZeroCentered, torch.nn.LayerNorm):
             self.reset_parameters()
 
     def forward(self, x):
+        if not _is_compiling() and _ln_eager is not None:
+            return _ln_eager(x, self.normalized_shape, self.weight,
+                             self.bias, self.eps, self.zero_centered)
         return layer_norm(x, self.normalized_shape, self.weight, self.bias,
                           self.eps, self.zero_centered)
 
@@ -1292,6 +1442,9 @@ class RMSNorm(_ZeroCentered, torch.nn.RMSNorm):
             self.reset_parameters()
 
     def forward(self, x):
+        if not _is_compiling() and _rms_eager is not None:
+            return _rms_eager(x, self.normalized_shape, self.weight,
+                              self.eps, self.zero_centered)
         return rms_norm(x, self.normalized_shape, self.weight, self.eps,
                         self.zero_centered)
 

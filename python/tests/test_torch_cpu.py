@@ -98,7 +98,7 @@ def test_zero_centered_modules_start_at_the_identity():
         assert torch.allclose(m(x), ref(x))
 
 
-def test_off_the_gpu_is_torch():
+def test_off_the_gpu_is_torch(autograd):
     """CPU tensors (and dtypes we have no kernels for) take torch's own
     functions: the same numbers, bit for bit."""
     torch.manual_seed(0)
@@ -116,7 +116,7 @@ def test_off_the_gpu_is_torch():
                            F.rms_norm(x, (7, 48), None, 1e-6))
 
 
-def test_rms_norm_default_eps_is_torchs():
+def test_rms_norm_default_eps_is_torchs(autograd):
     """eps=None is what torch's rms_norm and RMSNorm use: the epsilon of
     the type they compute in, f32's for f16 / bf16 x (1.2e-7, not bf16's
     7.8e-3, which moves small rows' outputs by whole units of bf16); ours
@@ -135,7 +135,7 @@ def test_rms_norm_default_eps_is_torchs():
                            torch.nn.RMSNorm(64, dtype=dt)(x))
 
 
-def test_shape_errors():
+def test_shape_errors(autograd):
     x = torch.randn(4, 64)
     with pytest.raises(ValueError, match="trailing dimensions"):
         nt.layer_norm(x, (32,))
@@ -355,8 +355,26 @@ def validation(kind, monkeypatch):
         return mod
 
     monkeypatch.setattr(nt, "_module", module)
-    monkeypatch.setattr(nt, "_on_device", lambda t: True)
     monkeypatch.setattr(nt, "_kernels_by_key", {})
+    with accepting(["*"]):
+        with _validation_bodies(kind, monkeypatch, calls, rt) as c:
+            yield c
+
+
+@contextlib.contextmanager
+def accepting(types):
+    """Tensors of these device types take our kernels (nt._accept_devices:
+    the Python checks and the C++ eager calls'), as CUDA tensors do."""
+    before = nt._accept_devices(types)
+    try:
+        yield
+    finally:
+        nt._accept_devices(before)
+
+
+@contextlib.contextmanager
+def _validation_bodies(kind, monkeypatch, calls, rt):
+    """validation's bodies: Python's or C++'s registered for the CPU."""
     if kind == "python":
         def launch(mod, args, rows, device):
             ws_bytes = mod.workspace_bytes(rows)
@@ -581,9 +599,9 @@ def meta_is_ours(monkeypatch):
     as torch.compile does, also outside make_fx: autograd's engine runs
     them on the CPU, where fake CUDA tensors' backward needs a CUDA
     device."""
-    monkeypatch.setattr(nt, "_on_device",
-                        lambda t: t.is_cuda or t.device.type == "meta")
     monkeypatch.setattr(nt, "_direct", lambda *ts: False)
+    with accepting(["cuda", "meta"]):
+        yield
 
 
 def _trace(fn, *shapes_dtypes):
@@ -598,7 +616,7 @@ def _trace(fn, *shapes_dtypes):
     return targets, args, outs
 
 
-def test_fake_cuda_tensors_take_our_ops():
+def test_fake_cuda_tensors_take_our_ops(autograd):
     """CUDA tensors (here fake ones: no GPU) dispatch to our forward ops,
     as torch.compile sees them."""
     with FakeTensorMode():
@@ -921,7 +939,7 @@ def module(spec, device):  # loaded through the fake driver, as on a GPU
 
 
 nt._module = module
-nt._on_device = lambda t: True
+nt._accept_devices(["*"])
 if kind == "python":
     nt._raw_stream = lambda idx: 0
     torch.cuda.current_device = lambda: 0
@@ -1038,6 +1056,116 @@ def test_direct_path_only_for_plain_eager_tensors():
     assert not nt._direct(x.as_subclass(Sub))
 
 
+# ------------------------------------- the eager calls (C++ checks)
+
+def test_eager_calls_are_one_cpp_op(validated):
+    """With the C++ autograd kernels, layer_norm(), rms_norm() and the
+    modules reach the kernels through one op call each
+    (norm_mlir::_eager_layer_norm / _eager_rms_norm: the checks in C++);
+    with the Python formulas they call none of it."""
+    n = 64
+    x = torch.randn(3, 5, n, dtype=torch.bfloat16, requires_grad=True)
+    w = torch.randn(n, dtype=torch.bfloat16, requires_grad=True)
+    b = torch.randn(n, dtype=torch.bfloat16, requires_grad=True)
+    ln, rms = nt.LayerNorm(n, dtype=torch.bfloat16), nt.RMSNorm(
+        n, dtype=torch.bfloat16)
+    for kind in ("cpp", "python"):
+        with autograd_kernels(kind):
+            with torch.profiler.profile() as prof:
+                ys = [nt.layer_norm(x, (n,), w, b), nt.rms_norm(x, [n], w),
+                      ln(x), rms(x)]
+            names = [e.name for e in prof.events()
+                     if e.name.startswith("norm_mlir::")]
+            eager = [m for m in names if "_eager_" in m]
+            if kind == "cpp":
+                assert eager == ["norm_mlir::_eager_layer_norm",
+                                 "norm_mlir::_eager_rms_norm"] * 2, names
+            else:
+                assert eager == [], names
+            validated.clear()
+            torch.autograd.backward(ys, [torch.ones_like(y) for y in ys])
+            assert [c[0]["op"] for c in validated] == [
+                "rms_norm_grad", "layer_norm_grad", "rms_norm_grad",
+                "layer_norm_grad"]
+            x.grad = w.grad = b.grad = None
+
+
+def test_eager_calls_check_as_python_does(validated, autograd):
+    """The eager calls' C++ checks decide as the Python ones (the other
+    kind of the autograd fixture): the same errors, word for word; the
+    default epsilon; empty shapes and other dtypes to torch's functions;
+    shapes as ints, lists and torch.Size."""
+    x = torch.randn(4, 64)
+    msgs = []
+    for call in (lambda: nt.layer_norm(x, (32,)),
+                 lambda: nt.layer_norm(x, (2, 4, 64)),
+                 lambda: nt.rms_norm(x, (64,), torch.ones(32)),
+                 lambda: nt.LayerNorm(64)(torch.randn(4, 32)),
+                 lambda: nt.layer_norm(x, (64,), torch.ones(64),
+                                       torch.ones(63))):
+        with pytest.raises(ValueError) as got:
+            call()
+        msgs.append(str(got.value))
+    assert msgs == [
+        "normalized_shape [32] does not match the trailing dimensions of "
+        "x [4, 64]",
+        "normalized_shape [2, 4, 64] does not match the trailing "
+        "dimensions of x [4, 64]",
+        "weight has shape [32], expected [64]",
+        "normalized_shape [64] does not match the trailing dimensions of "
+        "x [4, 32]",
+        "bias has shape [63], expected [64]"], msgs
+    # Empty normalized_shape: torch's functions, and their error.
+    for call in (lambda: nt.layer_norm(x, ()), lambda: nt.rms_norm(x, [])):
+        with pytest.raises(RuntimeError, match="at least 1-dimensional"):
+            call()
+    assert not validated
+    # Ours: the default epsilon of rms_norm is f32's for every dtype.
+    for dt in (torch.bfloat16, torch.float16, torch.float32):
+        validated.clear()
+        nt.rms_norm(x.to(dt), 64, torch.randn(64).to(dt))
+        nt.RMSNorm(64, dtype=dt)(x.to(dt))
+        assert [c[0]["eps"] for c in validated] == [
+            torch.finfo(torch.float32).eps] * 2
+    validated.clear()
+    for shape in (64, [64], (64,), torch.Size([64])):
+        nt.layer_norm(x, shape, eps=1e-3)
+        nt.layer_norm(x, shape, eps=1)  # an int epsilon
+    assert [c[0]["eps"] for c in validated] == [1e-3, 1.0] * 4
+    # f64 and int64 tensors: torch's (nothing launched).
+    validated.clear()
+    xd = torch.randn(4, 64, dtype=torch.float64)
+    assert torch.equal(nt.layer_norm(xd, 64),
+                       torch.nn.functional.layer_norm(xd, (64,)))
+    assert not validated
+
+
+def test_eager_calls_ask_python_once_per_device(gpu_of, autograd):
+    """Whether a CUDA device runs our kernels is Python's decision
+    (_supported: the chip, ROCm), asked once per device and remembered
+    until _reset_support, by the C++ checks too."""
+    asked = []
+    real = nt._unsupported_reason
+
+    def reason(device):
+        asked.append(device)
+        return real(device)
+
+    nt._unsupported_reason, before = reason, nt._unsupported_reason
+    try:
+        with FakeTensorMode():
+            x = torch.empty(4, 256, device="cuda", dtype=torch.bfloat16)
+            for _ in range(3):
+                nt.layer_norm(x, 256)
+                nt.RMSNorm(256, device="cuda")(x)
+            assert len(asked) == 1
+            nt._reset_support()
+            nt.rms_norm(x, 256)
+            assert len(asked) == 2
+    finally:
+        nt._unsupported_reason = before
+
+
 # ------------------------------- emulated kernels: numbers on the CPU
 #
 # The `validated` fixture with each launch, once validated, also computed
@@ -1126,6 +1254,170 @@ def test_emulation_matches_torch(emulated, autograd):
     for a, r in zip(ours, (x, w)):
         _close(a.grad, r.grad)
 
+
+
+# ------------------------------------------------ dx into dy in place
+
+def _dx_is_dy(calls):
+    """For each backward launch: whether dx was written into dy."""
+    out = []
+    for (spec, _, _), d in zip(calls, calls.details):
+        if spec["op"].endswith("_grad"):
+            ptr = {name: p for name, p, _, _ in d["args"]}
+            out.append(ptr["dx"] == ptr["dy"])
+    return out
+
+
+@pytest.mark.parametrize("norm", ["layer_norm", "rms_norm", "add"])
+def test_dx_goes_into_dy_only_where_nobody_sees_dy(emulated, autograd,
+                                                     norm):
+    """With the C++ autograd kernels, dx is written into dy where autograd
+    alone holds dy (a gradient another node made, here the mul's, also
+    where retain_grad() keeps a copy of it); never into a tensor the user
+    passed to backward(), one a hook kept, or a view; the Python formulas
+    never do it. The
+    gradients are right either way (float64 torch)."""
+    torch.manual_seed(0)
+    n = 96
+    x, w, b = (_leaf(t) for t in _make((4, 9, n), (n,), "f32", "f32",
+                                       "f32"))
+    r = _leaf(torch.randn(4, 9, n))
+    g = torch.randn(4, 9, n)
+    x64, w64, b64, r64 = (_leaf(t.double()) for t in (x, w, b, r))
+
+    def ours(x, w, b, r):
+        if norm == "layer_norm":
+            return nt.layer_norm(x, n, w, b)
+        if norm == "rms_norm":
+            return nt.rms_norm(x, n, w, 1e-5)
+        return nt.add_layer_norm(x, r, n, w, b)[0]
+
+    def ref(x, w, b, r):
+        if norm == "layer_norm":
+            return _ref_ln(x, (n,), w, b, 1e-5)
+        if norm == "rms_norm":
+            return _ref_rms(x, (n,), w, 1e-5)
+        return _ref_ln(x + r, (n,), w, b, 1e-5)
+
+    leaves = (x, w, b, r)
+    refs = (x64, w64, b64, r64)
+    cases = {
+        "from the graph": (lambda y: (y * 2).backward(g), True),
+        "the user's": (lambda y: y.backward(g), False),
+        "kept by a hook": (lambda y: (y.register_hook(kept.append),
+                                      (y * 2).backward(g)), False),
+        # retain_grad() keeps a clone: dy is still autograd's alone.
+        "retained": (lambda y: (y.retain_grad(), (y * 2).backward(g)),
+                     True),
+        "a view": (lambda y: (y.view(-1) * 2).view(y.shape).backward(g),
+                   False),
+    }
+    for what, (run, inplace) in cases.items():
+        kept, g0 = [], g.clone()
+        for t in leaves + refs:
+            t.grad = None
+        emulated.clear()
+        y = ours(x, w, b, r)
+        run(y)
+        want = inplace and autograd == "cpp"
+        assert _dx_is_dy(emulated) == [want], what
+        assert torch.equal(g, g0), what
+        y64 = ref(x64, w64, b64, r64)
+        (y64 * 2 if what != "the user's" else y64).backward(g.double())
+        for a, ref_t in zip(leaves, refs):
+            if ref_t.grad is not None:
+                _close(a.grad, ref_t.grad)
+        if what == "kept by a hook":
+            _close(kept[0], 2 * g.double())
+        if what == "retained":
+            _close(y.grad, 2 * g.double())
+
+
+@pytest.mark.parametrize("norm", ["layer_norm", "rms_norm", "add"])
+def test_compiled_autograd(emulated, autograd, norm):
+    """torch.compile's compiled autograd runs our backward (C++ or
+    Python autograd kernels) with eager's gradients. The C++ Functions'
+    mean / rstd were marked non-differentiable, which CppNode keeps and
+    compiled autograd's compiled_args refused (an internal assert); they
+    are now not outputs of the Function at all."""
+    from torch._dynamo import compiled_autograd
+    torch.manual_seed(3)
+    n = 64
+    x, w, b = (_leaf(t) for t in _make((6, n), (n,), "f32", "f32", "f32"))
+    r = _leaf(torch.randn(6, n))
+    g = torch.randn(6, n)
+
+    def run(x, w, b, r):
+        if norm == "layer_norm":
+            y = nt.layer_norm(x, n, w, b)
+        elif norm == "rms_norm":
+            y = nt.rms_norm(x, n, w, 1e-5)
+        else:
+            y = nt.add_layer_norm(x, r, n, w, b)[0]
+        return y
+
+    eager = [_leaf(t) for t in (x, w, b, r)]
+    run(*eager).backward(g)
+    torch._dynamo.reset()
+    try:
+        with compiled_autograd._enable(torch.compile(backend="eager")):
+            run(x, w, b, r).backward(g)
+    finally:
+        torch._dynamo.reset()
+    for a, e in zip((x, w, b, r), eager):
+        assert (a.grad is None) == (e.grad is None)
+        if a.grad is not None:
+            _close(a.grad, e.grad.double())
+    assert any(c[0]["op"].endswith("_grad") for c in emulated)
+
+
+def test_into_dy_ops_refuse_what_cannot_take_dx(validated):
+    """The in-place backward ops refuse a dy that is not contiguous with
+    x's shape and dtype (what the autograd kernels check before calling
+    them)."""
+    n = 64
+    x = torch.randn(8, n)
+    mean, rstd = torch.randn(8), torch.randn(8)
+    w = torch.randn(n)
+    for dy in (torch.randn(n, 8).t(), torch.randn(8, n, dtype=torch.float64),
+               torch.randn(4, 2, n)):
+        with pytest.raises((ValueError, RuntimeError),
+                           match="dx goes into dy only"):
+            torch.ops.norm_mlir.layer_norm_bwd_into_dy(
+                dy, x, mean, rstd, w, True, n, False)
+        with pytest.raises((ValueError, RuntimeError),
+                           match="dx goes into dy only"):
+            torch.ops.norm_mlir.rms_norm_bwd_into_dy(dy, x, rstd, w, n,
+                                                      False)
+    dy = torch.randn(8, n)
+    dw, db = torch.ops.norm_mlir.layer_norm_bwd_into_dy(
+        dy, x, mean, rstd, w, True, n, False)
+    assert dw.shape == db.shape == (n,)
+    assert _dx_is_dy(validated) == [True]
+
+
+def test_multi_dim_parameters_grads(emulated, autograd):
+    """A 2-D normalized_shape: the gradients of the weight and the bias
+    come back in their shapes (the C++ kernels keep the bias's shape only
+    where it is not [n]) with float64 torch's numbers."""
+    torch.manual_seed(5)
+    shape = (4, 24)
+    x, w, b = (_leaf(t) for t in _make((5, 4, 24), shape, "f32", "f32",
+                                       "f32"))
+    g = torch.randn(5, 4, 24)
+    refs = [_leaf(t.double()) for t in (x, w, b)]
+    nt.layer_norm(x, shape, w, b).backward(g)
+    _ref_ln(refs[0], shape, refs[1], refs[2], 1e-5).backward(g.double())
+    for a, r in zip((x, w, b), refs):
+        assert a.grad.shape == a.shape
+        _close(a.grad, r.grad)
+    for t in (x, w) + tuple(refs):
+        t.grad = None
+    nt.rms_norm(x, shape, w, 1e-5).backward(g)
+    _ref_rms(refs[0], shape, refs[1], 1e-5).backward(g.double())
+    for a, r in zip((x, w), refs):
+        assert a.grad.shape == a.shape
+        _close(a.grad, r.grad)
 
 
 # ------------------------------------- residual add + norm (issue 22, 2.)
@@ -1328,7 +1620,8 @@ def test_bias_without_weight_backward(emulated):
     _close(b.grad, b64.grad)
 
 
-def test_bias_of_another_dtype_than_the_weight_takes_torch(validated):
+def test_bias_of_another_dtype_than_the_weight_takes_torch(validated,
+                                                          autograd):
     """The kernels take one parameter dtype: a bias of another (or a lone
     bias not of x's dtype) goes to torch's function (which decides what
     it does with it), not to a launch the runtime would refuse."""
@@ -1436,11 +1729,13 @@ def test_zero_centered_shows_in_repr():
 def gpu_of(monkeypatch):
     """Fake CUDA tensors on a host that claims a GPU of the capability
     (or ROCm build) a test sets: what _supported decides from."""
-    monkeypatch.setattr(nt, "_support", {})
+    nt._reset_support()
     monkeypatch.setattr(nt, "_cuda_available", lambda: True)
     state = {"cap": (9, 0)}
     monkeypatch.setattr(nt, "_capability", lambda device: state["cap"])
-    return state
+    yield state
+    monkeypatch.undo()
+    nt._reset_support()
 
 
 def _ops_called(fn, *args):
@@ -1451,7 +1746,7 @@ def _ops_called(fn, *args):
 
 @pytest.mark.parametrize("cap", [(7, 0), (7, 5), "rocm"])
 def test_unsupported_gpus_take_torch_with_one_warning(gpu_of, monkeypatch,
-                                                      cap):
+                                                      autograd, cap):
     """sm_70 / sm_75 (no kernels: the compiler knows sm_80 on) and ROCm
     (whose tensors are is_cuda) take torch's functions, with one warning
     per device and process; before, they compiled for an unknown chip
@@ -1478,10 +1773,10 @@ def test_unsupported_gpus_take_torch_with_one_warning(gpu_of, monkeypatch,
     assert ("ROCm" in msg) if cap == "rocm" else ("sm_%d%d" % cap in msg)
 
 
-def test_supported_gpus_take_our_ops(gpu_of):
+def test_supported_gpus_take_our_ops(gpu_of, autograd):
     for cap in ((8, 0), (8, 6), (9, 0), (10, 0), (12, 0)):
         gpu_of["cap"] = cap
-        nt._support.clear()
+        nt._reset_support()
         with FakeTensorMode():
             x = torch.empty(4, 256, device="cuda", dtype=torch.bfloat16)
             targets = _ops_called(lambda x: nt.layer_norm(x, 256), x)
@@ -1523,7 +1818,7 @@ def _with_cuda_autocast(dtype, fn):
                                    (torch.bfloat16, torch.bfloat16),
                                    (torch.float16, torch.float32),
                                    (torch.float32, torch.float32)])
-def test_autocast_dtypes_are_torchs(ac, xd, wd):
+def test_autocast_dtypes_are_torchs(autograd, ac, xd, wd):
     """Under CUDA autocast our outputs have the dtypes torch's functions
     give (layer_norm is on autocast's fp32 list: f32 out; rms_norm is not);
     the kernels still run (f32 for layer_norm; the casts carry the
@@ -1555,7 +1850,7 @@ def test_autocast_dtypes_are_torchs(ac, xd, wd):
 
 @pytest.mark.parametrize("transform", ["grad", "vmap", "jvp", "jacrev",
                                        "vmap_grad"])
-def test_torch_func_transforms_take_torch(validated, transform):
+def test_torch_func_transforms_take_torch(validated, autograd, transform):
     """torch.func transforms (their tensors wrap others: no data pointer
     for a kernel) run torch's functions, the same numbers; before, the
     autograd.Function refused them for want of setup_context, or the
@@ -1587,7 +1882,7 @@ def test_torch_func_transforms_take_torch(validated, transform):
     assert len(validated) == 1  # and ours outside them
 
 
-def test_forward_mode_ad_takes_torch(validated):
+def test_forward_mode_ad_takes_torch(validated, autograd):
     """Dual tensors (torch.autograd.forward_ad): torch's functions, the
     same tangents; before, the autograd.Function had no jvp."""
     import torch.autograd.forward_ad as fwAD
@@ -1609,14 +1904,18 @@ def test_forward_mode_ad_takes_torch(validated):
     assert validated == []
 
 
-def test_compile_traces_the_checks_without_breaks(validated):
+def test_compile_traces_the_checks_without_breaks(validated, autograd):
     """The device and transform checks fold under torch.compile (dynamo):
-    no graph break, our op in the graph."""
+    no graph break, our op in the graph (the functions' Python and the
+    modules', not the eager calls' C++ op)."""
     x = torch.randn(8, 64, dtype=torch.bfloat16)
     w = torch.randn(64, dtype=torch.bfloat16)
+    ln, rms = nt.LayerNorm(64, dtype=torch.bfloat16), nt.RMSNorm(
+        64, dtype=torch.bfloat16)
 
     def fn(x, w):
-        return nt.rms_norm(x, 64, w) + nt.layer_norm(x, 64, w, w)
+        return nt.rms_norm(x, 64, w) + nt.layer_norm(x, 64, w, w) + \
+            ln(x) + rms(x)
 
     torch._dynamo.reset()
     try:
@@ -1626,6 +1925,7 @@ def test_compile_traces_the_checks_without_breaks(validated):
     assert ex.graph_break_count == 0, ex.break_reasons
     code = "".join(g.code for g in ex.graphs)
     assert "norm_mlir.rms_norm_fwd" in code and "layer_norm_fwd" in code
+    assert "_eager_" not in code
 
 
 # ---------------------------------------------------------------- patch
@@ -1733,7 +2033,7 @@ def test_patch_takes_a_norm_itself_and_a_meta_model():
                 assert torch.equal(m.weight, torch.ones_like(m.weight))
 
 
-def test_patch_routes_to_our_kernels(validated):
+def test_patch_routes_to_our_kernels(validated, autograd):
     """After patch the norms launch our kernels (where they run)."""
     model = _randomised(_Model(d=32, layers=1))
     nt.patch(model)

@@ -454,15 +454,19 @@ def test_torch_func_on_the_gpu():
 def test_old_chip_falls_back_with_one_warning(monkeypatch):
     """This GPU taken for an sm_75: torch's functions, one warning."""
     import warnings
-    monkeypatch.setattr(nt, "_support", {})
+    nt._reset_support()  # the C++ eager calls' answers too
     monkeypatch.setattr(nt, "_capability", lambda device: (7, 5))
     x = torch.randn(16, 512, device=DEV, requires_grad=True)
     m = nt.LayerNorm(512, device=DEV)
-    with warnings.catch_warnings(record=True) as seen:
-        warnings.simplefilter("always")
-        y = m(x)
-        y.sum().backward()
-        m(x)
+    try:
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            y = m(x)
+            y.sum().backward()
+            m(x)
+    finally:
+        monkeypatch.undo()
+        nt._reset_support()
     ours = [w for w in seen if "norm_mlir" in str(w.message)]
     assert len(ours) == 1 and "sm_75" in str(ours[0].message)
     assert torch.equal(y, torch.nn.functional.layer_norm(
@@ -517,9 +521,11 @@ def test_wheel_bodies_are_cpp():
             os.environ.get("NORM_MLIR_NATIVE") == "0":
         pytest.skip("no libnormtorch.so here")
     assert nt._native is not None and nt._default_keys is not None
-    dump = torch._C._dispatch_dump("norm_mlir::rms_norm_bwd")
-    assert "torch_ops.cpp" in [ln for ln in dump.splitlines()
-                               if ln.startswith("CUDA:")][0], dump
+    for op in ("rms_norm_bwd", "layer_norm_bwd_into_dy",
+               "rms_norm_bwd_into_dy"):
+        dump = torch._C._dispatch_dump("norm_mlir::" + op)
+        assert "torch_ops.cpp" in [ln for ln in dump.splitlines()
+                                   if ln.startswith("CUDA:")][0], dump
 
 
 @pytest.mark.parametrize("layout", ["contiguous", "strided", "copied"])
@@ -625,6 +631,77 @@ def test_cpp_and_python_autograd_agree(norm):
         nt._use_autograd(nt._autograd_ext)
     assert len(cpp) == len(py)
     for a, b in zip(cpp, py):
+        assert torch.equal(a, b)
+
+
+def test_eager_calls_are_the_cpp_op():
+    """With the C++ autograd kernels the functions and modules reach the
+    kernels through one op call (norm_mlir::_eager_layer_norm /
+    _eager_rms_norm), with the registered op's numbers bit for bit."""
+    if not nt._cpp_autograd:
+        pytest.skip("no libnormtorch_autograd.so")
+    torch.manual_seed(11)
+    n, bf = 1024, torch.bfloat16
+    x = torch.randn(64, n, device=DEV, dtype=bf)
+    ln = nt.LayerNorm(n, device=DEV, dtype=bf)
+    rms = nt.RMSNorm(n, device=DEV, dtype=bf)
+    with torch.no_grad():
+        ln.weight.normal_(), ln.bias.normal_(), rms.weight.normal_()
+    with torch.profiler.profile() as prof:
+        ys = [ln(x), rms(x), nt.layer_norm(x, n, ln.weight, ln.bias),
+              nt.rms_norm(x, n, rms.weight)]
+    names = [e.name for e in prof.events() if "_eager_" in e.name]
+    assert names == ["norm_mlir::_eager_layer_norm",
+                     "norm_mlir::_eager_rms_norm"] * 2, names
+    want_ln = nt._ln_fwd(x, ln.weight, ln.bias, n, 1e-5, False)[0]
+    want_rms = nt._rms_fwd(x, rms.weight, n, torch.finfo(torch.float32).eps,
+                           False)[0]
+    for y, want in zip(ys, (want_ln, want_rms) * 2):
+        assert torch.equal(y, want)
+
+
+@pytest.mark.parametrize("m,n", [(300, 2048), (8, 65536), (5000, 768)])
+@pytest.mark.parametrize("norm", ["layer_norm", "rms_norm",
+                                  "add_layer_norm"])
+def test_dx_into_dy_agrees(norm, m, n):
+    """dx written into dy (a gradient autograd alone holds: here the mul's)
+    is bit for bit the dx of a new tensor (the user's gradient, which is
+    never written), and leaves the user's gradient as it was; rows of one
+    block, few wide rows (a row split over a cluster), many short rows."""
+    if not nt._cpp_autograd:
+        pytest.skip("no libnormtorch_autograd.so")
+    torch.manual_seed(12)
+    bf = torch.bfloat16
+    x0 = torch.randn(m, n, device=DEV, dtype=bf)
+    r0 = torch.randn(m, n, device=DEV, dtype=bf)
+    w0 = torch.randn(n, device=DEV)
+    b0 = torch.randn(n, device=DEV)
+    g = torch.randn(m, n, device=DEV, dtype=bf)
+
+    def run(into):
+        x, r, w, b = (t.detach().requires_grad_(True)
+                      for t in (x0, r0, w0, b0))
+        if norm == "layer_norm":
+            y = nt.layer_norm(x, n, w, b)
+        elif norm == "rms_norm":
+            y = nt.rms_norm(x, n, w, 1e-6)
+        else:
+            y = nt.add_layer_norm(x, r, n, w, b)[0]
+        g2 = g * 2
+        with torch.profiler.profile() as prof:
+            if into:
+                (y * 2).backward(g)  # dy: the mul's gradient, g * 2
+            else:
+                y.backward(g2)  # the same values, held here
+        ops = [e.name for e in prof.events() if "_bwd" in e.name]
+        assert any("_into_dy" in o for o in ops) == into, ops
+        return [t.grad for t in (x, r, w, b) if t.grad is not None]
+
+    g0 = g.clone()
+    got, want = run(True), run(False)
+    assert torch.equal(g, g0)
+    assert len(got) == len(want)
+    for a, b in zip(got, want):
         assert torch.equal(a, b)
 
 
