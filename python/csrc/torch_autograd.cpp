@@ -55,6 +55,11 @@ using LnFwdSig = std::tuple<Tensor, Tensor, Tensor>(
     bool);
 using RmsFwdSig = std::tuple<Tensor, Tensor>(const Tensor &, const OptTensor &,
                                              int64_t, double, bool);
+using AddLnFwdSig = std::tuple<Tensor, Tensor, Tensor, Tensor>(
+    const Tensor &, const Tensor &, const OptTensor &, const OptTensor &,
+    int64_t, double, bool);
+using AddRmsFwdSig = std::tuple<Tensor, Tensor, Tensor>(
+    const Tensor &, const Tensor &, const OptTensor &, int64_t, double, bool);
 using LnBwdSig = std::tuple<Tensor, Tensor, Tensor>(
     const Tensor &, const Tensor &, const Tensor &, const Tensor &,
     const OptTensor &, bool, int64_t, bool, const OptTensor &);
@@ -69,6 +74,8 @@ struct Ops {
   c10::TypedOperatorHandle<RmsFwdSig> rmsFwd;
   c10::TypedOperatorHandle<LnBwdSig> lnBwd;
   c10::TypedOperatorHandle<RmsBwdSig> rmsBwd;
+  c10::TypedOperatorHandle<AddLnFwdSig> addLnFwd;
+  c10::TypedOperatorHandle<AddRmsFwdSig> addRmsFwd;
 };
 std::optional<Ops> ops;
 
@@ -139,16 +146,9 @@ std::pair<Tensor, Tensor> graphed(const Tensor &dy, const Tensor &x0,
   return {dx, dw};
 }
 
-/// h = x + residual, contiguous (as the add ops' Python bodies make it),
-/// by torch's add: here rather than through the add op's Python body, so
-/// the residual-add forms run no Python either. Under torch.compile the
-/// graph then holds aten's add and the norm's own forward op.
-Tensor residualSum(const Tensor &x, const Tensor &residual) {
-  TORCH_CHECK(residual.sizes() == x.sizes() &&
-                  residual.scalar_type() == x.scalar_type(),
-              "norm_mlir: residual must have x's shape and dtype");
-  return x.add(residual).contiguous();
-}
+// The residual-add forms call their own forward op below autograd: one
+// fused kernel writes h = x + residual (contiguous) and normalises it
+// (docs/NOTES.md, "Fused residual add forward").
 
 bool buildingGraph(const Tensor &dy, const Tensor &x, const Tensor &w) {
   return at::GradMode::is_enabled() &&
@@ -240,8 +240,8 @@ struct AddLayerNormFunction
     Tensor y, h, mean, rstd;
     {
       at::AutoDispatchBelowADInplaceOrView below;
-      h = residualSum(x, residual);
-      std::tie(y, mean, rstd) = ops->lnFwd.call(h, w, b, n, eps, zc);
+      std::tie(y, h, mean, rstd) =
+          ops->addLnFwd.call(x, residual, w, b, n, eps, zc);
     }
     saveLayerNorm(ctx, h, w, b, mean, rstd, n, eps, zc);
     return {y, h, mean, rstd};
@@ -271,9 +271,7 @@ addLayerNormFwdAutograd(const Tensor &x, const Tensor &residual,
   if (!wantsGrad(x, w, b) && !(at::GradMode::is_enabled() &&
                                residual.requires_grad())) {
     at::AutoDispatchBelowADInplaceOrView below;
-    Tensor h = residualSum(x, residual);
-    auto [y, mean, rstd] = ops->lnFwd.call(h, w, b, n, eps, zc);
-    return {y, h, mean, rstd};
+    return ops->addLnFwd.call(x, residual, w, b, n, eps, zc);
   }
   variable_list out =
       AddLayerNormFunction::apply(x, residual, w, b, n, eps, zc);
@@ -339,8 +337,7 @@ struct AddRMSNormFunction : torch::autograd::Function<AddRMSNormFunction> {
     Tensor y, h, rstd;
     {
       at::AutoDispatchBelowADInplaceOrView below;
-      h = residualSum(x, residual);
-      std::tie(y, rstd) = ops->rmsFwd.call(h, w, n, eps, zc);
+      std::tie(y, h, rstd) = ops->addRmsFwd.call(x, residual, w, n, eps, zc);
     }
     saveRmsNorm(ctx, h, w, rstd, n, eps, zc);
     return {y, h, rstd};
@@ -369,9 +366,7 @@ addRmsNormFwdAutograd(const Tensor &x, const Tensor &residual,
   if (!wantsGrad(x, w, std::nullopt) &&
       !(at::GradMode::is_enabled() && residual.requires_grad())) {
     at::AutoDispatchBelowADInplaceOrView below;
-    Tensor h = residualSum(x, residual);
-    auto [y, rstd] = ops->rmsFwd.call(h, w, n, eps, zc);
-    return {y, h, rstd};
+    return ops->addRmsFwd.call(x, residual, w, n, eps, zc);
   }
   variable_list out = AddRMSNormFunction::apply(x, residual, w, n, eps, zc);
   return {out[0], out[1], out[2]};
@@ -404,7 +399,9 @@ NORMTORCH_API void *normtorch_autograd_register(char *err, size_t cap) {
     ops = Ops{findOp<LnFwdSig>("norm_mlir::layer_norm_fwd"),
               findOp<RmsFwdSig>("norm_mlir::rms_norm_fwd"),
               findOp<LnBwdSig>("norm_mlir::layer_norm_bwd"),
-              findOp<RmsBwdSig>("norm_mlir::rms_norm_bwd")};
+              findOp<RmsBwdSig>("norm_mlir::rms_norm_bwd"),
+              findOp<AddLnFwdSig>("norm_mlir::add_layer_norm_fwd"),
+              findOp<AddRmsFwdSig>("norm_mlir::add_rms_norm_fwd")};
     auto *lib = new torch::Library(torch::Library::IMPL, "norm_mlir",
                                    c10::DispatchKey::Autograd, __FILE__,
                                    __LINE__);
