@@ -27,8 +27,8 @@ for the running torch (python/csrc/torch_autograd.cpp), else Python.
     y, h = nt.add_layer_norm(x, residual, 4096, w, b)   # h = x + residual
 
 ``add_layer_norm`` / ``add_rms_norm`` are the residual-add forms of pre-norm
-blocks: their backward adds h's own gradient into dx inside the backward
-kernel.
+blocks: one forward kernel writes h and normalises it, and their backward
+adds h's own gradient into dx inside the backward kernel.
 """
 
 import ctypes
