@@ -40,7 +40,8 @@ int normCompile(const char *ir, size_t irSize, const char *options,
  * the names of norm-compile's spec flags, e.g.
  *   "op=layer_norm_grad n=4096 dtype=bf16 weight-dtype=f32 no-bias"
  * (op, n, dtype, weight-dtype, eps, name; no-weight, no-bias, dresidual,
- * zero-centered, xhat), with the pipeline `options` as for normCompile.
+ * zero-centered, xhat, residual), with the pipeline `options` as for
+ * normCompile.
  * The manifest's arguments are named by role and it carries the spec.
  * Returns 0 on success, else non-zero with the reason in
  * result->diagnostics. */

@@ -185,6 +185,7 @@ LogicalResult norm::parseNormSpecText(StringRef words, NormSpecText &text,
                         .Case("dresidual", &text.dresidual)
                         .Case("zero-centered", &text.zeroCentered)
                         .Case("xhat", &text.xhat)
+                        .Case("residual", &text.residual)
                         .Default(nullptr);
     if (field && hasValue) {
       *field = value.str();
@@ -194,7 +195,7 @@ LogicalResult norm::parseNormSpecText(StringRef words, NormSpecText &text,
       continue;
     error = "cannot read '" + word.str() +
             "' (known: op=, n=, dtype=, weight-dtype=, eps=, name=, "
-            "no-weight, no-bias, dresidual, zero-centered, xhat)";
+            "no-weight, no-bias, dresidual, zero-centered, xhat, residual)";
     return failure();
   }
   return success();
@@ -241,6 +242,12 @@ norm::makeNormOpSpec(MLIRContext *ctx, const NormSpecText &text,
   spec.dresidual = text.dresidual;
   spec.zeroCentered = text.zeroCentered;
   spec.xhat = text.xhat;
+  spec.residual = text.residual;
+  if (spec.residual && isGradKind(spec.op))
+    return fail(p +
+                "residual is for the forward ops (the backward takes "
+                "its gradient as " +
+                p + "dresidual)");
   if (!text.eps.empty()) {
     double eps = 0;
     if (isGradKind(spec.op))

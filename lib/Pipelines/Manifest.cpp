@@ -74,6 +74,10 @@ manifest::ArgumentKind argumentKindOf(norm::NormArgRole role) {
     return ArgumentKind::Y;
   case NormArgRole::XhatOut:
     return ArgumentKind::Xhat;
+  case NormArgRole::Residual:
+    return ArgumentKind::Residual;
+  case NormArgRole::HOut:
+    return ArgumentKind::H;
   }
   llvm_unreachable("unknown NormArgRole");
 }

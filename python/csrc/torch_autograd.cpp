@@ -62,6 +62,11 @@ using LnFwdSig = std::tuple<Tensor, Tensor, Tensor>(
     bool);
 using RmsFwdSig = std::tuple<Tensor, Tensor>(const Tensor &, const OptTensor &,
                                              int64_t, double, bool);
+using AddLnFwdSig = std::tuple<Tensor, Tensor, Tensor, Tensor>(
+    const Tensor &, const Tensor &, const OptTensor &, const OptTensor &,
+    int64_t, double, bool);
+using AddRmsFwdSig = std::tuple<Tensor, Tensor, Tensor>(
+    const Tensor &, const Tensor &, const OptTensor &, int64_t, double, bool);
 using LnBwdSig = std::tuple<Tensor, Tensor, Tensor>(
     const Tensor &, const Tensor &, const Tensor &, const Tensor &,
     const OptTensor &, bool, int64_t, bool, const OptTensor &);
@@ -85,6 +90,8 @@ struct Ops {
   c10::TypedOperatorHandle<RmsBwdSig> rmsBwd;
   c10::TypedOperatorHandle<LnBwdIntoSig> lnBwdIntoDy;
   c10::TypedOperatorHandle<RmsBwdIntoSig> rmsBwdIntoDy;
+  c10::TypedOperatorHandle<AddLnFwdSig> addLnFwd;
+  c10::TypedOperatorHandle<AddRmsFwdSig> addRmsFwd;
 };
 std::optional<Ops> ops;
 
@@ -160,16 +167,9 @@ std::pair<Tensor, Tensor> graphed(const Tensor &dy, const Tensor &x0,
   return {dx, dw};
 }
 
-/// h = x + residual, contiguous (as the add ops' Python bodies make it),
-/// by torch's add: here rather than through the add op's Python body, so
-/// the residual-add forms run no Python either. Under torch.compile the
-/// graph then holds aten's add and the norm's own forward op.
-Tensor residualSum(const Tensor &x, const Tensor &residual) {
-  TORCH_CHECK(residual.sizes() == x.sizes() &&
-                  residual.scalar_type() == x.scalar_type(),
-              "norm_mlir: residual must have x's shape and dtype");
-  return x.add(residual).contiguous();
-}
+// The residual-add forms call their own forward op below autograd: one
+// fused kernel writes h = x + residual (contiguous) and normalises it
+// (docs/NOTES.md, "Fused residual add forward").
 
 /// Whether dx may be written into dy (the kernels' in-place backward)
 /// with nobody able to see it: dy is a plain dense tensor, contiguous with
@@ -309,8 +309,8 @@ struct AddLayerNormFunction
     Tensor y, h;
     {
       at::AutoDispatchBelowADInplaceOrView below;
-      h = residualSum(x, residual);
-      std::tie(y, st->mean, st->rstd) = ops->lnFwd.call(h, w, b, n, eps, zc);
+      std::tie(y, h, st->mean, st->rstd) =
+          ops->addLnFwd.call(x, residual, w, b, n, eps, zc);
     }
     saveLayerNorm(ctx, h, w, b, st->mean, st->rstd, n, eps, zc);
     return {y, h};
@@ -342,9 +342,7 @@ addLayerNormFwdAutograd(const Tensor &x, const Tensor &residual,
   if (!wantsGrad(x, w, b) && !(at::GradMode::is_enabled() &&
                                residual.requires_grad())) {
     at::AutoDispatchBelowADInplaceOrView below;
-    Tensor h = residualSum(x, residual);
-    auto [y, mean, rstd] = ops->lnFwd.call(h, w, b, n, eps, zc);
-    return {y, h, mean, rstd};
+    return ops->addLnFwd.call(x, residual, w, b, n, eps, zc);
   }
   Stats st;
   variable_list out =
@@ -417,8 +415,8 @@ struct AddRMSNormFunction : torch::autograd::Function<AddRMSNormFunction> {
     Tensor y, h;
     {
       at::AutoDispatchBelowADInplaceOrView below;
-      h = residualSum(x, residual);
-      std::tie(y, st->rstd) = ops->rmsFwd.call(h, w, n, eps, zc);
+      std::tie(y, h, st->rstd) =
+          ops->addRmsFwd.call(x, residual, w, n, eps, zc);
     }
     saveRmsNorm(ctx, h, w, st->rstd, n, eps, zc);
     return {y, h};
@@ -449,9 +447,7 @@ addRmsNormFwdAutograd(const Tensor &x, const Tensor &residual,
   if (!wantsGrad(x, w, std::nullopt) &&
       !(at::GradMode::is_enabled() && residual.requires_grad())) {
     at::AutoDispatchBelowADInplaceOrView below;
-    Tensor h = residualSum(x, residual);
-    auto [y, rstd] = ops->rmsFwd.call(h, w, n, eps, zc);
-    return {y, h, rstd};
+    return ops->addRmsFwd.call(x, residual, w, n, eps, zc);
   }
   Stats st;
   variable_list out =
@@ -647,7 +643,9 @@ NORMTORCH_API void *normtorch_autograd_register(char *err, size_t cap) {
               findOp<LnBwdSig>("norm_mlir::layer_norm_bwd"),
               findOp<RmsBwdSig>("norm_mlir::rms_norm_bwd"),
               findOp<LnBwdIntoSig>("norm_mlir::layer_norm_bwd_into_dy"),
-              findOp<RmsBwdIntoSig>("norm_mlir::rms_norm_bwd_into_dy")};
+              findOp<RmsBwdIntoSig>("norm_mlir::rms_norm_bwd_into_dy"),
+              findOp<AddLnFwdSig>("norm_mlir::add_layer_norm_fwd"),
+              findOp<AddRmsFwdSig>("norm_mlir::add_rms_norm_fwd")};
     auto reg = std::make_unique<Registration>();
     reg->autograd = std::make_unique<torch::Library>(
         torch::Library::IMPL, "norm_mlir", c10::DispatchKey::Autograd,

@@ -46,6 +46,7 @@
 #include <string>
 #include <tuple>
 #include <unordered_map>
+#include <vector>
 
 using torch::stable::Tensor;
 using torch::stable::detail::StableLibrary;
@@ -412,7 +413,8 @@ struct Entry {
 // What Python registers: resolves a key to a loaded module (kept alive by
 // Python until normtorch_clear), or returns NULL with a message in err.
 // flags: bit 0 bias, bit 1 zero-centred, bit 2 dresidual (a backward that
-// adds a residual's gradient into dx); rows: the first M of the key's row
+// adds a residual's gradient into dx) or, for a forward, the fused residual
+// add (h = x + residual written by the kernel); rows: the first M of the key's row
 // bucket, the compile's `rows` hint (the tuning table's M ranges).
 using Resolver = const void *(*)(int32_t op, int64_t n, int64_t rows,
                                  int32_t xDtype,
@@ -616,14 +618,88 @@ std::tuple<Tensor, Tensor> rmsNormFwd(Tensor x, std::optional<Tensor> weight,
 }
 
 /// A residual's gradient as rows beside x's: x's shape and dtype (the
-/// kernels add it into dx).
-Rows residualRows(const Meta &r, const Meta &x, int64_t n) {
+/// kernels add it into dx). `name` for the message.
+Rows residualRows(const Meta &r, const Meta &x, int64_t n,
+                  const char *name = "dresidual") {
   bool same = r.dim == x.dim && r.dtype == x.dtype;
   for (int64_t d = 0; same && d < x.dim; ++d)
     same = r.sizes[d] == x.sizes[d];
   if (!same)
-    fail("dresidual must have x's shape and dtype");
+    fail(std::string(name) + " must have x's shape and dtype");
   return rowsOf(r, n);
+}
+
+/// The fused residual add + norm forward (add_layer_norm_fwd,
+/// add_rms_norm_fwd): one kernel reads x and residual, writes h = x +
+/// residual (contiguous, x's shape) and y, and the statistics of h.
+/// Returns y, h, then [mean,] rstd.
+std::vector<Tensor> residualFwd(Op op, Tensor x, Tensor residual,
+                                std::optional<Tensor> weight,
+                                std::optional<Tensor> bias, int64_t n,
+                                double eps, bool zc) {
+  Meta xm(x), rsm(residual);
+  std::optional<Meta> wm, bm;
+  if (weight)
+    wm.emplace(*weight);
+  if (bias)
+    bm.emplace(*bias);
+  sameDevice(xm, {&rsm, wm ? &*wm : nullptr, bm ? &*bm : nullptr});
+  Rows xr = rowsOf(xm, n);
+  Rows rr = residualRows(rsm, xm, n, "residual");
+  int64_t m = xr.m;
+  const int32_t f32 = codes().f32;
+  Tensor y = emptyContiguous(xm.dim, xm.sizes, xm.dtype, xm.deviceType,
+                             xm.device);
+  Tensor h = emptyContiguous(xm.dim, xm.sizes, xm.dtype, xm.deviceType,
+                             xm.device);
+  Tensor rstd = empty1d(m, f32, xm);
+  std::optional<Tensor> mean;
+  if (op == LayerNorm)
+    mean = empty1d(m, f32, xm);
+  if (m) {
+    Entry e = lookup(makeKey(op, n, m, xm, wm ? &*wm : nullptr,
+                             bm.has_value(), eps, zc, /*residual=*/true),
+                     eps);
+    Args a;
+    a.rows("x", xr, n, xm.dtype);
+    a.rows("residual", rr, n, rsm.dtype);
+    a.out2d("y", y, m, n, xm.dtype);
+    a.out2d("h", h, m, n, xm.dtype);
+    if (mean)
+      a.out1d("mean", *mean, m, f32);
+    a.out1d("rstd", rstd, m, f32);
+    std::optional<Rows> wr, br;
+    if (wm) {
+      wr = paramOf(*wm, n);
+      a.vec("weight", *wr, wm->dtype);
+    }
+    if (bm) {
+      br = paramOf(*bm, n);
+      a.vec("bias", *br, bm->dtype);
+    }
+    launch(e, a, m, xm);
+  }
+  std::vector<Tensor> out = {y, h};
+  if (mean)
+    out.push_back(*mean);
+  out.push_back(rstd);
+  return out;
+}
+
+std::tuple<Tensor, Tensor, Tensor, Tensor>
+addLayerNormFwd(Tensor x, Tensor residual, std::optional<Tensor> weight,
+                std::optional<Tensor> bias, int64_t n, double eps, bool zc) {
+  std::vector<Tensor> o =
+      residualFwd(LayerNorm, x, residual, weight, bias, n, eps, zc);
+  return {o[0], o[1], o[2], o[3]};
+}
+
+std::tuple<Tensor, Tensor, Tensor>
+addRmsNormFwd(Tensor x, Tensor residual, std::optional<Tensor> weight,
+              int64_t n, double eps, bool zc) {
+  std::vector<Tensor> o =
+      residualFwd(RmsNorm, x, residual, weight, std::nullopt, n, eps, zc);
+  return {o[0], o[1], o[2]};
 }
 
 /// The backward's common part: rows of x and dy, dx, dweight.
@@ -836,7 +912,8 @@ NORMTORCH_API void normtorch_set_mode(int m, Hook h) {
   mode.store(m);
 }
 
-/// Registers the four bodies for a dispatch key ("CUDA"; "CPU" in tests)
+/// Registers the six bodies (the four ops and the two fused residual-add
+/// forwards) for a dispatch key ("CUDA"; "CPU" in tests)
 /// through the stable ABI's library object (what STABLE_TORCH_LIBRARY_IMPL
 /// constructs statically); NULL on failure. normtorch_unregister removes
 /// the registration.
@@ -851,6 +928,8 @@ NORMTORCH_API void *normtorch_register(const char *key, char *err,
     lib->impl("rms_norm_bwd", TORCH_BOX(&rmsNormBwd));
     lib->impl("layer_norm_bwd_into_dy", TORCH_BOX(&layerNormBwdIntoDy));
     lib->impl("rms_norm_bwd_into_dy", TORCH_BOX(&rmsNormBwdIntoDy));
+    lib->impl("add_layer_norm_fwd", TORCH_BOX(&addLayerNormFwd));
+    lib->impl("add_rms_norm_fwd", TORCH_BOX(&addRmsNormFwd));
     if (std::strcmp(key, "CPU") == 0)
       cpuAllowed.fetch_add(1);
     return lib;

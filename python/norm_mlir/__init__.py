@@ -204,8 +204,10 @@ def compile(ir_text, chip="sm_90", format="ptx", strategy=None, groups=None,
 
 def spec_words(op, n, dtype, weight_dtype=None, eps=None, weight=True,
                bias=True, dresidual=False, zero_centered=False, xhat=False,
-               name=None):
-    """The spec text normCompileSpec takes (norm-compile's spec flags)."""
+               name=None, residual=False):
+    """The spec text normCompileSpec takes (norm-compile's spec flags);
+    residual: a forward with the fused residual add (a `residual` input,
+    the sum `h` an output)."""
     if op not in OPS:
         raise ValueError("op must be one of %s, not %r" % (", ".join(OPS),
                                                            op))
@@ -229,19 +231,22 @@ def spec_words(op, n, dtype, weight_dtype=None, eps=None, weight=True,
         words.append("zero-centered")
     if xhat:
         words.append("xhat")
+    if residual:
+        words.append("residual")
     return " ".join(words)
 
 
 def compile_spec(op, n, dtype, weight_dtype=None, eps=None, weight=True,
                  bias=True, dresidual=False, zero_centered=False, xhat=False,
                  chip="sm_90", format="ptx", strategy=None, groups=None,
-                 options=None, print_ir=False):
+                 options=None, print_ir=False, residual=False):
     """Compiles one op described by its parameters (as norm-compile's spec
     flags): op in OPS, hidden size n, x dtype, weight dtype (default x's).
     Returns Compiled (its manifest names the arguments by role and carries
     the spec); raises CompileError (print_ir: as for compile)."""
     spec = spec_words(op, n, dtype, weight_dtype, eps, weight, bias,
-                      dresidual, zero_centered, xhat).encode()
+                      dresidual, zero_centered, xhat,
+                      residual=residual).encode()
     opts = _options(chip, format, strategy, groups, options,
                     print_ir).encode()
     return _result(lambda lib, r: lib.normCompileSpec(spec, opts, r), format,

@@ -28,7 +28,8 @@ ERROR_INVALID_ARGUMENT, ERROR_MANIFEST, ERROR_DRIVER, ERROR_WORKSPACE = \
     1, 2, 3, 4
 # The manifest's argument kinds and kernel kinds.
 ARGUMENT_KINDS = ("dy", "x", "mean", "rstd", "weight", "bias", "dresidual",
-                  "dx", "dweight", "dbias", "y", "xhat", "other")
+                  "dx", "dweight", "dbias", "y", "xhat", "residual", "h",
+                  "other")
 KERNEL_KINDS = ("zero", "dx", "reduce", "forward")
 
 

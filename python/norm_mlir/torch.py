@@ -27,8 +27,8 @@ for the running torch (python/csrc/torch_autograd.cpp), else Python.
     y, h = nt.add_layer_norm(x, residual, 4096, w, b)   # h = x + residual
 
 ``add_layer_norm`` / ``add_rms_norm`` are the residual-add forms of pre-norm
-blocks: their backward adds h's own gradient into dx inside the backward
-kernel.
+blocks: one forward kernel writes h and normalises it, and their backward
+adds h's own gradient into dx inside the backward kernel.
 """
 
 import ctypes
@@ -213,14 +213,15 @@ def _rows_hint(m):
     return first
 
 
-def _kernels(op, n, x, weight, has_bias, eps, zero_centered, dres=False):
+def _kernels(op, n, x, weight, has_bias, eps, zero_centered, dres=False,
+             residual=False):
     rows = _rows_hint(x.numel() // n if n else 0)
     key = (op, n, x.dtype, None if weight is None else weight.dtype,
-           has_bias, eps, zero_centered, x.device, dres, rows)
+           has_bias, eps, zero_centered, x.device, dres, rows, residual)
     mod = _kernels_by_key.get(key)
     if mod is None:
         mod = _module(_spec(op, n, x, weight, has_bias, eps, zero_centered,
-                            dres, rows), x.device)
+                            dres, rows, residual), x.device)
         _kernels_by_key[key] = mod
     return mod
 
@@ -316,19 +317,20 @@ def _launch(mod, args, rows, device):
 
 
 def _spec(op, n, x, weight, has_bias, eps, zero_centered, dres=False,
-          rows=0):
+          rows=0, residual=False):
     return _spec_of(op, n, _DT[x.dtype],
                     None if weight is None else _DT[weight.dtype], has_bias,
-                    eps, zero_centered, dres, rows)
+                    eps, zero_centered, dres, rows, residual)
 
 
 def _spec_of(op, n, dtype, weight_dtype, has_bias, eps, zero_centered,
-             dres=False, rows=0):
+             dres=False, rows=0, residual=False):
     """compile_spec's arguments for an op on x of `dtype` ("bf16"...) with
     a weight of `weight_dtype` (None: no weight); dres: a backward that adds
     a residual's gradient (dresidual) into dx; rows: the `rows` hint (the
     first M of the call's bucket, _rows_hint; 0: none, the kernels for any
-    M)."""
+    M); residual: a forward with the fused residual add (h = x + residual
+    written by the kernel)."""
     s = {"op": op, "n": int(n), "dtype": dtype,
          "weight": weight_dtype is not None,
          "zero_centered": bool(zero_centered)}
@@ -340,6 +342,8 @@ def _spec_of(op, n, dtype, weight_dtype, has_bias, eps, zero_centered,
         s["eps"] = float(eps)
     if dres:
         s["dresidual"] = True
+    if residual:
+        s["residual"] = True
     if rows > 0:
         s["rows"] = int(rows)
     return s
@@ -595,19 +599,41 @@ _rms_bwd_into = _define(
 # gradient and hands it to the backward kernel as dresidual (added into
 # dx there), and x and residual both get that dx. x and residual have one
 # shape and dtype (the functions compose torch's add otherwise).
+#
+# The forward is one kernel (the ops' `residual` operand, docs/NOTES.md
+# "Fused residual add forward"): it reads x and residual once, writes h
+# (added in f32 and rounded once, as torch's add: the same bits) and
+# normalises h as stored, from registers.
 
-def _residual_sum(x, residual):
-    _same_device(x, residual)
+def _residual_fwd(op, x, residual, weight, bias, n, eps, zero_centered):
+    """The fused forward: y, h (contiguous, x's shape), [mean], rstd."""
+    _same_device(x, residual, weight, bias)
     if residual.shape != x.shape or residual.dtype != x.dtype:
         raise ValueError("norm_mlir: residual must have x's shape and dtype")
+    xr, rr = _rows(x, n), _rows(residual, n)
+    m = xr.shape[0]
+    y = torch.empty(x.shape, dtype=x.dtype, device=x.device)
     h = torch.empty(x.shape, dtype=x.dtype, device=x.device)
-    return torch.add(x, residual, out=h)
+    stats = [torch.empty(m, dtype=torch.float32, device=x.device)
+             for _ in range(2 if op == "layer_norm" else 1)]
+    if m:
+        mod = _kernels(op, n, x, weight, bias is not None, eps,
+                       zero_centered, residual=True)
+        args = [("x", xr), ("residual", rr), ("y", y.view(m, n)),
+                ("h", h.view(m, n)), ("rstd", stats[-1])]
+        if op == "layer_norm":
+            args.append(("mean", stats[0]))
+        if weight is not None:
+            args.append(("weight", weight.reshape(n)))
+        if bias is not None:
+            args.append(("bias", bias.reshape(n)))
+        _launch(mod, args, m, x.device)
+    return (y, h) + tuple(stats)
 
 
 def _add_ln_fwd_impl(x, residual, weight, bias, n, eps, zero_centered):
-    h = _residual_sum(x, residual)
-    y, mean, rstd = _ln_fwd_body(h, weight, bias, n, eps, zero_centered)
-    return y, h, mean, rstd
+    return _residual_fwd("layer_norm", x, residual, weight, bias, n, eps,
+                         zero_centered)
 
 
 def _add_ln_fwd_fake(x, residual, weight, bias, n, eps, zero_centered):
@@ -624,9 +650,8 @@ _add_ln_fwd = _define(
 
 
 def _add_rms_fwd_impl(x, residual, weight, n, eps, zero_centered):
-    h = _residual_sum(x, residual)
-    y, rstd = _rms_fwd_body(h, weight, n, eps, zero_centered)
-    return y, h, rstd
+    return _residual_fwd("rms_norm", x, residual, weight, None, n, eps,
+                         zero_centered)
 
 
 def _add_rms_fwd_fake(x, residual, weight, n, eps, zero_centered):
@@ -659,7 +684,8 @@ _DT_NAMES = ("f32", "f16", "bf16")  # NormrtDtype order
 _ERR = 4096
 
 # op, n, rows (the first M of the call's bucket), x dtype, weight dtype,
-# flags (bit 0 bias, 1 zero-centred, 2 dresidual), eps, device type,
+# flags (bit 0 bias, 1 zero-centred, 2 dresidual for a backward, the fused
+# residual add for a forward), eps, device type,
 # device, error buffer, its size.
 _RESOLVER = ctypes.CFUNCTYPE(
     ctypes.c_void_p, ctypes.c_int32, ctypes.c_int64, ctypes.c_int64,
@@ -711,10 +737,11 @@ class _Native:
                  err, cap):
         try:
             name = _OP_NAMES[op]
-            bias, zc, dres = bool(flags & 1), bool(flags & 2), bool(flags & 4)
+            bias, zc, bit2 = bool(flags & 1), bool(flags & 2), bool(flags & 4)
+            grad = name.endswith("_grad")
             spec = _spec_of(name, n, _DT_NAMES[xdt],
                             _DT_NAMES[wdt] if wdt >= 0 else None, bias, eps,
-                            zc, dres, rows)
+                            zc, bit2 and grad, rows, bit2 and not grad)
             device = torch.device("cuda", dev) if dev_type == 1 else \
                 torch.device("cpu")
             mod = _module(spec, device)
@@ -782,12 +809,11 @@ def _bind_native():
         return None
 
 
-# The residual-add ops' bodies are Python whatever the bodies above are:
-# torch's add, then the norm's body (C++ where loaded).
-_PY_ONLY = ("add_layer_norm_fwd", "add_rms_norm_fwd")
+# Every op's body, the residual-add ops' fused forwards included, is C++
+# where libnormtorch is loaded, else Python.
 _native = _bind_native()
 for _name, _impl in _python_impls.items():
-    if _native is None or _name in _PY_ONLY:
+    if _native is None:
         _lib.impl(_name, _impl, "CUDA")
 
 # The bodies the eager path calls: the C++ ones through a redispatch to

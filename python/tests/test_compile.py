@@ -79,6 +79,28 @@ def test_compile_spec_flags():
     assert "weight" not in {a["name"] for a in k.manifest["arguments"]}
 
 
+def test_compile_spec_residual():
+    """The fused residual add forward: residual after x, h the last
+    output (kinds residual / h, x's dtype and shape); refused for a
+    backward."""
+    assert "residual" in norm_mlir.spec_words("rms_norm", 64, "bf16",
+                                              residual=True).split()
+    k = norm_mlir.compile_spec(op="layer_norm", n=1000, dtype="bf16",
+                               weight_dtype="f32", residual=True)
+    args = k.manifest["arguments"]
+    assert [a["name"] for a in args] == ["x", "residual", "weight", "bias",
+                                         "y", "mean", "rstd", "h"]
+    by = {a["name"]: a for a in args}
+    for name, role in (("residual", "input"), ("h", "output")):
+        assert by[name]["kind"] == name and by[name]["role"] == role
+        assert by[name]["dtype"] == "bf16"
+        assert by[name]["shape"] == ["?", 1000]
+    with pytest.raises(norm_mlir.CompileError, match="residual is for the "
+                       "forward ops"):
+        norm_mlir.compile_spec(op="rms_norm_grad", n=64, dtype="bf16",
+                               residual=True)
+
+
 def test_compile_error_carries_the_message():
     with pytest.raises(norm_mlir.CompileError) as e:
         norm_mlir.compile("func.func @f() { return }")

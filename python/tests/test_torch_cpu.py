@@ -416,14 +416,10 @@ def _validation_bodies(kind, monkeypatch, calls, rt):
     cb = nt.HOOK(hook)
     ext.set_mode(1, cb)
     reg = ext.register("CPU")
-    lib = torch.library.Library("norm_mlir", "IMPL")
-    for name in nt._PY_ONLY:  # the residual-add ops' bodies are Python's
-        lib.impl(name, nt._python_impls[name], "CPU")
     nt._use_bodies(torch._C.DispatchKeySet(torch._C.DispatchKey.CPU))
     try:
         yield calls
     finally:
-        lib._destroy()
         ext.unregister(reg, "CPU")
         ext.set_mode(0)
         ext.clear()
@@ -1181,6 +1177,10 @@ def _emulate(spec, args):
                                                else 0)
     if not op.endswith("_grad"):
         x = a["x"].double()
+        if "residual" in a:  # the fused add: h as torch's add rounds it
+            xs = a["x"]
+            a["h"].copy_((xs.float() + a["residual"].float()).to(xs.dtype))
+            x = a["h"].double()
         if op == "layer_norm":
             mean = x.mean(-1)
             a["mean"].copy_(mean)
@@ -1454,8 +1454,40 @@ def test_add_norm_fuses_the_residual_gradient(emulated, autograd, norm):
         assert a.grad is not None and a.grad.dtype == a.dtype
         _close(a.grad, r.grad)
     assert [c[0]["op"] for c in emulated] == [norm, norm + "_grad"]
+    # One fused forward launch: x and residual in, h and y out.
+    assert emulated[0][0].get("residual") is True
+    assert {"x", "residual", "y", "h"} <= set(emulated[0][1])
     assert emulated[1][0].get("dresidual") is True
     assert "dresidual" in emulated[1][1]
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "f16", "f32"])
+@pytest.mark.parametrize("norm", ["layer_norm", "rms_norm"])
+def test_add_norm_forward_is_one_fused_launch(emulated, norm, dtype):
+    """The forward of add_layer_norm / add_rms_norm is one launch of the
+    fused kernel (spec residual, manifest arguments x, residual -> y, h,
+    validated against the compiled manifest), rows strided and rank 3; h
+    is what the kernel wrote (torch's x + residual bitwise, which the
+    emulation computes as the kernel does: f32 add, one rounding) and y
+    is the norm of that h."""
+    torch.manual_seed(11)
+    n, td = 96, TD[dtype]
+    x = torch.randn(2, 7, 2 * n).to(td)[..., :n]  # strided rows
+    r = torch.randn(2, 7, n).to(td)
+    w = torch.randn(n).to(td)
+    b = torch.randn(n).to(td)
+    with torch.no_grad():
+        y, h = _add_norm(norm, x, r, w, b, n)
+    assert [c[0]["op"] for c in emulated] == [norm]
+    spec, names, rows = emulated[0]
+    assert spec.get("residual") is True and rows == 14
+    assert {"x", "residual", "y", "h"} <= set(names)
+    assert h.shape == x.shape and h.dtype == td and h.is_contiguous()
+    assert torch.equal(h, x + r)
+    ref = (_ref_ln(h.double(), (n,), w.double(), b.double(), 1e-5)
+           if norm == "layer_norm" else
+           _ref_rms(h.double(), (n,), w.double(), 1e-6))
+    _close(y, ref, 1e-2 if dtype != "f32" else 1e-5)
 
 
 @pytest.mark.parametrize("norm", ["layer_norm", "rms_norm"])
@@ -1547,14 +1579,11 @@ def test_fake_add_norm_traces_our_ops(meta_is_ours, autograd):
 
     targets, (x, r, w, b), outs = _trace(
         fwd_bwd, ((2, 9, n), bf), ((2, 9, n), bf), ((n,), f32), ((n,), f32))
-    # The C++ autograd kernels add with torch's add and call the norm's
-    # own forward op; the Python formulas' kernel is the add op's.
-    fwd = "norm_mlir.%s_fwd.default" % (
-        "layer_norm" if autograd == "cpp" else "add_layer_norm")
+    # Both autograd forms call the add op (one fused kernel), no aten add.
+    fwd = "norm_mlir.add_layer_norm_fwd.default"
     ours = [t for t in targets if t.startswith("norm_mlir.")]
     assert ours == [fwd, "norm_mlir.layer_norm_bwd.default"], targets
-    if autograd == "cpp":
-        assert "aten.add.Tensor" in targets, targets
+    assert "aten.add.Tensor" not in targets, targets
     y, h, gx, gr, gw, gb = outs
     assert y.shape == h.shape == gx.shape == gr.shape == x.shape
     assert y.dtype == h.dtype == gx.dtype == gr.dtype == bf
@@ -1569,8 +1598,7 @@ def test_fake_add_norm_traces_our_ops(meta_is_ours, autograd):
     targets, _, outs = _trace(rms, ((3, n), f32), ((3, n), f32),
                               ((n,), f32))
     assert [t for t in targets if t.startswith("norm_mlir.")] == [
-        "norm_mlir.%s_fwd.default" % (
-            "rms_norm" if autograd == "cpp" else "add_rms_norm"),
+        "norm_mlir.add_rms_norm_fwd.default",
         "norm_mlir.rms_norm_bwd.default"], targets
 
 

@@ -742,6 +742,35 @@ def test_add_norm_grads(dtype, norm):
         assert rel(a.grad, b.grad) < tol * 4, (i, rel(a.grad, b.grad))
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("norm", ["layer_norm", "rms_norm"])
+@pytest.mark.parametrize("n", [1000, 1024, 4096, 8192, 32768, 65536])
+def test_add_norm_fused_forward_matches_torch(dtype, norm, n):
+    """The fused forward (one kernel: x and residual read once, h written
+    once, y from h in registers): h is torch's x + residual bitwise, y
+    is torch's own F.layer_norm / F.rms_norm of that sum (torch's kernel,
+    same dtype) within the dtype's tolerance, and the statistics match
+    the unfused path's (our norm of h) exactly."""
+    torch.manual_seed(14)
+    x = torch.randn(257, n, device=DEV, dtype=dtype)
+    r = torch.randn(257, n, device=DEV, dtype=dtype)
+    w = torch.randn(n, device=DEV, dtype=dtype)
+    b = torch.randn(n, device=DEV, dtype=dtype)
+    with torch.no_grad():
+        if norm == "layer_norm":
+            y, h = nt.add_layer_norm(x, r, n, w, b)
+            want = torch.nn.functional.layer_norm(x + r, (n,), w, b, 1e-5)
+            y2 = nt.layer_norm(x + r, n, w, b)
+        else:
+            y, h = nt.add_rms_norm(x, r, n, w, 1e-6)
+            want = torch.nn.functional.rms_norm(x + r, (n,), w, 1e-6)
+            y2 = nt.rms_norm(x + r, n, w, 1e-6)
+    assert torch.equal(h, x + r)
+    assert rel(y, want.double()) < TOL[dtype]
+    # The same statistics from h as stored: the fused y is the unfused y.
+    assert torch.equal(y, y2)
+
+
 def test_add_norm_opcheck_compile_and_graphs():
     """opcheck on the residual-add ops and the backward ops with
     dresidual; torch.compile of a pre-norm block using add_rms_norm

@@ -74,6 +74,10 @@ Placement placement(Operand o, bool strided) {
     return {2, 7};
   case Operand::XhatOut:
     return {4, 2};
+  case Operand::Residual:
+    return {6, 4};
+  case Operand::HOut:
+    return {7, 1};
   default:
     return {};
   }
@@ -178,6 +182,8 @@ private:
       return p.b;
     case Operand::Dresidual:
       return p.dres;
+    case Operand::Residual:
+      return p.res;
     default:
       return p.x;
     }
@@ -196,6 +202,8 @@ struct Expected {
   std::vector<double> values;
   double floor = 0;
   double f32Bound = kF32Bound;
+  /// Bitwise: the output must equal the reference exactly (bound 0).
+  bool exact = false;
 };
 
 using Expectations = std::map<Operand, Expected>;
@@ -252,6 +260,8 @@ Expectations expectForward(const KernelSpec &spec, const Problem &p,
   e[Operand::MeanOut] = {r.mean, norm2(r.meanScale), statisticBound(p.n)};
   e[Operand::RstdOut] = {r.rstd, 0, statisticBound(p.n)};
   e[Operand::XhatOut] = {r.xhat, 0};
+  // h = x + residual is one rounding of an exact sum: bitwise.
+  e[Operand::HOut] = {r.h, 0, kF32Bound, /*exact=*/true};
   return e;
 }
 
@@ -294,9 +304,10 @@ public:
       result.problem = "the kernel modified its input " + input;
     for (Operand o : outputOrder) {
       HostBuffer &out = buffers.output(o);
+      const Expected &ex = expected.at(o);
       result.checks.push_back(compareOutput(
-          operandName(o), out, expected.at(o).values, expected.at(o).floor,
-          errorBound(out.type(), roundingSlack, expected.at(o).f32Bound)));
+          operandName(o), out, ex.values, ex.floor,
+          ex.exact ? 0.0 : errorBound(out.type(), roundingSlack, ex.f32Bound)));
     }
     if (checkDeterminism && result.ok())
       checkReproducible(result);
@@ -336,6 +347,11 @@ private:
                  ref.begin();
       int64_t i = k / first.cols(), j = k % first.cols();
       first.set(i, j, first.get(i, j) * (1 + std::ldexp(1.0, -6)));
+    } else if (selfTest == SelfTest::HBit &&
+               llvm::is_contained(outputOrder, Operand::HOut)) {
+      HostBuffer &h = buffers.output(Operand::HOut);
+      int64_t i = h.rows() / 2, j = h.cols() / 2;
+      h.setBits(i, j, h.getBits(i, j) ^ 1u);
     }
   }
 
@@ -406,6 +422,8 @@ std::string reproduceFlags(const Family &family, llvm::StringRef strategy,
     os << " --value-form";
   if (spec.xhatOut)
     os << " --xhat";
+  if (spec.residual)
+    os << " --residual";
   switch (options.selfTest) {
   case SelfTest::None:
     break;
@@ -426,6 +444,9 @@ std::string reproduceFlags(const Family &family, llvm::StringRef strategy,
     break;
   case SelfTest::Hang:
     os << " --self-test-corrupt=hang";
+    break;
+  case SelfTest::HBit:
+    os << " --self-test-corrupt=h-bit";
     break;
   }
   if (options.roundingSlack != 1.5)
@@ -551,6 +572,8 @@ std::string norm_exec::describeFamily(const Family &family) {
     flags.push_back("value");
   if (spec.xhatOut)
     flags.push_back("xhat");
+  if (spec.residual)
+    flags.push_back("res");
   if (spec.groups)
     flags.push_back("groups=" + std::to_string(spec.groups));
   for (size_t k = 0; k < flags.size(); ++k)

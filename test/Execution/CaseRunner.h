@@ -39,6 +39,9 @@ enum class SelfTest {
   Crash,
   /// Sleeps at the first run (checks the timeout).
   Hang,
+  /// Flips the last bit of one element of h (the fused residual add's sum)
+  /// after the run: h must match bitwise.
+  HBit,
 };
 
 /// One kernel configuration and the strategies and shapes to run it on.

@@ -78,12 +78,18 @@ private:
 
   void runForward(Bindings &b) {
     HostBuffer &x = *bound(b, Operand::X);
+    HostBuffer *res = bound(b, Operand::Residual);
+    HostBuffer *hOut = bound(b, Operand::HOut);
     int64_t m = x.rows(), n = x.cols();
     std::vector<float> row(n);
     for (int64_t i = 0; i < m; ++i) {
       float mean = 0;
       for (int64_t j = 0; j < n; ++j) {
         row[j] = static_cast<float>(x.get(i, j));
+        if (res) { // h = x + residual in f32, stored; the norm reads it
+          hOut->set(i, j, row[j] + static_cast<float>(res->get(i, j)));
+          row[j] = static_cast<float>(hOut->get(i, j));
+        }
         mean += row[j];
       }
       mean = spec.isLayerNorm() ? mean / n : 0.0f;

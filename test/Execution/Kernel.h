@@ -28,7 +28,7 @@ namespace norm_exec {
 /// The buffer bound to each operand (null: not an operand of the kernel).
 /// Two operands may share a buffer (dx written in place of dy).
 using Bindings =
-    std::array<HostBuffer *, static_cast<size_t>(Operand::XhatOut) + 1>;
+    std::array<HostBuffer *, static_cast<size_t>(Operand::HOut) + 1>;
 
 inline HostBuffer *&bound(Bindings &b, Operand o) {
   return b[static_cast<size_t>(o)];

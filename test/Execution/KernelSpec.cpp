@@ -44,6 +44,10 @@ const char *norm_exec::operandName(Operand o) {
     return "rstd";
   case Operand::XhatOut:
     return "xhat";
+  case Operand::Residual:
+    return "res";
+  case Operand::HOut:
+    return "h";
   }
   return "?";
 }
@@ -83,6 +87,7 @@ mlir::norm::NormOpSpec toNormOpSpec(mlir::MLIRContext &ctx,
   s.dresidual = spec.dresidual;
   s.zeroCentered = spec.zeroCentered;
   s.xhat = spec.xhatOut;
+  s.residual = spec.residual;
   if (spec.isGrad())
     s.strategy = mlir::norm::symbolizeReductionStrategy(spec.strategy);
   s.groups = spec.groups;

@@ -60,6 +60,8 @@ struct KernelSpec {
   bool valueForm = false;
   /// Forward: also write the normalised rows (in x's type).
   bool xhatOut = false;
+  /// Forward: the fused residual add (a `residual` input, an `h` output).
+  bool residual = false;
   /// N in the types (memref<?x24xbf16>); 0: dynamic.
   int64_t staticN = 0;
   /// Grad: the `#norm.strategy` mnemonic.

@@ -75,6 +75,11 @@ Problem norm_exec::generateProblem(const KernelSpec &spec, int64_t m, int64_t n,
         v = draw(spec.xType, 1.0, 0.0);
     }
   }
+  if (!spec.isGrad() && spec.residual) {
+    p.res.resize(m * n);
+    for (double &v : p.res)
+      v = draw(spec.xType, 1.0, 0.0);
+  }
   if (spec.weight) {
     p.w.resize(n);
     for (double &v : p.w)
@@ -134,14 +139,22 @@ ForwardReference norm_exec::referenceForward(const KernelSpec &spec,
                                              const Problem &p) {
   int64_t m = p.m, n = p.n;
   ForwardReference r;
-  rowStatistics(spec, p.x, m, n, r.mean, r.rstd);
+  // The rows the norm reads: x, or h = x + residual as stored.
+  const std::vector<double> *rows = &p.x;
+  if (!p.res.empty()) {
+    r.h.resize(m * n);
+    for (int64_t e = 0; e < m * n; ++e)
+      r.h[e] = roundTo(spec.xType, p.x[e] + p.res[e]);
+    rows = &r.h;
+  }
+  rowStatistics(spec, *rows, m, n, r.mean, r.rstd);
   r.y.resize(m * n);
   r.xhat.resize(m * n);
   r.meanScale.assign(m, 0.0);
   bool bias = spec.isLayerNorm() && spec.bias;
   for (int64_t i = 0; i < m; ++i) {
     for (int64_t j = 0; j < n; ++j) {
-      double x = p.x[i * n + j];
+      double x = (*rows)[i * n + j];
       double h = (x - r.mean[i]) * r.rstd[i];
       r.xhat[i * n + j] = h;
       r.y[i * n + j] = h * effectiveWeight(spec, p, j) + (bias ? p.b[j] : 0);

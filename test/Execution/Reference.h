@@ -28,6 +28,8 @@ constexpr float kEps = 1.0e-5f;
 struct Problem {
   int64_t m = 0, n = 0;
   std::vector<double> x, dy, dres; ///< [m, n], x's type
+  /// [m, n], x's type: the residual of a fused forward (else empty).
+  std::vector<double> res;
   std::vector<double> w, b;        ///< [n], the parameter type
   /// [m]: statistics of x in float64, rounded to f32 (what a forward pass
   /// would have saved); the backward reads them. RMSNorm has mean = 0.
@@ -52,9 +54,11 @@ struct GradReference {
 };
 GradReference referenceGrad(const KernelSpec &spec, const Problem &p);
 
-/// Float64 forward of `spec` on `p` (eps = kEps).
+/// Float64 forward of `spec` on `p` (eps = kEps). With a residual, the
+/// norm is of h = x + residual, added exactly and rounded to x's type
+/// through f32 (as torch's add rounds a 16-bit sum); `h` is that sum.
 struct ForwardReference {
-  std::vector<double> y, mean, rstd, xhat;
+  std::vector<double> y, mean, rstd, xhat, h;
   /// [m]: the mean of |x| per row, the size of the terms the mean sums.
   std::vector<double> meanScale;
 };

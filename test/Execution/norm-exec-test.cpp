@@ -82,6 +82,9 @@ cl::opt<bool> valueForm("value-form", cl::cat(category),
                         cl::desc("The tensor op, through bufferization"));
 cl::opt<bool> xhat("xhat", cl::cat(category),
                    cl::desc("Forward: also write xhat"));
+cl::opt<bool> residual("residual", cl::cat(category),
+                       cl::desc("Forward: the fused residual add (a residual "
+                                "input; h = x + residual written, bitwise)"));
 
 cl::opt<std::string> pipeline(
     "pipeline", cl::cat(category),
@@ -102,7 +105,7 @@ cl::opt<uint64_t> seed("seed", cl::cat(category),
 cl::opt<std::string>
     selfTest("self-test-corrupt", cl::init("none"), cl::cat(category),
              cl::desc("Inject a defect that must FAIL: unwritten, perturb, "
-                      "nondeterministic, reference, crash, hang"));
+                      "nondeterministic, reference, crash, hang, h-bit"));
 cl::opt<double> roundingSlack(
     "rounding-slack", cl::init(1.5), cl::cat(category),
     cl::desc("f16/bf16 outputs may be off by this many unit roundoffs "
@@ -179,6 +182,7 @@ void addFamilies(OpKind op, Direction dir, std::vector<Family> &families) {
       bool isGrad = dir == Direction::Grad;
       spec.dresidual = isGrad && dresidual;
       spec.xhatOut = !isGrad && xhat;
+      spec.residual = !isGrad && residual;
       Family f;
       f.spec = spec;
       f.inPlace = isGrad && inPlace;
@@ -251,6 +255,8 @@ SelfTest parseSelfTest() {
     return SelfTest::Crash;
   if (selfTest == "hang")
     return SelfTest::Hang;
+  if (selfTest == "h-bit")
+    return SelfTest::HBit;
   usageError("unknown --self-test-corrupt '" + selfTest + "'");
 }
 

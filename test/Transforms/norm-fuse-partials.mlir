@@ -97,3 +97,44 @@ func.func @layer_norm_forward_cached(%x: memref<?x?xf16>, %y: memref<?x?xf16>, %
       rstd(%rstd : memref<?xf32>)
   return
 }
+
+// -----
+
+// The fused residual add: the first column loop adds x and residual in f32
+// and stores h rounded to bf16; the row cache holds that rounded h,
+// widened, and the later loops read the cache: h is written once and never
+// read back, x and residual are read once. (FUSE, before norm-cache-rows:
+// the later loops still read h from memory.)
+// CHECK-LABEL: func @rms_norm_residual_cached
+// CHECK-SAME: (%[[X:[^:]+]]: memref<?x?xbf16>, %[[RES:[^:]+]]: memref<?x?xbf16>, %{{[^:]+}}: memref<?x?xbf16>, %{{[^:]+}}: memref<?xf32>, %[[H:[^:]+]]: memref<?x?xbf16>)
+// CHECK: %[[C:.*]] = memref.alloc(%{{.*}}) {norm.row_cache} : memref<?xf32>
+// CHECK: scf.for %[[ROW:.*]] =
+// CHECK:   scf.for %[[J:.*]] =
+// CHECK:     %[[XV:.*]] = memref.load %[[X]][%[[ROW]], %[[J]]]
+// CHECK:     %[[XE:.*]] = arith.extf %[[XV]] : bf16 to f32
+// CHECK:     %[[RV:.*]] = memref.load %[[RES]][%[[ROW]], %[[J]]]
+// CHECK:     %[[RE:.*]] = arith.extf %[[RV]] : bf16 to f32
+// CHECK:     %[[S:.*]] = arith.addf %[[XE]], %[[RE]] : f32
+// CHECK:     %[[T:.*]] = arith.truncf %[[S]] : f32 to bf16
+// CHECK:     %[[TE:.*]] = arith.extf %[[T]] : bf16 to f32
+// CHECK:     memref.store %[[TE]], %[[C]][%[[J]]]
+// CHECK:     memref.store %[[T]], %[[H]][%[[ROW]], %[[J]]]
+// CHECK:   scf.for
+// CHECK-NOT: memref.load %[[H]]
+// CHECK:     memref.load %[[C]]
+// CHECK:   scf.for
+// CHECK-NOT: memref.load %[[H]]
+// CHECK:     memref.load %[[C]]
+// CHECK: norm.stage = #norm.stage<forward>
+// FUSE-LABEL: func @rms_norm_residual_cached
+// FUSE: memref.store %{{.*}}, %[[FH:[^\[]+]][
+// FUSE: memref.load %[[FH]][
+// FUSE: memref.load %[[FH]][
+// FUSE: norm.stage = #norm.stage<forward>
+func.func @rms_norm_residual_cached(%x: memref<?x?xbf16>, %res: memref<?x?xbf16>,
+                                    %y: memref<?x?xbf16>, %rstd: memref<?xf32>,
+                                    %h: memref<?x?xbf16>) {
+  norm.rms_norm x(%x : memref<?x?xbf16>) residual(%res : memref<?x?xbf16>)
+      outs y(%y : memref<?x?xbf16>) rstd(%rstd : memref<?xf32>) h(%h : memref<?x?xbf16>)
+  return
+}

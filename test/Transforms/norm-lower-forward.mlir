@@ -58,6 +58,40 @@ func.func @rms_norm_forward_rank3(%x: memref<2x?x24xf16>, %w: memref<24xf16>,
 
 // -----
 
+// The fused residual add: the first column loop forms h = x + residual (in
+// the storage type) and stores it; every later loop reads the row from h,
+// as stored, never from x (norm-cache-rows then serves those reads from the
+// stored value).
+// CHECK-LABEL: func @layer_norm_residual
+// CHECK-SAME: (%[[X:[^:]+]]: memref<?x?xbf16>, %[[RES:[^:]+]]: memref<?x?xbf16>, %{{[^:]+}}: memref<?xf32>, %[[Y:[^:]+]]: memref<?x?xbf16>, %{{[^:]+}}: memref<?xf32>, %{{[^:]+}}: memref<?xf32>, %[[H:[^:]+]]: memref<?x?xbf16>)
+// CHECK: scf.for %[[ROW:.*]] = %{{.*}} to %{{.*}} {
+// CHECK:   scf.for %[[C0:.*]] = %{{.*}} to %{{.*}} {
+// CHECK-NEXT: %[[XV:.*]] = memref.load %[[X]][%[[ROW]], %[[C0]]] : memref<?x?xbf16>
+// CHECK-NEXT: %[[RV:.*]] = memref.load %[[RES]][%[[ROW]], %[[C0]]] : memref<?x?xbf16>
+// CHECK-NEXT: %[[SUM:.*]] = arith.addf %[[XV]], %[[RV]] : bf16
+// CHECK-NEXT: memref.store %[[SUM]], %[[H]][%[[ROW]], %[[C0]]] : memref<?x?xbf16>
+// CHECK-NEXT: }
+// CHECK:   scf.for {{.*}} -> (bf16)
+// CHECK:     memref.load %[[H]][%[[ROW]], %{{.*}}] : memref<?x?xbf16>
+// CHECK:   scf.for {{.*}} -> (bf16)
+// CHECK:     memref.load %[[H]][%[[ROW]], %{{.*}}] : memref<?x?xbf16>
+// CHECK:   scf.for
+// CHECK:     memref.load %[[H]][%[[ROW]], %{{.*}}] : memref<?x?xbf16>
+// CHECK:     memref.store {{.*}}, %[[Y]][%[[ROW]], %{{.*}}] : memref<?x?xbf16>
+// CHECK: } {norm.accumulate = f32, norm.id = 0 : i64, norm.stage = #norm.stage<forward>}
+// CHECK-NOT: memref.load %[[X]]
+// CHECK: return
+func.func @layer_norm_residual(%x: memref<?x?xbf16>, %res: memref<?x?xbf16>, %w: memref<?xf32>,
+                               %y: memref<?x?xbf16>, %mean: memref<?xf32>, %rstd: memref<?xf32>,
+                               %h: memref<?x?xbf16>) {
+  norm.layer_norm x(%x : memref<?x?xbf16>) residual(%res : memref<?x?xbf16>) weight(%w : memref<?xf32>)
+      outs y(%y : memref<?x?xbf16>) mean(%mean : memref<?xf32>) rstd(%rstd : memref<?xf32>)
+      h(%h : memref<?x?xbf16>)
+  return
+}
+
+// -----
+
 // Two forward ops in one function: one nest each, numbered in order.
 // CHECK-LABEL: func @two_forwards
 // CHECK: norm.id = 0 : i64, norm.stage = #norm.stage<forward>

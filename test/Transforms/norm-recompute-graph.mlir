@@ -149,3 +149,17 @@ func.func @rms_norm_unused_xhat(%x: tensor<8x16xbf16>, %w: tensor<16xbf16>)
       -> y(tensor<8x16xbf16>) rstd(tensor<8xf32>) xhat(tensor<8x16xbf16>)
   return %y, %rstd : tensor<8x16xbf16>, tensor<8xf32>
 }
+
+// -----
+
+// With the fused residual add, h is the last result (after xhat): dropping
+// an unused xhat keeps h and the uses of every other result.
+// CHECK-LABEL: func @rms_norm_residual_unused_xhat
+// CHECK: %[[Y:.*]], %[[R:.*]], %[[H:.*]] = norm.rms_norm x(%{{.*}} : tensor<?x64xbf16>) residual(%{{.*}} : tensor<?x64xbf16>) -> y(tensor<?x64xbf16>) rstd(tensor<?xf32>) h(tensor<?x64xbf16>)
+// CHECK: return %[[Y]], %[[R]], %[[H]]
+func.func @rms_norm_residual_unused_xhat(%x: tensor<?x64xbf16>, %res: tensor<?x64xbf16>)
+    -> (tensor<?x64xbf16>, tensor<?xf32>, tensor<?x64xbf16>) {
+  %y, %r, %xh, %h = norm.rms_norm x(%x : tensor<?x64xbf16>) residual(%res : tensor<?x64xbf16>)
+      -> y(tensor<?x64xbf16>) rstd(tensor<?xf32>) xhat(tensor<?x64xf32>) h(tensor<?x64xbf16>)
+  return %y, %r, %h : tensor<?x64xbf16>, tensor<?xf32>, tensor<?x64xbf16>
+}

@@ -85,6 +85,11 @@ static cl::opt<bool> zeroCentered("zero-centered",
 static cl::opt<bool> withXhat("xhat",
                               cl::desc("Spec (forward): also write xhat"),
                               cl::cat(category));
+static cl::opt<bool>
+    withResidual("residual",
+                 cl::desc("Spec (forward): add a residual to x first; the "
+                          "kernel also writes h = x + residual"),
+                 cl::cat(category));
 static cl::opt<std::string>
     epsText("eps",
             cl::desc("Spec (forward): the epsilon added to the variance "
@@ -115,6 +120,7 @@ norm::NormSpecText specText() {
   t.dresidual = dresidual;
   t.zeroCentered = zeroCentered;
   t.xhat = withXhat;
+  t.residual = withResidual;
   return t;
 }
 

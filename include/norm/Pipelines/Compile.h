@@ -56,6 +56,8 @@ struct NormSpecText {
   std::string name = "norm_kernel";
   bool noWeight = false, noBias = false, dresidual = false;
   bool zeroCentered = false, xhat = false;
+  /// Forward: the fused residual add (`residual` in, `h` = x + residual out).
+  bool residual = false;
 };
 
 /// Reads "op=rms_norm_grad n=4096 dtype=bf16 no-bias ..." (the flag names

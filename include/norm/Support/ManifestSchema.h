@@ -94,6 +94,8 @@ enum class ArgumentKind : int32_t {
   Dbias,
   Y,
   Xhat,
+  Residual,
+  H,
   Other,
 };
 
@@ -121,6 +123,8 @@ inline constexpr ArgumentKindInfo kArgumentKinds[] = {
     {ArgumentKind::Dbias, "dbias", ArgumentShape::Vector, false, true},
     {ArgumentKind::Y, "y", ArgumentShape::Rows, false, true},
     {ArgumentKind::Xhat, "xhat", ArgumentShape::Rows, false, true},
+    {ArgumentKind::Residual, "residual", ArgumentShape::Rows, true, false},
+    {ArgumentKind::H, "h", ArgumentShape::Rows, false, true},
     {ArgumentKind::Other, "other", ArgumentShape::Any, true, true},
 };
 

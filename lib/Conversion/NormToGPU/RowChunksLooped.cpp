@@ -83,19 +83,40 @@ void LoopedChunks::prepare() {
     auto alloc = store.getMemRef().getDefiningOp<memref::AllocOp>();
     if (!alloc || !norm::isRowCache(alloc))
       return;
-    // value = extf(load src[r, j]) or load src[r, j]
+    // value = extf(load src[r, j]) or load src[r, j]; or a value the
+    // column loop also stores to a row (h = x + residual): then it is
+    // read back from that row, which the same thread wrote.
     Value v = store.getValue();
     auto ext = v.getDefiningOp<arith::ExtFOp>();
-    auto src = (ext ? ext.getIn() : v).getDefiningOp<memref::LoadOp>();
-    if (!src)
-      return;
+    Value narrow = ext ? ext.getIn() : v;
+    Operation *src = narrow.getDefiningOp<memref::LoadOp>();
+    Value column;
+    if (src) {
+      column = cast<memref::LoadOp>(src).getIndices()[1];
+    } else {
+      for (Operation *user : narrow.getUsers()) {
+        auto rowStore = dyn_cast<memref::StoreOp>(user);
+        if (!rowStore || rowStore.getValue() != narrow ||
+            rowStore->getBlock() != store->getBlock() ||
+            rowStore.getIndices().size() != 2 ||
+            isRowCacheBuffer(rowStore.getMemRef()))
+          continue;
+        OpBuilder lb(rowStore.getContext()); // a detached template
+        src = memref::LoadOp::create(
+            lb, rowStore.getLoc(), rowStore.getMemRef(), rowStore.getIndices());
+        column = rowStore.getIndices()[1];
+        break;
+      }
+      if (!src)
+        return;
+    }
     for (Operation *user : llvm::make_early_inc_range(alloc->getUsers())) {
       auto load = dyn_cast<memref::LoadOp>(user);
       if (!load)
         continue;
       OpBuilder b(load);
       IRMapping m;
-      m.map(src.getIndices()[1], load.getIndices()[0]);
+      m.map(column, load.getIndices()[0]);
       Value re = b.clone(*src, m)->getResult(0);
       if (ext)
         re = arith::ExtFOp::create(b, load.getLoc(), ext.getType(), re);
@@ -103,6 +124,9 @@ void LoopedChunks::prepare() {
       load.erase();
     }
     store.erase();
+    // The template load made for a stored row is not part of the body.
+    if (!src->getBlock())
+      src->erase();
     if (!llvm::is_contained(caches, alloc))
       caches.push_back(alloc);
   });

@@ -69,7 +69,7 @@ func.func @forward_bias_shape(%x: tensor<4x8xf32>, %b: tensor<4x8xf32>) {
 func.func @forward_value_form_without_y(%x: tensor<4x8xf32>) {
   // (No custom syntax can say this; the generic form can.)
   // expected-error @+1 {{value form needs a 'y' result}}
-  %r = "norm.rms_norm"(%x) <{operandSegmentSizes = array<i32: 1, 0, 0, 0, 0>, resultSegmentSizes = array<i32: 0, 1, 0>}> : (tensor<4x8xf32>) -> tensor<4xf32>
+  %r = "norm.rms_norm"(%x) <{operandSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0>, resultSegmentSizes = array<i32: 0, 1, 0, 0>}> : (tensor<4x8xf32>) -> tensor<4xf32>
   return
 }
 
@@ -139,6 +139,81 @@ func.func @forward_xhat_shape(%x: tensor<4x8xf32>) {
 
 // -----
 
+// The fused residual add: `residual` is x's shape and element type, and the
+// sum `h` is an output exactly when a residual is given.
+
+func.func @forward_residual_shape(%x: tensor<4x8xbf16>, %res: tensor<4x4xbf16>) {
+  // expected-error @+1 {{'residual' must have the shape of 'x' [4, 8], got [4, 4]}}
+  %y, %r, %h = norm.rms_norm x(%x : tensor<4x8xbf16>) residual(%res : tensor<4x4xbf16>) -> y(tensor<4x8xbf16>) rstd(tensor<4xf32>) h(tensor<4x8xbf16>)
+  return
+}
+
+// -----
+
+func.func @forward_residual_type(%x: tensor<4x8xbf16>, %res: tensor<4x8xf32>) {
+  // expected-error @+1 {{'residual' must have element type 'bf16', got 'f32'}}
+  %y, %m, %r, %h = norm.layer_norm x(%x : tensor<4x8xbf16>) residual(%res : tensor<4x8xf32>) -> y(tensor<4x8xbf16>) mean(tensor<4xf32>) rstd(tensor<4xf32>) h(tensor<4x8xbf16>)
+  return
+}
+
+// -----
+
+func.func @forward_residual_rank(%x: tensor<2x4x8xf16>, %res: tensor<8x8xf16>) {
+  // expected-error @+1 {{'residual' must have the shape of 'x' [2, 4, 8], got [8, 8]}}
+  %y, %r, %h = norm.rms_norm x(%x : tensor<2x4x8xf16>) residual(%res : tensor<8x8xf16>) -> y(tensor<2x4x8xf16>) rstd(tensor<2x4xf32>) h(tensor<2x4x8xf16>)
+  return
+}
+
+// -----
+
+func.func @forward_residual_without_h(%x: tensor<4x8xbf16>, %res: tensor<4x8xbf16>) {
+  // expected-error @+1 {{a 'residual' needs the sum 'h' as an output (an 'h' result)}}
+  %y, %r = norm.rms_norm x(%x : tensor<4x8xbf16>) residual(%res : tensor<4x8xbf16>) -> y(tensor<4x8xbf16>) rstd(tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @forward_residual_without_h_out(%x: memref<4x8xbf16>, %res: memref<4x8xbf16>, %y: memref<4x8xbf16>, %r: memref<4xf32>) {
+  // expected-error @+1 {{a 'residual' needs the sum 'h' as an output (an 'h' outs operand)}}
+  norm.rms_norm x(%x : memref<4x8xbf16>) residual(%res : memref<4x8xbf16>) outs y(%y : memref<4x8xbf16>) rstd(%r : memref<4xf32>)
+  return
+}
+
+// -----
+
+func.func @forward_h_without_residual(%x: tensor<4x8xbf16>) {
+  // expected-error @+1 {{'h' (x + residual) is an output but no 'residual' is given}}
+  %y, %r, %h = norm.rms_norm x(%x : tensor<4x8xbf16>) -> y(tensor<4x8xbf16>) rstd(tensor<4xf32>) h(tensor<4x8xbf16>)
+  return
+}
+
+// -----
+
+func.func @forward_h_type(%x: tensor<4x8xbf16>, %res: tensor<4x8xbf16>) {
+  // expected-error @+1 {{'h' must have element type 'bf16', got 'f32'}}
+  %y, %r, %h = norm.rms_norm x(%x : tensor<4x8xbf16>) residual(%res : tensor<4x8xbf16>) -> y(tensor<4x8xbf16>) rstd(tensor<4xf32>) h(tensor<4x8xf32>)
+  return
+}
+
+// -----
+
+func.func @forward_h_shape(%x: memref<4x8xbf16>, %res: memref<4x8xbf16>, %y: memref<4x8xbf16>, %r: memref<4xf32>, %h: memref<4x9xbf16>) {
+  // expected-error @+1 {{'h' must have the shape of 'x' [4, 8], got [4, 9]}}
+  norm.rms_norm x(%x : memref<4x8xbf16>) residual(%res : memref<4x8xbf16>) outs y(%y : memref<4x8xbf16>) rstd(%r : memref<4xf32>) h(%h : memref<4x9xbf16>)
+  return
+}
+
+// -----
+
+func.func @forward_residual_mixed_forms(%x: tensor<4x8xbf16>, %res: memref<4x8xbf16>) {
+  // expected-error @+1 {{'residual' is a memref but 'x' is a tensor: use all tensors (value form) or all memrefs (buffer form)}}
+  %y, %r, %h = norm.rms_norm x(%x : tensor<4x8xbf16>) residual(%res : memref<4x8xbf16>) -> y(tensor<4x8xbf16>) rstd(tensor<4xf32>) h(tensor<4x8xbf16>)
+  return
+}
+
+// -----
+
 func.func @forward_mixed_forms(%x: tensor<4x8xf32>, %w: memref<8xf32>) {
   // expected-error @+1 {{'weight' is a memref but 'x' is a tensor: use all tensors (value form) or all memrefs (buffer form)}}
   %y, %r = norm.rms_norm x(%x : tensor<4x8xf32>) weight(%w : memref<8xf32>) -> y(tensor<4x8xf32>) rstd(tensor<4xf32>)
@@ -149,7 +224,7 @@ func.func @forward_mixed_forms(%x: tensor<4x8xf32>, %w: memref<8xf32>) {
 
 func.func @forward_buffer_form_with_result(%x: memref<4x8xf32>, %y: memref<4x8xf32>) {
   // expected-error @+1 {{buffer form (memref operands) returns no results, but 'rstd' is a result}}
-  %r = "norm.rms_norm"(%x, %y) <{operandSegmentSizes = array<i32: 1, 0, 1, 0, 0>, resultSegmentSizes = array<i32: 0, 1, 0>}> : (memref<4x8xf32>, memref<4x8xf32>) -> tensor<4xf32>
+  %r = "norm.rms_norm"(%x, %y) <{operandSegmentSizes = array<i32: 1, 0, 0, 1, 0, 0, 0>, resultSegmentSizes = array<i32: 0, 1, 0, 0>}> : (memref<4x8xf32>, memref<4x8xf32>) -> tensor<4xf32>
   return
 }
 

@@ -37,6 +37,38 @@ func.func @layer_norm_rank3_xhat(%x: tensor<2x3x8xf16>)
 
 // -----
 
+// The fused residual add: a `residual` operand and the sum `h` as the last
+// result (value form) or the last outs operand (buffer form).
+// CHECK-LABEL: func @layer_norm_residual
+func.func @layer_norm_residual(%x: tensor<?x4096xbf16>, %res: tensor<?x4096xbf16>,
+                               %w: tensor<4096xf32>)
+    -> (tensor<?x4096xbf16>, tensor<?xf32>, tensor<?xf32>, tensor<?x4096xbf16>) {
+  // CHECK: %[[Y:.*]], %[[MEAN:.*]], %[[RSTD:.*]], %[[H:.*]] = norm.layer_norm x(%{{[^ ]+}} : tensor<?x4096xbf16>)
+  // CHECK-SAME: residual(%{{[^ ]+}} : tensor<?x4096xbf16>) weight(%{{[^ ]+}} : tensor<4096xf32>)
+  // CHECK-SAME: -> y(tensor<?x4096xbf16>) mean(tensor<?xf32>) rstd(tensor<?xf32>) h(tensor<?x4096xbf16>)
+  %y, %mean, %rstd, %h = norm.layer_norm x(%x : tensor<?x4096xbf16>)
+      residual(%res : tensor<?x4096xbf16>) weight(%w : tensor<4096xf32>)
+      -> y(tensor<?x4096xbf16>) mean(tensor<?xf32>) rstd(tensor<?xf32>) h(tensor<?x4096xbf16>)
+  return %y, %mean, %rstd, %h : tensor<?x4096xbf16>, tensor<?xf32>, tensor<?xf32>, tensor<?x4096xbf16>
+}
+
+// -----
+
+// CHECK-LABEL: func @rms_norm_residual_buffers
+func.func @rms_norm_residual_buffers(%x: memref<?x64xf16>, %res: memref<?x64xf16>,
+                                     %y: memref<?x64xf16>, %rstd: memref<?xf32>,
+                                     %xhat: memref<?x64xf32>, %h: memref<?x64xf16>) {
+  // CHECK: norm.rms_norm x(%{{[^ ]+}} : memref<?x64xf16>) residual(%{{[^ ]+}} : memref<?x64xf16>)
+  // CHECK-SAME: outs y(%{{[^ ]+}} : memref<?x64xf16>) rstd(%{{[^ ]+}} : memref<?xf32>)
+  // CHECK-SAME: xhat(%{{[^ ]+}} : memref<?x64xf32>) h(%{{[^ ]+}} : memref<?x64xf16>)
+  norm.rms_norm x(%x : memref<?x64xf16>) residual(%res : memref<?x64xf16>)
+      outs y(%y : memref<?x64xf16>) rstd(%rstd : memref<?xf32>)
+      xhat(%xhat : memref<?x64xf32>) h(%h : memref<?x64xf16>)
+  return
+}
+
+// -----
+
 // CHECK-LABEL: func @rms_norm_zero_centered
 func.func @rms_norm_zero_centered(%x: tensor<?x?xbf16>, %w: tensor<?xbf16>)
     -> (tensor<?x?xbf16>, tensor<?xf32>) {

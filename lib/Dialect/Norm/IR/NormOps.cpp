@@ -277,6 +277,25 @@ LogicalResult verifyForward(OpT op) {
     return failure();
   if (*xhat && failed(c.checkLikeReference("xhat", *xhat)))
     return failure();
+
+  // The fused residual add: `h = x + residual` in x's type, both or neither.
+  Value residual = op.getResidual();
+  if (residual &&
+      failed(c.checkLikeReference("residual", residual.getType(), xElt)))
+    return failure();
+  FailureOr<Type> h = c.checkOutput("h", op.getH(), op.getHOut());
+  if (failed(h))
+    return failure();
+  if (residual && !*h)
+    return op.emitOpError()
+           << "a 'residual' needs the sum 'h' as an output ("
+           << (c.isBufferForm() ? "an 'h' outs operand" : "an 'h' result")
+           << ")";
+  if (!residual && *h)
+    return op.emitOpError() << "'h' (x + residual) is an output but no "
+                               "'residual' is given";
+  if (*h && failed(c.checkLikeReference("h", *h, xElt)))
+    return failure();
   return success();
 }
 
@@ -286,7 +305,10 @@ void forwardEffects(
     SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
         &effects) {
   SmallVector<Value> reads = {op.getX()};
-  SmallVector<Value> writes = {op.getYOut(), op.getRstdOut(), op.getXhatOut()};
+  SmallVector<Value> writes = {op.getYOut(), op.getRstdOut(), op.getXhatOut(),
+                               op.getHOut()};
+  if (op.getResidual())
+    reads.push_back(op.getResidual());
   if (op.getWeight())
     reads.push_back(op.getWeight());
   if constexpr (isLayerNorm<OpT>()) {

@@ -8,6 +8,12 @@
 // loop of a dx nest also feeds the partial sums, so the row crosses the
 // memory bus once for everything.
 //
+// A row the first column loop stores (the sum h = x + residual of a fused
+// forward) is served the same way: later loads of it read the value the
+// first loop stored, widened as the load would be, so h is written once and
+// never read back, and what the later loops see is still h as rounded to
+// its storage type.
+//
 //===----------------------------------------------------------------------===//
 
 #include "StageChecks.h"
@@ -140,7 +146,25 @@ LogicalResult cacheRows(Value r, Block &rowBody, Operation *nest) {
       if (load.getIndices().size() == 2 && load.getIndices()[0] == r &&
           load.getIndices()[1] == j0)
         firstValue.try_emplace(load.getMemRef(), promotedValue(load));
-  if (firstValue.empty())
+  // Rows stored at [r, j] by the first loop (and not loaded by it): the
+  // stored value, in its memref's element type.
+  DenseMap<Value, Value> storedValue; // memref -> stored value in `first`
+  for (Operation &op : *first.getBody())
+    if (auto store = dyn_cast<memref::StoreOp>(op))
+      if (store.getIndices().size() == 2 && store.getIndices()[0] == r &&
+          store.getIndices()[1] == j0 && !firstValue.count(store.getMemRef()))
+        storedValue.try_emplace(store.getMemRef(), store.getValue());
+  // What a later load of a stored row stands for, `type` being how it is
+  // used (extended or not): the stored value, extended right after it.
+  auto fromStore = [&](Value memref, Type type) -> Value {
+    Value v = storedValue.lookup(memref);
+    if (v.getType() == type)
+      return v;
+    OpBuilder fb(first.getContext());
+    fb.setInsertionPointAfterValue(v);
+    return arith::ExtFOp::create(fb, loc, type, v);
+  };
+  if (firstValue.empty() && storedValue.empty())
     return success();
 
   DenseMap<Value, Value> caches; // memref -> cache
@@ -170,11 +194,18 @@ LogicalResult cacheRows(Value r, Block &rowBody, Operation *nest) {
     SmallVector<memref::LoadOp> loads;
     later.walk([&](memref::LoadOp load) {
       if (load.getIndices().size() == 2 && load.getIndices()[0] == r &&
-          load.getIndices()[1] == j && firstValue.count(load.getMemRef()))
+          load.getIndices()[1] == j &&
+          (firstValue.count(load.getMemRef()) ||
+           storedValue.count(load.getMemRef())))
         loads.push_back(load);
     });
     for (memref::LoadOp load : loads) {
       Value old = promotedValue(load);
+      // A row the first loop stored: its value, as this load uses it.
+      if (storedValue.count(load.getMemRef()) &&
+          !firstValue.count(load.getMemRef()))
+        firstValue[load.getMemRef()] =
+            fromStore(load.getMemRef(), old.getType());
       if (old.getType() != firstValue.lookup(load.getMemRef()).getType())
         return load.emitError()
                << "norm-cache-rows: this load is used as " << old.getType()

@@ -8,6 +8,13 @@
 // faithful form, so that norm-promote and norm-cache-rows treat both alike.
 // A forward has no cross-row reduction, so nothing here is split.
 //
+// With a `residual`, the nest's first column loop forms h = x + residual
+// and stores it to `h`; the loops after it read the row from `h`, as
+// stored (rounded to the storage type), where they read x otherwise. The
+// faithful form does say "read h back": norm-cache-rows serves those reads
+// from the value the first loop stored, so the kernel reads x and residual
+// once and writes h once, and the statistics still see h as rounded.
+//
 // One conversion pattern per forward op kind
 // (populateNormLowerForwardPatterns); the pass applies them with the forward
 // ops illegal, so "no forward op is left" holds by construction. Whether an
@@ -42,6 +49,11 @@ void lowerForward(OpT op, int64_t id, ImplicitLocOpBuilder &b) {
   Emitter e = emitterFor(op, b);
 
   Value x = asRows(b, op.getX());
+  Value residual, hOut;
+  if (op.getResidual()) {
+    residual = asRows(b, op.getResidual());
+    hOut = asRows(b, op.getHOut());
+  }
   Value y = asRows(b, op.getYOut());
   Value rstdOut = asFlat(b, op.getRstdOut());
   Value meanOut, xhatOut, bias;
@@ -64,18 +76,28 @@ void lowerForward(OpT op, int64_t id, ImplicitLocOpBuilder &b) {
     Value nf = e.indexToStorage(n);
     Value eps = e.storageConstant(op.getEps().convertToDouble());
     Value z = e.storageConstant(0.0);
+    // The rows the norm reads: x, or h = x + residual once it is stored.
+    Value src = x;
+    if (residual) {
+      e.loop(zero, n, [&](Value j) {
+        e.store(arith::AddFOp::create(b, e.load(x, {r, j}),
+                                      e.load(residual, {r, j})),
+                hOut, {r, j});
+      });
+      src = hOut;
+    }
     Value mu;
     Value sq;
     if (kLayer) {
       scf::ForOp s = e.reduction(zero, n, {z}, [&](Value j, ValueRange c) {
         return SmallVector<Value>{
-            arith::AddFOp::create(b, c[0], e.load(x, {r, j}))};
+            arith::AddFOp::create(b, c[0], e.load(src, {r, j}))};
       });
       mu = arith::DivFOp::create(b, s.getResult(0), nf);
     }
     // Two-pass variance: sum((x - mean)^2), RMSNorm: sum(x^2).
     scf::ForOp s = e.reduction(zero, n, {z}, [&](Value j, ValueRange c) {
-      Value v = e.load(x, {r, j});
+      Value v = e.load(src, {r, j});
       if (mu)
         v = arith::SubFOp::create(b, v, mu);
       return SmallVector<Value>{
@@ -88,7 +110,7 @@ void lowerForward(OpT op, int64_t id, ImplicitLocOpBuilder &b) {
       e.store(e.convert(mu, f32), meanOut, {r});
     e.store(e.convert(rs, f32), rstdOut, {r});
     e.loop(zero, n, [&](Value j) {
-      Value v = e.load(x, {r, j});
+      Value v = e.load(src, {r, j});
       if (mu)
         v = arith::SubFOp::create(b, v, mu);
       Value h = arith::MulFOp::create(b, v, rs);

@@ -119,6 +119,8 @@ template <typename OpT> std::optional<std::string> whyNotLowerable(OpT op) {
     if constexpr (isLayerNorm<OpT>())
       views.push_back({"mean", op.getMeanOut(), false});
     views.push_back({"xhat", op.getXhatOut(), true});
+    views.push_back({"residual", op.getResidual(), true});
+    views.push_back({"h", op.getHOut(), true});
   }
   for (auto [name, v, rows] : views)
     if (v)

@@ -116,13 +116,15 @@ void rewriteForward(Match &match, RewriterBase &rewriter) {
   Value y, mean, rstd;
   if (h.layer) {
     auto op = LayerNormOp::create(
-        rewriter, loc, xType, statType, statType, Type(), h.get(X), h.get(W),
-        h.get(B), Value(), Value(), Value(), Value(), eps, zc, accAttr(match));
+        rewriter, loc, xType, statType, statType, Type(), /*h=*/Type(),
+        h.get(X), /*residual=*/Value(), h.get(W), h.get(B), Value(), Value(),
+        Value(), Value(), /*h_out=*/Value(), eps, zc, accAttr(match));
     y = op.getY(), mean = op.getMean(), rstd = op.getRstd();
   } else {
     auto op = RMSNormOp::create(rewriter, loc, xType, statType, Type(),
-                                h.get(X), h.get(W), Value(), Value(), Value(),
-                                eps, zc, accAttr(match));
+                                /*h=*/Type(), h.get(X), /*residual=*/Value(),
+                                h.get(W), Value(), Value(), Value(),
+                                /*h_out=*/Value(), eps, zc, accAttr(match));
     y = op.getY(), rstd = op.getRstd();
   }
   Value yOut = y;
@@ -166,9 +168,10 @@ void rewriteGrad(Match &match, RewriterBase &rewriter) {
     auto t = cast<RankedTensorType>(h.get(X).getType());
     auto statType = RankedTensorType::get(match.g.rows, rewriter.getF32Type());
     xMean = LayerNormOp::create(rewriter, loc, t, statType, statType, Type(),
-                                h.get(X), Value(), Value(), Value(), Value(),
-                                Value(), Value(), FloatAttr(), UnitAttr(),
-                                accAttr(match))
+                                /*h=*/Type(), h.get(X), /*residual=*/Value(),
+                                Value(), Value(), Value(), Value(), Value(),
+                                Value(), /*h_out=*/Value(), FloatAttr(),
+                                UnitAttr(), accAttr(match))
                 .getMean();
   }
 

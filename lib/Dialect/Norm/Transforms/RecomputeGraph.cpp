@@ -105,14 +105,19 @@ struct DropUnusedXhat : public OpRewritePattern<ForwardOpTy> {
     if (!xhat.use_empty())
       return rewriter.notifyMatchFailure(op, "xhat is used");
 
-    // xhat is the last result segment (and so the last result).
-    assert(xhat == op->getResults().back() && "xhat must be the last result");
+    // xhat is the result segment before the last (`h`, the sum of a fused
+    // residual add, comes after it).
     typename ForwardOpTy::Properties properties = op.getProperties();
-    properties.resultSegmentSizes.back() = 0;
-    ValueRange kept = op->getResults().drop_back();
+    auto &segments = properties.resultSegmentSizes;
+    assert(segments[segments.size() - 2] == 1 && "xhat is the one before h");
+    segments[segments.size() - 2] = 0;
+    SmallVector<Value> kept;
+    for (Value r : op->getResults())
+      if (r != xhat)
+        kept.push_back(r);
     auto newOp = ForwardOpTy::create(
-        rewriter, op.getLoc(), kept.getTypes(), op->getOperands(), properties,
-        llvm::to_vector(op->getDiscardableAttrs()));
+        rewriter, op.getLoc(), ValueRange(kept).getTypes(), op->getOperands(),
+        properties, llvm::to_vector(op->getDiscardableAttrs()));
     rewriter.replaceAllUsesWith(kept, newOp->getResults());
     rewriter.eraseOp(op);
     return success();

@@ -66,6 +66,10 @@ StringRef norm::normArgKeyword(NormArgRole role) {
     return "y";
   case NormArgRole::XhatOut:
     return "xhat";
+  case NormArgRole::Residual:
+    return "residual";
+  case NormArgRole::HOut:
+    return "h";
   }
   llvm_unreachable("unknown NormArgRole");
 }
@@ -79,6 +83,7 @@ bool norm::isOutputRole(NormArgRole role) {
   case NormArgRole::MeanOut:
   case NormArgRole::RstdOut:
   case NormArgRole::XhatOut:
+  case NormArgRole::HOut:
     return true;
   default:
     return false;
@@ -107,6 +112,8 @@ SmallVector<NormArgRole> norm::normFunctionArguments(const NormOpSpec &spec) {
     return roles;
   }
   roles = {R::X};
+  if (spec.residual)
+    roles.push_back(R::Residual);
   if (spec.weight)
     roles.push_back(R::Weight);
   if (bias)
@@ -117,6 +124,8 @@ SmallVector<NormArgRole> norm::normFunctionArguments(const NormOpSpec &spec) {
   roles.push_back(R::RstdOut);
   if (spec.xhat)
     roles.push_back(R::XhatOut);
+  if (spec.residual)
+    roles.push_back(R::HOut);
   return roles;
 }
 
@@ -266,15 +275,17 @@ FailureOr<func::FuncOp> norm::buildNormFunction(OpBuilder &b, Location loc,
     if (spec.op == NormOpKind::LayerNorm)
       op = LayerNormOp::create(
           b, loc, resultType(R::Y), resultType(R::MeanOut),
-          resultType(R::RstdOut), resultType(R::XhatOut), in(R::X),
-          in(R::Weight), in(R::Bias), out(R::Y), out(R::MeanOut),
-          out(R::RstdOut), out(R::XhatOut), eps, zeroCentered,
-          /*accumulation_type=*/TypeAttr());
+          resultType(R::RstdOut), resultType(R::XhatOut), resultType(R::HOut),
+          in(R::X), in(R::Residual), in(R::Weight), in(R::Bias), out(R::Y),
+          out(R::MeanOut), out(R::RstdOut), out(R::XhatOut), out(R::HOut), eps,
+          zeroCentered, /*accumulation_type=*/TypeAttr());
     else
       op = RMSNormOp::create(b, loc, resultType(R::Y), resultType(R::RstdOut),
-                             resultType(R::XhatOut), in(R::X), in(R::Weight),
-                             out(R::Y), out(R::RstdOut), out(R::XhatOut), eps,
-                             zeroCentered, /*accumulation_type=*/TypeAttr());
+                             resultType(R::XhatOut), resultType(R::HOut),
+                             in(R::X), in(R::Residual), in(R::Weight),
+                             out(R::Y), out(R::RstdOut), out(R::XhatOut),
+                             out(R::HOut), eps, zeroCentered,
+                             /*accumulation_type=*/TypeAttr());
     break;
   }
   }
@@ -323,18 +334,22 @@ SmallVector<std::pair<Value, NormArgRole>> norm::normOperandRoles(Operation *op)
     add(g.getDweightOut(), NormArgRole::Dweight);
   } else if (auto f = dyn_cast<LayerNormOp>(op)) {
     add(f.getX(), NormArgRole::X);
+    add(f.getResidual(), NormArgRole::Residual);
     add(f.getWeight(), NormArgRole::Weight);
     add(f.getBias(), NormArgRole::Bias);
     add(f.getYOut(), NormArgRole::Y);
     add(f.getMeanOut(), NormArgRole::MeanOut);
     add(f.getRstdOut(), NormArgRole::RstdOut);
     add(f.getXhatOut(), NormArgRole::XhatOut);
+    add(f.getHOut(), NormArgRole::HOut);
   } else if (auto f = dyn_cast<RMSNormOp>(op)) {
     add(f.getX(), NormArgRole::X);
+    add(f.getResidual(), NormArgRole::Residual);
     add(f.getWeight(), NormArgRole::Weight);
     add(f.getYOut(), NormArgRole::Y);
     add(f.getRstdOut(), NormArgRole::RstdOut);
     add(f.getXhatOut(), NormArgRole::XhatOut);
+    add(f.getHOut(), NormArgRole::HOut);
   }
   return roles;
 }

@@ -31,12 +31,14 @@ class Norm_ForwardOp<string mnemonic, bit isLayerNorm>
     : Norm_Op<mnemonic, [AttrSizedOperandSegments, AttrSizedResultSegments,
                          DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
   let arguments = !con(
-      (ins Norm_Shaped:$x, Optional<Norm_Shaped>:$weight),
+      (ins Norm_Shaped:$x, Optional<Norm_Shaped>:$residual,
+           Optional<Norm_Shaped>:$weight),
       !if(isLayerNorm, (ins Optional<Norm_Shaped>:$bias), (ins)),
       (ins Optional<Norm_Buffer>:$y_out),
       !if(isLayerNorm, (ins Optional<Norm_Buffer>:$mean_out), (ins)),
       (ins Optional<Norm_Buffer>:$rstd_out,
            Optional<Norm_Buffer>:$xhat_out,
+           Optional<Norm_Buffer>:$h_out,
            DefaultValuedAttr<F32Attr, "1.0e-5f">:$eps,
            UnitAttr:$zero_centered_weight,
            OptionalAttr<TypeAttr>:$accumulation_type));
@@ -44,25 +46,34 @@ class Norm_ForwardOp<string mnemonic, bit isLayerNorm>
       (outs Optional<AnyRankedTensor>:$y),
       !if(isLayerNorm, (outs Optional<AnyRankedTensor>:$mean), (outs)),
       (outs Optional<AnyRankedTensor>:$rstd,
-            Optional<AnyRankedTensor>:$xhat));
+            Optional<AnyRankedTensor>:$xhat,
+            Optional<AnyRankedTensor>:$h));
   let assemblyFormat = !strconcat(
       "`x` `(` $x `:` type($x) `)` "
+      "(`residual` `(` $residual^ `:` type($residual) `)`)? "
       "(`weight` `(` $weight^ `:` type($weight) `)`)? ",
       !if(isLayerNorm, "(`bias` `(` $bias^ `:` type($bias) `)`)? ", ""),
       "(`outs` `y` `(` $y_out^ `:` type($y_out) `)`)? ",
       !if(isLayerNorm, "(`mean` `(` $mean_out^ `:` type($mean_out) `)`)? ", ""),
       "(`rstd` `(` $rstd_out^ `:` type($rstd_out) `)`)? "
       "(`xhat` `(` $xhat_out^ `:` type($xhat_out) `)`)? "
+      "(`h` `(` $h_out^ `:` type($h_out) `)`)? "
       "attr-dict "
       "(`->` `y` `(` type($y)^ `)`)? ",
       !if(isLayerNorm, "(`mean` `(` type($mean)^ `)`)? ", ""),
       "(`rstd` `(` type($rstd)^ `)`)? "
-      "(`xhat` `(` type($xhat)^ `)`)?");
+      "(`xhat` `(` type($xhat)^ `)`)? "
+      "(`h` `(` type($h)^ `)`)?");
   let hasVerifier = 1;
   let extraClassDeclaration = NormCommonDecls # [{
     /// True when the operands are memrefs and the outputs `*_out` operands.
     bool isBufferForm() {
       return ::llvm::isa<::mlir::MemRefType>(getX().getType());
+    }
+    /// The sum `h = x + residual` (value or buffer form), if the op adds a
+    /// residual.
+    ::mlir::Value getSumOutput() {
+      return getH() ? ::mlir::Value(getH()) : ::mlir::Value(getHOut());
     }
   }];
 }
@@ -81,6 +92,17 @@ def Norm_LayerNormOp : Norm_ForwardOp<"layer_norm", 1> {
     and `rstd` (f32, shaped like x's leading dims) and, only when asked for,
     the normalised `xhat`. Statistics are computed in `accumulation_type`
     (f32 by default).
+
+    With a `residual` (x's shape and element type) the op normalises
+    `h = x + residual` instead of x and also returns `h` (x's element type;
+    required with a residual): each element is added in the accumulation
+    type (f32 by default, as `torch.add` computes 16-bit sums) and rounded
+    once to the storage type, and the statistics, `y`
+    and `xhat` are computed from `h` as rounded (so the op is exactly the
+    add followed by the norm of the stored `h`, and a backward fed `h`
+    recomputes the same `xhat`). Lowered, the row is read once from `x` and
+    `residual` and `h` is written once (docs/NOTES.md, "Fused residual add
+    forward").
 
     Value form:
 
@@ -110,12 +132,15 @@ def Norm_RMSNormOp : Norm_ForwardOp<"rms_norm", 0> {
         xhat = x * rstd
         y    = xhat * w              (w + 1 with `zero_centered_weight`)
 
-    Same forms and typing rules as `norm.layer_norm`, without `bias` and
-    `mean`.
+    Same forms and typing rules as `norm.layer_norm` (`residual` and `h`
+    included), without `bias` and `mean`.
 
     ```mlir
     %y, %rstd = norm.rms_norm x(%x : tensor<?x4096xbf16>)
         weight(%w : tensor<4096xbf16>) -> y(tensor<?x4096xbf16>) rstd(tensor<?xf32>)
+    %y2, %rstd2, %h = norm.rms_norm x(%x : tensor<?x4096xbf16>)
+        residual(%res : tensor<?x4096xbf16>) weight(%w : tensor<4096xbf16>)
+        -> y(tensor<?x4096xbf16>) rstd(tensor<?xf32>) h(tensor<?x4096xbf16>)
     ```
   }];
 }

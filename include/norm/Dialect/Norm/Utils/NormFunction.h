@@ -47,6 +47,8 @@ enum class NormArgRole {
   Weight,
   Bias,
   Dresidual,
+  // Forward input: the residual of the fused add (h = x + residual).
+  Residual,
   // Backward outputs.
   Dx,
   Dweight,
@@ -56,6 +58,8 @@ enum class NormArgRole {
   MeanOut,
   RstdOut,
   XhatOut,
+  // The fused residual add of a forward: its output h = x + residual.
+  HOut,
 };
 
 /// The op's keyword for the role ("dy", "mean", "dweight", ...), also the
@@ -68,7 +72,8 @@ struct NormOpSpec {
   NormOpKind op = NormOpKind::LayerNormGrad;
   /// The hidden size N; ShapedType::kDynamic for `?`.
   int64_t n = ShapedType::kDynamic;
-  /// Element type of x, dy, dx, dresidual, y, xhat (f32, f16, bf16).
+  /// Element type of x, dy, dx, dresidual, y, xhat, residual, h (f32, f16,
+  /// bf16).
   FloatType xType;
   /// Element type of weight, bias, dweight, dbias; null: xType.
   FloatType paramType;
@@ -82,6 +87,8 @@ struct NormOpSpec {
   bool zeroCentered = false;
   /// Forward: also write the normalised rows.
   bool xhat = false;
+  /// Forward: add a `residual` to x first and write the sum `h`.
+  bool residual = false;
   /// Backward: the `strategy` attribute; none: absent (the op's default).
   std::optional<ReductionStrategy> strategy;
   /// Backward: the `groups` attribute; 0: absent.
