@@ -51,6 +51,7 @@ class Cfg:
     batch: int = 0  # --batch-rows (0: the compiler's choice)
     lanes: int = 0  # --max-lanes (0: no cap)
     rows: int = 0  # --rows (the tuning table's M hint; 0: unknown)
+    fma: bool = False  # --fuse-multiply-add=true (explicit f32 fma)
 
     @property
     def grad(self):
@@ -101,6 +102,8 @@ class Cfg:
             parts.append("l%d" % self.lanes)
         if self.rows:
             parts.append("r%d" % self.rows)
+        if self.fma:
+            parts.append("fma")
         return "-".join(parts)
 
     def flags(self):
@@ -133,6 +136,8 @@ class Cfg:
             f.append("--max-lanes=%d" % self.lanes)
         if self.rows:
             f.append("--rows=%d" % self.rows)
+        if self.fma:
+            f.append("--fuse-multiply-add=true")
         return f
 
     def expected_args(self, m="?"):

@@ -167,8 +167,32 @@ def groups_plan():
     return points, cands
 
 
+# "fma": the explicit multiply-adds (norm-fuse-multiply-add, off by
+# default) against the default kernels, both ops, forward and backward,
+# bf16 and f32, where they trade instructions for registers (N = 256-4600
+# cross an occupancy step) and where the backward is issue-bound (wide N,
+# large M). A win everywhere makes it the pipeline's default; dweight/dbias
+# bits differ between the two by construction (not compared).
+FMA_N = (256, 1024, 3072, 4600, 8192, 16384, 65536)
+FMA_M = (1024, 16384)
+
+
+def fma_plan():
+    points, cands = [], {}
+    for dt in ("bf16", "f32"):
+        size = {"f32": 4, "bf16": 2}[dt]
+        for op in C.GRAD_OPS + C.FWD_OPS:
+            for n in FMA_N:
+                cands[(op, dt, n)] = [C.Cfg(op, n, dt),
+                                      C.Cfg(op, n, dt, fma=True)]
+                for m in FMA_M:
+                    if m * n * size <= TENSOR_LIMIT:
+                        points.append((op, dt, n, m))
+    return points, cands
+
+
 PLANS = dict(TABLE_PLANS, explore=explore_plan, grid=grid_plan,
-             groups=groups_plan,
+             groups=groups_plan, fma=fma_plan,
              **{"grid-cfgs": grid_cfgs_plan})
 
 
@@ -313,9 +337,11 @@ def cmd_run(args):
                 bits = [v.clone() for v in res[1:] if v is not None]
                 ref = res[0].float().clone()
                 if base_bits is None and not c.groups and not c.cluster \
-                        and not c.threads and not c.rows and not c.lanes:
+                        and not c.threads and not c.rows and not c.lanes \
+                        and not c.fma:
                     base_bits, base_dx = bits, ref
-                elif base_bits is not None and not c.groups:
+                elif base_bits is not None and not c.groups and \
+                        not c.fma:
                     # The forward has no order to keep: its y, mean and
                     # rstd may differ in the last bits like dx.
                     if grad:

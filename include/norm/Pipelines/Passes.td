@@ -122,7 +122,9 @@ def NormFuseMultiplyAdd
     %s = llvm.intr.fma(%a, %b, %acc) : (f32, f32, f32) -> f32
     ```
 
-    Nothing is refused: the pass never fails. Post-condition: no f32
+    norm-gpu-to-binary runs it with `fuse-multiply-add=true` (off by
+    default until it is timed on the GPU: it also raises the registers of
+    some kernels). Nothing is refused: the pass never fails. Post-condition: no f32
     `arith.mulf` without fast-math flags has exactly one use that is such an
     `arith.addf` or `arith.subf`.
   }];

@@ -109,11 +109,13 @@ struct GPUToBinaryOptions : public PassPipelineOptions<GPUToBinaryOptions> {
                      "$CUDA_HOME, $CUDA_PATH, $CUDA_ROOT, then the build's "
                      "default"),
       llvm::cl::init("")};
+  // Off until the H200 has timed it: fewer instructions, but more
+  // registers in some kernels (docs/NOTES.md; bench/tune.py plan fma).
   Option<bool> fuseMultiplyAdd{
       *this, "fuse-multiply-add",
       llvm::cl::desc("Fuse each f32 multiply into its only add or subtract "
                      "(norm-fuse-multiply-add: explicit fma.rn.f32)"),
-      llvm::cl::init(true)};
+      llvm::cl::init(false)};
 };
 
 /// Options of the CPU lowering of the loop nests (for execution tests).
