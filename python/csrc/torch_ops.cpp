@@ -357,6 +357,16 @@ struct Args {
   }
 };
 
+/// The weight and the bias (either may be absent) as the kernels' vectors:
+/// Args keeps their data pointers, sizes and strides, not the Rows.
+void addParams(Args &a, const std::optional<Meta> &wm,
+               const std::optional<Meta> &bm, int64_t n) {
+  if (wm)
+    a.vec("weight", paramOf(*wm, n), wm->dtype);
+  if (bm)
+    a.vec("bias", paramOf(*bm, n), bm->dtype);
+}
+
 // ---------------------------------------------------------- kernel table
 
 enum Op : int32_t { LayerNorm = 0, RmsNorm = 1, LayerNormGrad = 2,
@@ -572,15 +582,7 @@ layerNormFwd(Tensor x, std::optional<Tensor> weight, std::optional<Tensor> bias,
     a.out2d("y", y, m, n, xm.dtype);
     a.out1d("mean", mean, m, f32);
     a.out1d("rstd", rstd, m, f32);
-    std::optional<Rows> wr, br;
-    if (wm) {
-      wr = paramOf(*wm, n);
-      a.vec("weight", *wr, wm->dtype);
-    }
-    if (bm) {
-      br = paramOf(*bm, n);
-      a.vec("bias", *br, bm->dtype);
-    }
+    addParams(a, wm, bm, n);
     launch(e, a, m, xm);
   }
   return {y, mean, rstd};
@@ -607,11 +609,7 @@ std::tuple<Tensor, Tensor> rmsNormFwd(Tensor x, std::optional<Tensor> weight,
     a.rows("x", xr, n, xm.dtype);
     a.out2d("y", y, m, n, xm.dtype);
     a.out1d("rstd", rstd, m, f32);
-    std::optional<Rows> wr;
-    if (wm) {
-      wr = paramOf(*wm, n);
-      a.vec("weight", *wr, wm->dtype);
-    }
+    addParams(a, wm, std::nullopt, n);
     launch(e, a, m, xm);
   }
   return {y, rstd};
@@ -668,15 +666,7 @@ std::vector<Tensor> residualFwd(Op op, Tensor x, Tensor residual,
     if (mean)
       a.out1d("mean", *mean, m, f32);
     a.out1d("rstd", rstd, m, f32);
-    std::optional<Rows> wr, br;
-    if (wm) {
-      wr = paramOf(*wm, n);
-      a.vec("weight", *wr, wm->dtype);
-    }
-    if (bm) {
-      br = paramOf(*bm, n);
-      a.vec("bias", *br, bm->dtype);
-    }
+    addParams(a, wm, bm, n);
     launch(e, a, m, xm);
   }
   std::vector<Tensor> out = {y, h};
