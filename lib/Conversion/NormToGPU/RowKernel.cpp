@@ -58,8 +58,8 @@ FailureOr<RowNest> norm::analyzeRowNest(scf::ForOp nest, bool forward) {
 
 /// The strategies of the kernel `ctx` builds, from its geometry (the
 /// attribute's verifier and checkGeometry have made sure they go
-/// together: the looped regime has no cluster and its partial rows, if
-/// any, in global memory; a cluster's rows are register-regime rows).
+/// together: the looped regime keeps its partial rows, if any, in global
+/// memory, and split over a cluster takes one row at a time (batch 1)).
 static RowStrategies chooseStrategies(RowContext &ctx) {
   const Geometry &g = ctx.g;
   RowStrategies s;
