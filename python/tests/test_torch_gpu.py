@@ -595,6 +595,16 @@ def test_wheel_autograd_is_cpp():
             if ln.startswith("Autograd")][0], dump
 
 
+def _norm_forms(norm, x, r, n, w, b):
+    """(y, h) of one of the three forms the tests below run: h is the
+    residual sum of add_layer_norm, None for the other two."""
+    if norm == "layer_norm":
+        return nt.layer_norm(x, n, w, b), None
+    if norm == "rms_norm":
+        return nt.rms_norm(x, n, w, 1e-6), None
+    return nt.add_layer_norm(x, r, n, w, b)
+
+
 @pytest.mark.parametrize("norm", ["layer_norm", "rms_norm",
                                   "add_layer_norm"])
 def test_cpp_and_python_autograd_agree(norm):
@@ -613,13 +623,8 @@ def test_cpp_and_python_autograd_agree(norm):
     def run():
         x, r, w, b = (t.detach().requires_grad_(True)
                       for t in (x0, r0, w0, b0))
-        if norm == "layer_norm":
-            y = nt.layer_norm(x, n, w, b)
-        elif norm == "rms_norm":
-            y = nt.rms_norm(x, n, w, 1e-6)
-        else:
-            y, h = nt.add_layer_norm(x, r, n, w, b)
-            y = y + h
+        y, h = _norm_forms(norm, x, r, n, w, b)
+        y = y if h is None else y + h
         y.backward(g.to(y.dtype))
         return [y] + [t.grad for t in (x, r, w, b) if t.grad is not None]
 
@@ -681,12 +686,7 @@ def test_dx_into_dy_agrees(norm, m, n):
     def run(into):
         x, r, w, b = (t.detach().requires_grad_(True)
                       for t in (x0, r0, w0, b0))
-        if norm == "layer_norm":
-            y = nt.layer_norm(x, n, w, b)
-        elif norm == "rms_norm":
-            y = nt.rms_norm(x, n, w, 1e-6)
-        else:
-            y = nt.add_layer_norm(x, r, n, w, b)[0]
+        y = _norm_forms(norm, x, r, n, w, b)[0]
         g2 = g * 2
         with torch.profiler.profile() as prof:
             if into:
