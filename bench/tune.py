@@ -191,8 +191,35 @@ def fma_plan():
     return points, cands
 
 
+# "wide": rows few and very wide, where one looped block walks the whole
+# row (bf16 N = 262144: 116-400 us for 1.5 MB at M = 1): the default
+# against the row split over a cluster in registers (cluster 8, which
+# spills there) and the looped row split over a cluster (the cluster knob
+# with max-register-elements 32, below the slice's share: the only way to
+# ask for it until it is timed).
+WIDE_N = (131072, 196608, 262144)
+WIDE_M = (1, 8, 64, 256, 1024)
+WIDE_KNOBS = ((0, 8, 0), (0, 8, 32), (0, 4, 32), (256, 8, 32),
+              (0, 2, 32))
+
+
+def wide_plan():
+    points, cands = [], {}
+    for dt in ("bf16", "f32"):
+        size = {"f32": 4, "bf16": 2}[dt]
+        for op in C.GRAD_OPS:
+            for n in WIDE_N:
+                cands[(op, dt, n)] = [C.Cfg(op, n, dt)] + [
+                    C.Cfg(op, n, dt, threads=t, cluster=c, mre=r)
+                    for t, c, r in WIDE_KNOBS]
+                for m in WIDE_M:
+                    if m * n * size <= TENSOR_LIMIT:
+                        points.append((op, dt, n, m))
+    return points, cands
+
+
 PLANS = dict(TABLE_PLANS, explore=explore_plan, grid=grid_plan,
-             groups=groups_plan, fma=fma_plan,
+             groups=groups_plan, fma=fma_plan, wide=wide_plan,
              **{"grid-cfgs": grid_cfgs_plan})
 
 
@@ -338,7 +365,7 @@ def cmd_run(args):
                 ref = res[0].float().clone()
                 if base_bits is None and not c.groups and not c.cluster \
                         and not c.threads and not c.rows and not c.lanes \
-                        and not c.fma:
+                        and not c.fma and not c.mre:
                     base_bits, base_dx = bits, ref
                 elif base_bits is not None and not c.groups and \
                         not c.fma:

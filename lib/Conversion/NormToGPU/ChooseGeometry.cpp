@@ -128,6 +128,12 @@ struct ChooseGeometryPass
     Geometry g = chooseRowGeometry(knobs, target);
     if (!checkGeometry(g, s, target).empty())
       return chosen;
+    // An entry's cluster knob at an N its slices cannot hold in registers
+    // would make a looped row split over a cluster, which no H200 run has
+    // timed or checked yet (docs/NOTES.md): the cost model's instead, until
+    // one has.
+    if (!g.registers && g.cluster > 1)
+      return chosen;
     if (s.partials == PartialSums::Deterministic && s.partialRows > 0 &&
         !samePartialOrder(g, chosen))
       return chosen;

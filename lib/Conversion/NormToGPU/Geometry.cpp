@@ -168,7 +168,7 @@ double mlir::norm::clusterScore(const Geometry &g, int64_t partialRows) {
 /// blocks, then to the earlier candidate.
 static std::optional<Geometry> chooseCluster(const RowShape &s,
                                              const TargetInfo &target) {
-  std::optional<Geometry> best;
+  std::optional<Geometry> best, looped;
   double bestScore = -1;
   int64_t vec = blockPerRow(s, target).vec;
   int64_t chunks = llvm::divideCeil(*s.n, vec);
@@ -183,9 +183,12 @@ static std::optional<Geometry> chooseCluster(const RowShape &s,
         shares.push_back(k);
     for (int64_t k : shares) {
       Geometry g = layOutSlice(c, target, k);
-      if (!g.registers && s.cluster > 1 && g.cluster == s.cluster) {
-        // Forced, and too wide for registers: the looped slice, in the
-        // looped regime's block unless the threads are given too.
+      if (!g.registers && s.cluster > 1 && g.cluster == s.cluster &&
+          !looped) {
+        // Forced, and too wide for registers with these threads: the
+        // looped slice, in the looped regime's block unless the threads
+        // are given too; taken only if no thread count holds the slice in
+        // registers.
         if (!s.threads) {
           c.threads = kLoopedThreads;
           g = layOutSlice(c, target,
@@ -193,7 +196,8 @@ static std::optional<Geometry> chooseCluster(const RowShape &s,
           g.registers = false;
         }
         placePartials(g, c);
-        return g;
+        looped = g;
+        continue;
       }
       if (!g.registers || g.cluster < 2 || g.cluster > target.maxClusterBlocks)
         continue;
@@ -211,13 +215,13 @@ static std::optional<Geometry> chooseCluster(const RowShape &s,
   }
   // Where no slice holds the row in registers (RMSNorm bf16 N = 262144
   // needs 32768 columns a block of 8) the cost model keeps one looped block
-  // per row; a looped split is taken only when forced (above: the option,
-  // or a tuning-table entry). It is the likely remedy for few wide rows
-  // (one block walked 262144 columns in a latency-bound loop: RMSNorm 1 x
-  // 262144 took 116 us on the H200 for 1.5 MB, LayerNorm 400), but it was
-  // written when no GPU was lent: unmeasured, so not yet a default
-  // (docs/NOTES.md).
-  return best;
+  // per row; a looped split is taken only when forced (above: the option;
+  // ChooseGeometry keeps tuning entries from it) and no thread count holds
+  // the slice in registers. It is the likely remedy for few wide rows (one block walked
+  // 262144 columns in a latency-bound loop: RMSNorm 1 x 262144 took 116 us
+  // on the H200 for 1.5 MB, LayerNorm 400), but it was written when no GPU
+  // was lent: unmeasured, so not yet a default (docs/NOTES.md).
+  return best ? best : looped;
 }
 
 Geometry mlir::norm::chooseRowGeometry(const RowShape &s,

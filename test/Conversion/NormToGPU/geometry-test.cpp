@@ -393,7 +393,11 @@ int main() {
     // block walks its slice (32768 columns), one row at a time; the cost
     // model alone keeps the unsplit looped block (unmeasured on the GPU).
     for (const Strategy &st : {rms, layer}) {
-      Geometry g = geometry(262144, bf16.bytes, st, hopper, 0, 8);
+      // (With the default max-register-elements, 64, 512 threads hold the
+      // slice in registers: the register split, as before.)
+      RowShape forced = shapeOf(262144, bf16.bytes, st, 0, 8, 0);
+      forced.maxRegisterElements = 32;
+      Geometry g = chooseRowGeometry(forced, hopper);
       check(g.cluster == 8 && !g.registers && g.threads == 512 &&
                 g.chunksPerLane == 8 && g.sliceColumns == 32768 &&
                 g.partials == PartialsHome::Global && g.batch == 1,

@@ -1,9 +1,10 @@
-// RUN: norm-opt %s --norm-lower-to-loops --norm-choose-geometry="chip=sm_90 cluster=8" --norm-map-to-gpu=chip=sm_90 | FileCheck %s
-// RUN: norm-opt %s --norm-lower-to-loops --norm-choose-geometry="chip=sm_90 cluster=8" | FileCheck %s --check-prefix=GEOM
+// RUN: norm-opt %s --norm-lower-to-loops --norm-choose-geometry="chip=sm_90 cluster=8 max-register-elements=32" --norm-map-to-gpu=chip=sm_90 | FileCheck %s
+// RUN: norm-opt %s --norm-lower-to-loops --norm-choose-geometry="chip=sm_90 cluster=8 max-register-elements=32" | FileCheck %s --check-prefix=GEOM
 // RUN: norm-opt %s --norm-lower-to-loops --norm-choose-geometry=chip=sm_90 | FileCheck %s --check-prefix=DEFAULT
 
-// RMSNorm bf16 N = 262144 with cluster=8: no slice of 8 blocks holds the
-// row in registers (32768 columns a block), so each block of the looped
+// RMSNorm bf16 N = 262144 with cluster=8 and max-register-elements=32: no
+// slice of 8 blocks holds the row in registers within that bound (32768
+// columns a block: 64 elements a lane at 512 threads), so each block of the looped
 // regime (512 threads) walks its slice of the row in a loop: the slice is
 // 8 chunks a lane x 512 lanes x 8 = 32768 columns, block b is program
 // b / 8, slice b % 8 at column (b % 8) * 32768. One row at a time (batch 1):
