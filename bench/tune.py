@@ -83,16 +83,18 @@ TABLE_KNOBS = ((0, 2, 0), (0, 4, 0), (0, 8, 0), (128, 0, 0), (256, 0, 0),
 
 
 def table_plan(dtypes=("bf16",), ops=C.GRAD_OPS, ns=TABLE_N,
-               knobs=TABLE_KNOBS):
+               knobs=TABLE_KNOBS, ms=TABLE_M,
+               fields=("threads", "cluster", "lanes")):
+    """The default against each knob tuple (values of Cfg `fields`) at
+    every (op, dtype, N) and M of ms within the tensor limit."""
     points, cands = [], {}
     for dt in dtypes:
         size = {"f32": 4, "f16": 2, "bf16": 2}[dt]
         for op in ops:
             for n in ns:
                 cands[(op, dt, n)] = [C.Cfg(op, n, dt)] + [
-                    C.Cfg(op, n, dt, threads=t, cluster=c, lanes=ln)
-                    for t, c, ln in knobs]
-                for m in TABLE_M:
+                    C.Cfg(op, n, dt, **dict(zip(fields, k))) for k in knobs]
+                for m in ms:
                     if m * n * size <= TENSOR_LIMIT:
                         points.append((op, dt, n, m))
     return points, cands
@@ -204,18 +206,8 @@ WIDE_KNOBS = ((0, 8, 0), (0, 8, 32), (0, 4, 32), (256, 8, 32),
 
 
 def wide_plan():
-    points, cands = [], {}
-    for dt in ("bf16", "f32"):
-        size = {"f32": 4, "bf16": 2}[dt]
-        for op in C.GRAD_OPS:
-            for n in WIDE_N:
-                cands[(op, dt, n)] = [C.Cfg(op, n, dt)] + [
-                    C.Cfg(op, n, dt, threads=t, cluster=c, mre=r)
-                    for t, c, r in WIDE_KNOBS]
-                for m in WIDE_M:
-                    if m * n * size <= TENSOR_LIMIT:
-                        points.append((op, dt, n, m))
-    return points, cands
+    return table_plan(dtypes=("bf16", "f32"), ns=WIDE_N, knobs=WIDE_KNOBS,
+                      ms=WIDE_M, fields=("threads", "cluster", "mre"))
 
 
 PLANS = dict(TABLE_PLANS, explore=explore_plan, grid=grid_plan,
