@@ -360,9 +360,7 @@ def cpu_validation():
     try:
         if native is not None:
             native.set_mode(1)
-            reg = native.register("CPU")
-            for name in nt._PY_ONLY:  # the residual-add ops' bodies
-                lib.impl(name, nt._python_impls[name], "CPU")
+            reg = native.register("CPU")  # every op's body, in C++
             nt._default_keys = torch._C.DispatchKeySet(
                 torch._C.DispatchKey.CPU)
         else:

@@ -608,6 +608,48 @@ Tensor eagerRmsNorm(const Tensor &x, c10::IntArrayRef shape,
   return std::get<0>(rmsNormFwdAutograd(x, w, product(shape), e, zc));
 }
 
+/// norm_mlir.torch._fused_residual: whether x + residual goes into our
+/// residual-add op (one shape, dtype and device, outside CUDA autocast,
+/// where layer_norm computes in f32 but the sum keeps its dtype).
+bool fusedResidual(const Tensor &x, const Tensor &residual) {
+  return residual.sizes() == x.sizes() &&
+         residual.scalar_type() == x.scalar_type() &&
+         residual.device() == x.device() &&
+         !at::autocast::is_autocast_enabled(at::kCUDA);
+}
+
+/// add_layer_norm() with a residual: (y, h = x + residual) from our fused
+/// forward, else torch's add and the eager layer_norm of h.
+std::tuple<Tensor, Tensor>
+eagerAddLayerNorm(const Tensor &x, const Tensor &residual,
+                  c10::IntArrayRef shape, const OptTensor &w,
+                  const OptTensor &b, double eps, bool zc) {
+  checkShapes(x, shape, w, b);
+  if (shape.empty() || !fusedResidual(x, residual) || !ours(x, w, b)) {
+    Tensor h = x.add(residual);
+    return {eagerLayerNorm(h, shape, w, b, eps, zc), h};
+  }
+  auto out = addLayerNormFwdAutograd(x, residual, w, b, product(shape), eps,
+                                     zc);
+  return {std::get<0>(out), std::get<1>(out)};
+}
+
+/// add_rms_norm() with a residual, as eagerAddLayerNorm.
+std::tuple<Tensor, Tensor>
+eagerAddRmsNorm(const Tensor &x, const Tensor &residual,
+                c10::IntArrayRef shape, const OptTensor &w,
+                std::optional<double> eps, bool zc) {
+  checkShapes(x, shape, w, std::nullopt);
+  if (shape.empty() || !fusedResidual(x, residual) ||
+      !ours(x, w, std::nullopt)) {
+    Tensor h = x.add(residual);
+    return {eagerRmsNorm(h, shape, w, eps, zc), h};
+  }
+  double e = eps ? *eps : double(std::numeric_limits<float>::epsilon());
+  auto out = addRmsNormFwdAutograd(x, residual, w, product(shape), e, zc);
+  return {std::get<0>(out), std::get<1>(out)};
+}
+
 void copyError(const char *what, char *err, size_t cap) {
   if (err && cap) {
     std::strncpy(err, what, cap - 1);
@@ -660,6 +702,8 @@ NORMTORCH_API void *normtorch_autograd_register(char *err, size_t cap) {
         c10::DispatchKey::CompositeImplicitAutograd, __FILE__, __LINE__);
     reg->eager->impl("_eager_layer_norm", TORCH_FN(eagerLayerNorm));
     reg->eager->impl("_eager_rms_norm", TORCH_FN(eagerRmsNorm));
+    reg->eager->impl("_eager_add_layer_norm", TORCH_FN(eagerAddLayerNorm));
+    reg->eager->impl("_eager_add_rms_norm", TORCH_FN(eagerAddRmsNorm));
     // Under vmap the op meets FuncTorchBatched first, whose fallback would
     // run it per example on plain tensors (our kernels): the same kernels
     // there see the batched x and take torch's functions, which vmap knows.
@@ -668,6 +712,8 @@ NORMTORCH_API void *normtorch_autograd_register(char *err, size_t cap) {
         __FILE__, __LINE__);
     reg->batched->impl("_eager_layer_norm", TORCH_FN(eagerLayerNorm));
     reg->batched->impl("_eager_rms_norm", TORCH_FN(eagerRmsNorm));
+    reg->batched->impl("_eager_add_layer_norm", TORCH_FN(eagerAddLayerNorm));
+    reg->batched->impl("_eager_add_rms_norm", TORCH_FN(eagerAddRmsNorm));
     return reg.release();
   } catch (const std::exception &ex) {
     copyError(ex.what(), err, cap);

@@ -548,6 +548,13 @@ _lib.define("_eager_layer_norm(Tensor x, int[] normalized_shape, "
             "-> Tensor")
 _lib.define("_eager_rms_norm(Tensor x, int[] normalized_shape, "
             "Tensor? weight, float? eps, bool zero_centered) -> Tensor")
+# add_layer_norm() / add_rms_norm() with a residual: (y, h).
+_lib.define("_eager_add_layer_norm(Tensor x, Tensor residual, "
+            "int[] normalized_shape, Tensor? weight, Tensor? bias, float eps, "
+            "bool zero_centered) -> (Tensor, Tensor)")
+_lib.define("_eager_add_rms_norm(Tensor x, Tensor residual, "
+            "int[] normalized_shape, Tensor? weight, float? eps, "
+            "bool zero_centered) -> (Tensor, Tensor)")
 
 
 # The backward ops with dx written into dy (the kernels' documented
@@ -1096,17 +1103,18 @@ def _find_cpp_autograd():
 
 _cpp_autograd = False  # whether the C++ Autograd kernels are registered
 _autograd_reg = None   # their handle, or the Library of Python's formulas
-# The eager calls' C++ callables (_eager_layer_norm / _eager_rms_norm), with
-# the C++ autograd kernels; else None.
-_ln_eager = _rms_eager = None
+# The eager calls' C++ callables (_eager_layer_norm / _eager_rms_norm and
+# the residual-add forms), with the C++ autograd kernels; else None.
+_ln_eager = _rms_eager = _add_ln_eager = _add_rms_eager = None
 
 
 def _use_autograd(ext):
     """Registers the forward ops' Autograd kernels: ext's (a _CppAutograd)
     or, with None, the Python formulas above. The CPU tests switch."""
     global _cpp_autograd, _autograd_reg, _ln_eager, _rms_eager
+    global _add_ln_eager, _add_rms_eager
     if _autograd_reg is not None:
-        _ln_eager = _rms_eager = None
+        _ln_eager = _rms_eager = _add_ln_eager = _add_rms_eager = None
         if _cpp_autograd:
             _autograd_reg[0].unregister(_autograd_reg[1])
         else:
@@ -1116,6 +1124,8 @@ def _use_autograd(ext):
         _autograd_reg, _cpp_autograd = (ext, ext.register()), True
         _ln_eager = torch.ops.norm_mlir._eager_layer_norm.default._op
         _rms_eager = torch.ops.norm_mlir._eager_rms_norm.default._op
+        _add_ln_eager = torch.ops.norm_mlir._eager_add_layer_norm.default._op
+        _add_rms_eager = torch.ops.norm_mlir._eager_add_rms_norm.default._op
         return
     lib = torch.library.Library("norm_mlir", "IMPL")
     torch.library.register_autograd("norm_mlir::layer_norm_fwd",
@@ -1383,9 +1393,15 @@ def add_layer_norm(x, residual, normalized_shape, weight=None, bias=None,
     if residual is None:
         return layer_norm(x, normalized_shape, weight, bias, eps,
                           zero_centered), x
+    if not _is_compiling() and _add_ln_eager is not None:
+        # One C++ call: the checks below, then the autograd kernel.
+        return _add_ln_eager(x, residual, normalized_shape if type(
+            normalized_shape) in _SHAPES else _normalized(normalized_shape),
+            weight, bias, eps, bool(zero_centered))
     shape = _normalized(normalized_shape)
     _check(x, shape, weight, bias)
-    if not (_fused_residual(x, residual) and _ours(x, weight, bias)):
+    if not (shape and _fused_residual(x, residual) and
+            _ours(x, weight, bias)):
         h = x + residual
         return layer_norm(h, shape, weight, bias, eps, zero_centered), h
     y, h, _, _ = _add_op(_add_ln_fwd_c, _add_ln_fwd)(
@@ -1400,9 +1416,13 @@ def add_rms_norm(x, residual, normalized_shape, weight=None, eps=None,
     residual None: h is x. As add_layer_norm (the backward's dresidual)."""
     if residual is None:
         return rms_norm(x, normalized_shape, weight, eps, zero_centered), x
+    if not _is_compiling() and _add_rms_eager is not None:
+        return _add_rms_eager(x, residual, normalized_shape if type(
+            normalized_shape) in _SHAPES else _normalized(normalized_shape),
+            weight, eps, bool(zero_centered))
     shape = _normalized(normalized_shape)
     _check(x, shape, weight, None)
-    if not (_fused_residual(x, residual) and _ours(x, weight)):
+    if not (shape and _fused_residual(x, residual) and _ours(x, weight)):
         h = x + residual
         return rms_norm(h, shape, weight, eps, zero_centered), h
     if eps is None:

@@ -1136,6 +1136,78 @@ def test_eager_calls_check_as_python_does(validated, autograd):
     assert not validated
 
 
+def test_eager_add_calls_are_one_cpp_op(validated):
+    """add_layer_norm() / add_rms_norm() with a residual: with the C++
+    autograd kernels one op call each (norm_mlir::_eager_add_layer_norm /
+    _eager_add_rms_norm: the checks in C++, then the fused forward); with
+    the Python formulas none of it. Both launch the same fused forwards
+    and the same backwards (launches validated, not run)."""
+    n = 64
+    torch.manual_seed(5)
+    x0 = torch.randn(3, 5, n, dtype=torch.bfloat16)
+    r0 = torch.randn(3, 5, n, dtype=torch.bfloat16)
+    w0 = torch.randn(n, dtype=torch.bfloat16)
+    b0 = torch.randn(n, dtype=torch.bfloat16)
+    for kind in ("cpp", "python"):
+        x, r, w, b = (t.clone().requires_grad_(True)
+                      for t in (x0, r0, w0, b0))
+        with autograd_kernels(kind):
+            validated.clear()
+            with torch.profiler.profile() as prof:
+                outs = [nt.add_layer_norm(x, r, (n,), w, b),
+                        nt.add_rms_norm(x, r, [n], w)]
+            names = [e.name for e in prof.events()
+                     if e.name.startswith("norm_mlir::")]
+            eager = [m for m in names if "_eager_" in m]
+            assert eager == (["norm_mlir::_eager_add_layer_norm",
+                              "norm_mlir::_eager_add_rms_norm"]
+                             if kind == "cpp" else []), names
+            assert [c[0]["op"] for c in validated] == [
+                "layer_norm", "rms_norm"]
+            assert all(c[0].get("residual") for c in validated), validated
+            validated.clear()
+            ys = [t for pair in outs for t in pair]
+            torch.autograd.backward(ys, [torch.ones_like(y) for y in ys])
+            assert sorted(c[0]["op"] for c in validated) == [
+                "layer_norm_grad", "rms_norm_grad"], validated
+            assert all(c[0].get("dresidual") for c in validated), validated
+
+
+def test_eager_add_calls_check_as_python_does(validated, autograd):
+    """The residual forms' C++ checks decide as the Python ones: the same
+    errors; a residual of another dtype or shape, and an empty shape, take
+    torch's add and then layer_norm() / rms_norm() of h."""
+    x = torch.randn(4, 64)
+    msgs = []
+    for call in (lambda: nt.add_layer_norm(x, x, (32,)),
+                 lambda: nt.add_rms_norm(x, x, (64,), torch.ones(32)),
+                 lambda: nt.add_layer_norm(x, x, (64,), torch.ones(64),
+                                           torch.ones(63))):
+        with pytest.raises(ValueError) as got:
+            call()
+        msgs.append(str(got.value))
+    assert msgs == [
+        "normalized_shape [32] does not match the trailing dimensions of "
+        "x [4, 64]",
+        "weight has shape [32], expected [64]",
+        "bias has shape [63], expected [64]"], msgs
+    for call in (lambda: nt.add_layer_norm(x, x, ()),
+                 lambda: nt.add_rms_norm(x, x, [])):
+        with pytest.raises(RuntimeError, match="at least 1-dimensional"):
+            call()
+    assert not validated
+    # Another dtype of residual: torch's add (promoting), then ours on h.
+    r = torch.randn(4, 64, dtype=torch.float64)
+    for fn in (nt.add_layer_norm, nt.add_rms_norm):
+        validated.clear()
+        y, h = fn(x.to(torch.float32), torch.randn(4, 64), 64)
+        assert [c[0].get("residual", False) for c in validated] == [True]
+        validated.clear()
+        y, h = fn(x.to(torch.bfloat16), r, 64)
+        assert h.dtype == torch.float64 and not validated
+        assert torch.equal(h, x.to(torch.bfloat16) + r)
+
+
 def test_eager_calls_ask_python_once_per_device(gpu_of, autograd):
     """Whether a CUDA device runs our kernels is Python's decision
     (_supported: the chip, ROCm), asked once per device and remembered
