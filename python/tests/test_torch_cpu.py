@@ -2177,3 +2177,23 @@ def test_patch_leaves_what_it_cannot_take_with_a_reason():
                                         nt.LayerNorm, nt.LayerNorm,
                                         torch.nn.LayerNorm]
     assert model[2].zero_centered is True
+
+
+def test_train_step_cpu_validation_runs():
+    """bench/train_step.py --cpu and bench/host_pieces.py run our calls on
+    the CPU through its cpu_validation(); the fused-add merge removed a
+    name it read, and both failed at their first line until fixed."""
+    bench = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__)))), "bench", "train_step.py")
+    spec = importlib.util.spec_from_file_location("_train_step", bench)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    n = 64
+    x = torch.randn(4, n, dtype=torch.bfloat16, requires_grad=True)
+    r = torch.randn(4, n, dtype=torch.bfloat16)
+    w = torch.randn(n, dtype=torch.bfloat16, requires_grad=True)
+    with mod.cpu_validation():
+        y = nt.layer_norm(x, (n,), w)
+        y2, h = nt.add_rms_norm(x, r, (n,), w)
+        (y.float().sum() + y2.float().sum()).backward()
+    assert x.grad is not None and w.grad is not None
