@@ -1086,22 +1086,28 @@ def test_eager_calls_are_one_cpp_op(validated):
             x.grad = w.grad = b.grad = None
 
 
+def _value_errors(*calls):
+    """The ValueError message of each call (each must raise one)."""
+    msgs = []
+    for call in calls:
+        with pytest.raises(ValueError) as got:
+            call()
+        msgs.append(str(got.value))
+    return msgs
+
+
 def test_eager_calls_check_as_python_does(validated, autograd):
     """The eager calls' C++ checks decide as the Python ones (the other
     kind of the autograd fixture): the same errors, word for word; the
     default epsilon; empty shapes and other dtypes to torch's functions;
     shapes as ints, lists and torch.Size."""
     x = torch.randn(4, 64)
-    msgs = []
-    for call in (lambda: nt.layer_norm(x, (32,)),
-                 lambda: nt.layer_norm(x, (2, 4, 64)),
-                 lambda: nt.rms_norm(x, (64,), torch.ones(32)),
-                 lambda: nt.LayerNorm(64)(torch.randn(4, 32)),
-                 lambda: nt.layer_norm(x, (64,), torch.ones(64),
-                                       torch.ones(63))):
-        with pytest.raises(ValueError) as got:
-            call()
-        msgs.append(str(got.value))
+    msgs = _value_errors(
+        lambda: nt.layer_norm(x, (32,)),
+        lambda: nt.layer_norm(x, (2, 4, 64)),
+        lambda: nt.rms_norm(x, (64,), torch.ones(32)),
+        lambda: nt.LayerNorm(64)(torch.randn(4, 32)),
+        lambda: nt.layer_norm(x, (64,), torch.ones(64), torch.ones(63)))
     assert msgs == [
         "normalized_shape [32] does not match the trailing dimensions of "
         "x [4, 64]",
@@ -1178,14 +1184,11 @@ def test_eager_add_calls_check_as_python_does(validated, autograd):
     errors; a residual of another dtype or shape, and an empty shape, take
     torch's add and then layer_norm() / rms_norm() of h."""
     x = torch.randn(4, 64)
-    msgs = []
-    for call in (lambda: nt.add_layer_norm(x, x, (32,)),
-                 lambda: nt.add_rms_norm(x, x, (64,), torch.ones(32)),
-                 lambda: nt.add_layer_norm(x, x, (64,), torch.ones(64),
-                                           torch.ones(63))):
-        with pytest.raises(ValueError) as got:
-            call()
-        msgs.append(str(got.value))
+    msgs = _value_errors(
+        lambda: nt.add_layer_norm(x, x, (32,)),
+        lambda: nt.add_rms_norm(x, x, (64,), torch.ones(32)),
+        lambda: nt.add_layer_norm(x, x, (64,), torch.ones(64),
+                                  torch.ones(63)))
     assert msgs == [
         "normalized_shape [32] does not match the trailing dimensions of "
         "x [4, 64]",
