@@ -26,6 +26,12 @@
 // CHECK:   memref.store {{.*}}, %[[SMEM]]
 // CHECK:   gpu.barrier
 // CHECK: gpu.launch {{.*}} function(@rms_norm_grad_n24_reduce_2)
+// The reduce: a thread sums the partial rows w = slice, slice + 8, ...,
+// 8 of them loaded an iteration (kReduceUnroll), added in row order.
+// CHECK:   %[[STEP:.*]] = arith.muli %c8{{.*}}, %c8{{.*}} : index
+// CHECK:   scf.for {{.*}} step %[[STEP]] iter_args
+// CHECK-COUNT-8: memref.load %{{.*}} : memref<?x24xf32>
+// CHECK:     scf.yield
 // CHECK-NOT: norm.stage
 func.func @rms_norm_grad_n24(%dy: memref<?x24xbf16>, %x: memref<?x24xbf16>, %rstd: memref<?xf32>,
                              %w: memref<24xbf16>, %dx: memref<?x24xbf16>, %dw: memref<24xbf16>) {
