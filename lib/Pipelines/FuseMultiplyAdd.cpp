@@ -32,6 +32,14 @@ arith::MulFOp fusableProduct(Value v) {
   return mul;
 }
 
+/// Replaces `op` (the add or subtract) by fma(a, b, c) and erases `mul`,
+/// its only user gone.
+void replaceByFma(PatternRewriter &rewriter, Operation *op, arith::MulFOp mul,
+                  Value a, Value b, Value c) {
+  rewriter.replaceOpWithNewOp<LLVM::FMAOp>(op, a, b, c);
+  rewriter.eraseOp(mul);
+}
+
 struct FuseAdd : OpRewritePattern<arith::AddFOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(arith::AddFOp add,
@@ -48,9 +56,7 @@ struct FuseAdd : OpRewritePattern<arith::AddFOp> {
     }
     if (!mul)
       return failure();
-    rewriter.replaceOpWithNewOp<LLVM::FMAOp>(add, mul.getLhs(), mul.getRhs(),
-                                             other);
-    rewriter.eraseOp(mul);
+    replaceByFma(rewriter, add, mul, mul.getLhs(), mul.getRhs(), other);
     return success();
   }
 };
@@ -65,17 +71,13 @@ struct FuseSub : OpRewritePattern<arith::SubFOp> {
     // c - a * b = fma(-a, b, c); negation is exact.
     if (arith::MulFOp mul = fusableProduct(sub.getRhs())) {
       Value negA = arith::NegFOp::create(rewriter, loc, mul.getLhs());
-      rewriter.replaceOpWithNewOp<LLVM::FMAOp>(sub, negA, mul.getRhs(),
-                                               sub.getLhs());
-      rewriter.eraseOp(mul);
+      replaceByFma(rewriter, sub, mul, negA, mul.getRhs(), sub.getLhs());
       return success();
     }
     // a * b - c = fma(a, b, -c).
     if (arith::MulFOp mul = fusableProduct(sub.getLhs())) {
       Value negC = arith::NegFOp::create(rewriter, loc, sub.getRhs());
-      rewriter.replaceOpWithNewOp<LLVM::FMAOp>(sub, mul.getLhs(),
-                                               mul.getRhs(), negC);
-      rewriter.eraseOp(mul);
+      replaceByFma(rewriter, sub, mul, mul.getLhs(), mul.getRhs(), negC);
       return success();
     }
     return failure();

@@ -39,12 +39,7 @@ struct Geometry {
   int64_t nC;
   /// The rows are static and evaluated on fewer (rowsC).
   bool shrunk = false;
-  int64_t m() const {
-    int64_t p = 1;
-    for (int64_t r : rowsC)
-      p *= r;
-    return p;
-  }
+  int64_t m() const { return ShapedType::getNumElements(rowsC); }
 };
 
 /// One assignment of leaves to roles, and the op's attributes.

@@ -17,6 +17,7 @@
 #ifndef NORM_DIALECT_NORM_TRANSFORMS_RAISEEVAL_H
 #define NORM_DIALECT_NORM_TRANSFORMS_RAISEEVAL_H
 
+#include "mlir/IR/BuiltinTypeInterfaces.h"
 #include "mlir/IR/Value.h"
 #include "mlir/Support/LLVM.h"
 #include "llvm/ADT/DenseMap.h"
@@ -33,12 +34,7 @@ struct Array {
   SmallVector<int64_t> shape;
   std::vector<double> data;
 
-  int64_t size() const {
-    int64_t s = 1;
-    for (int64_t d : shape)
-      s *= d;
-    return s;
-  }
+  int64_t size() const { return ShapedType::getNumElements(shape); }
 };
 
 /// The computation of a value: the ops that compute it (in program order)
