@@ -227,7 +227,8 @@ void GlobalPartials::writeBack() {
   OpBuilder &b = ctx.b;
   Location loc = ctx.loc;
   // A program without rows (p R >= M) still writes its partial rows whole:
-  // zeros, each column by its owner thread.
+  // zeros, each column by its owner thread (with a cluster, each block its
+  // slice's columns).
   Value empty =
       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, lo, hi);
   Value p = ctx.base.lookup(ctx.nest.programIV);
@@ -237,7 +238,15 @@ void GlobalPartials::writeBack() {
       Type t = cast<MemRefType>(ws.getType()).getElementType();
       Value zero = arith::ConstantOp::create(ib, loc, ib.getZeroAttr(t));
       Value n = memref::DimOp::create(ib, loc, wsK, 1);
-      scf::ForOp::create(ib, loc, ctx.tid, n, cIndex(ib, loc, ctx.g.threads),
+      Value first = ctx.tid;
+      if (ctx.colBase) {
+        first = arith::AddIOp::create(ib, loc, ctx.colBase, ctx.tid);
+        n = arith::MinUIOp::create(
+            ib, loc, n,
+            arith::AddIOp::create(ib, loc, ctx.colBase,
+                                  cIndex(ib, loc, ctx.g.sliceColumns)));
+      }
+      scf::ForOp::create(ib, loc, first, n, cIndex(ib, loc, ctx.g.threads),
                          ValueRange{},
                          [&](OpBuilder &fb, Location, Value j, ValueRange) {
                            memref::StoreOp::create(fb, loc, zero, wsK,

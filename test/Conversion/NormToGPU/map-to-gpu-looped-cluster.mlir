@@ -34,6 +34,13 @@
 // CHECK:   }
 // CHECK:   nvvm.cluster.arrive {aligned}
 // CHECK:   nvvm.cluster.wait {aligned}
+// A program without rows writes zeros to its partial row, each block only
+// its slice's columns.
+// CHECK:   scf.if
+// CHECK:     %[[FROM:.*]] = arith.addi %[[BASE]], %{{.*}} : index
+// CHECK:     %[[END:.*]] = arith.addi %[[BASE]], %c32768{{.*}} : index
+// CHECK:     %[[TO:.*]] = arith.minui %{{.*}}, %[[END]] : index
+// CHECK:     scf.for {{.*}} = %[[FROM]] to %[[TO]] step %c512
 // CHECK: gpu.terminator
 
 // The cost model alone keeps one looped block per row here (the split is
