@@ -212,7 +212,8 @@ def wide_plan():
 
 PLANS = dict(TABLE_PLANS, explore=explore_plan, grid=grid_plan,
              groups=groups_plan, fma=fma_plan, wide=wide_plan,
-             **{"grid-cfgs": grid_cfgs_plan})
+             **{"grid-cfgs": grid_cfgs_plan,
+                "grid-cfgs-f32": lambda: grid_cfgs_plan(("bf16", "f32"))})
 
 
 def useful(cfg, m, n):
@@ -340,7 +341,7 @@ def cmd_run(args):
                 continue
             e = index["configs"].get(c.name)
             r = {"op": op, "dtype": dt, "N": n, "M": m, "cfg": c.name,
-                 "cluster": c.cluster, "threads": c.threads,
+                 "cluster": c.cluster, "threads": c.threads, "mre": c.mre,
                  "lanes": c.lanes, "rows": c.rows,
                  "groups": c.groups or C.default_groups(m, n),
                  "fixed_groups": bool(c.groups)}
@@ -450,43 +451,78 @@ def forward_rows(rows):
     return out
 
 
+# The M edges of the table's row ranges (Tuning.h kTuningRowEdges): an
+# entry covers whole buckets between them, so every M of a bucket gets the
+# same kernel (the caches of norm_mlir.torch key by the bucket).
+ROW_EDGES = (128, 512, 2048, 8192)
+
+
+def row_bucket(m):
+    """The index of M's bucket: 0 for M <= 128, ..., 4 for M > 8192."""
+    return sum(m > e for e in ROW_EDGES)
+
+
+def knob_of(r):
+    """A run row's knobs as the table writes them: (threads, cluster,
+    max_lanes, max_register_elements); mre is read from the configuration's
+    name for runs written before rows carried it."""
+    mre = r.get("mre")
+    if mre is None:
+        mre = next((int(p[3:]) for p in r["cfg"].split("-")
+                    if p.startswith("mre") and p[3:].isdigit()), 0)
+    return (r["threads"], r["cluster"], r.get("lanes", 0), mre)
+
+
+def geomean(xs):
+    return math.exp(sum(math.log(x) for x in xs) / len(xs))
+
+
 def winners(rows):
-    """{(op, dtype, N): {M: (threads, cluster, lanes, gain)}}: per point the
-    fastest candidate (for the backward: of those whose dweight/dbias kept
-    the default's bits) where it beats the default by MIN_GAIN and
-    MIN_SAVED_US; None where none does."""
+    """{(op, dtype, N): {bucket: (knob, gain)}}: per M bucket (ROW_EDGES)
+    the candidate with the best geometric mean time over the bucket's
+    measured M (for the backward: of those whose dweight/dbias kept the
+    default's bits at every one of them) where it beats the default's
+    geometric mean by MIN_GAIN and MIN_SAVED_US; None where none does."""
     rows = [r for r in rows if r["op"] not in C.FWD_OPS] + forward_rows(rows)
     by = {}
     for r in rows:
-        by.setdefault((r["op"], r["dtype"], r["N"], r["M"]), []).append(r)
-    out = {}
-    for (op, dt, n, m), rs in by.items():
-        ok = [r for r in rs if "us" in r and not r["fixed_groups"] and
-              not r.get("rows")]
-        base = next((r for r in ok if not r["cluster"] and
-                     not r["threads"] and not r.get("lanes")), None)
-        if base is None:
+        if "us" not in r or r["fixed_groups"] or r.get("rows") or \
+                "fma" in r["cfg"].split("-"):
             continue
+        key = (r["op"], r["dtype"], r["N"], row_bucket(r["M"]))
+        by.setdefault(key, {}).setdefault(knob_of(r), {})[r["M"]] = r
+    out = {}
+    for (op, dt, n, b), cands in by.items():
+        base = cands.get((0, 0, 0, 0))
+        if not base:
+            continue
+        ms = sorted(base)
         grad = op.endswith("_grad")
-        kept = [r for r in ok if r is not base and
-                (r.get("bitwise") or not grad)]
-        best = min(kept, key=lambda r: r["us"], default=None)
+        base_us = geomean([base[m]["us"] for m in ms])
+        best, best_us = None, None
+        for knob, at in cands.items():
+            if knob == (0, 0, 0, 0) or any(m not in at for m in ms):
+                continue
+            if grad and not all(at[m].get("bitwise") for m in ms):
+                continue
+            us = geomean([at[m]["us"] for m in ms])
+            if best_us is None or us < best_us:
+                best, best_us = knob, us
         w = out.setdefault((op, dt, n), {})
-        if best is not None and base["us"] / best["us"] >= MIN_GAIN and \
-                base["us"] - best["us"] >= MIN_SAVED_US:
-            w[m] = (best["threads"], best["cluster"], best.get("lanes", 0),
-                    round(base["us"] / best["us"], 2))
+        if best is not None and base_us / best_us >= MIN_GAIN and \
+                base_us - best_us >= MIN_SAVED_US:
+            w[b] = (best, round(base_us / best_us, 2), ms)
         else:
-            w[m] = None
+            w[b] = None
     return out
 
 
-def make_table(rows, plan_m):
+def make_table(rows):
     """The entries of a tuning table (Tuning.h) from run rows: for each
-    (op, N) the M where a knob won, runs of the same knob merged into one
-    M range; N ranges end at the geometric midpoints between the N measured
-    for the same (op, dtype), M ranges between the plan's M (the first and
-    last N half a step beyond)."""
+    (op, N) the M buckets where a knob won, adjacent buckets with the same
+    knob merged into one M range; N ranges end at the geometric midpoints
+    between the N measured for the same (op, dtype) (the first and last N
+    half a step beyond)."""
     entries = []
     ws = winners(rows)
     measured_n = {}
@@ -497,54 +533,48 @@ def make_table(rows, plan_m):
         i = ns.index(n)
         nlo = midpoint(ns[i - 1], n) + 1 if i else max(1, n // 2 + 1)
         nhi = midpoint(n, ns[i + 1]) if i + 1 < len(ns) else 0
-        ms = sorted(w)
         run = []
-        for j, m in enumerate(ms + [None]):
-            knob = w.get(m) if m is not None else None
-            if run and (knob is None or knob[:3] != w[run[0]][:3]):
-                k = w[run[0]]
-                a = sorted(plan_m).index(run[0])
-                b = sorted(plan_m).index(run[-1])
-                pm = sorted(plan_m)
-                rlo = midpoint(pm[a - 1], pm[a]) + 1 if a else 1
-                rhi = midpoint(pm[b], pm[b + 1]) if b + 1 < len(pm) else 0
+        for b in range(len(ROW_EDGES) + 2):
+            won = w.get(b) if b <= len(ROW_EDGES) else None
+            if run and (won is None or won[0] != w[run[0]][0]):
+                knob = w[run[0]][0]
+                rlo = ROW_EDGES[run[0] - 1] + 1 if run[0] else 1
+                rhi = ROW_EDGES[run[-1]] if run[-1] < len(ROW_EDGES) else 0
                 grad = op.endswith("_grad")
+                name = op if grad else "layer_norm and rms_norm"
                 e = {"kernel": "dx" if grad else "forward"}
-                if not grad:
-                    op = "layer_norm and rms_norm"
                 if grad:
                     e["partial_rows"] = 2 if op.startswith("layer") else 1
                 e.update({"element_bytes": {"bf16": 2, "f16": 2,
                                             "f32": 4}[dt],
                           "n": [nlo, nhi], "rows": [rlo, rhi]})
-                for key, v in zip(("threads", "cluster", "max_lanes"),
-                                  k[:3]):
+                for key, v in zip(("threads", "cluster", "max_lanes",
+                                   "max_register_elements"), knob):
                     if v:
                         e[key] = v
                 e["measured"] = "%s %s N = %d, M = %s: %s x the cost " \
-                    "model" % (op, dt, n, ",".join(str(x) for x in run),
-                               ", ".join("%.2f" % w[x][3] for x in run))
+                    "model" % (name, dt, n, ",".join(
+                        str(m) for x in run for m in w[x][2]),
+                        ", ".join("%.2f" % w[x][1] for x in run))
                 entries.append(e)
                 run = []
-            if knob is not None:
-                run.append(m)
+            if won is not None:
+                run.append(b)
     return entries
 
 
 def cmd_table(args):
-    rows, sources, plan_m = [], [], set()
+    rows, sources = [], []
     for path in args.results:
         with open(path) as f:
             d = json.load(f)
-        points, _ = PLANS[d["plan"]]()
-        plan_m |= {p[3] for p in points}
         rows += d["rows"]
         sources.append("%s (plan %s, %s)" % (os.path.basename(path),
                                              d["plan"], d.get("device", "?")))
-    entries = make_table(rows, sorted(plan_m))
+    entries = make_table(rows)
     table = {"family": args.family,
              "about": "Measured geometry choices (threads, cluster, "
-                      "max_lanes) for %s, written by bench/tune.py table "
+                      "max_lanes, max_register_elements) for %s, written by bench/tune.py table "
                       "from %s; see docs/GPU.md, The tuning table." % (
                           args.family, "; ".join(sources)),
              "entries": entries}

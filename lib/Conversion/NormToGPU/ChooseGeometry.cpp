@@ -123,16 +123,15 @@ struct ChooseGeometryPass
     knobs.threads = e->threads;
     knobs.cluster = e->cluster;
     knobs.maxLanes = e->maxLanes;
+    if (e->maxRegisterElements)
+      knobs.maxRegisterElements = e->maxRegisterElements;
     if (knobs.cluster > target.maxClusterBlocks)
       return chosen;
+    // An entry's cluster knob where the slices do not fit the register
+    // share makes a looped row split over a cluster (timed and its
+    // dweight/dbias bits checked on the H200 by bench/tune.py plan wide).
     Geometry g = chooseRowGeometry(knobs, target);
     if (!checkGeometry(g, s, target).empty())
-      return chosen;
-    // An entry's cluster knob at an N its slices cannot hold in registers
-    // would make a looped row split over a cluster, which no H200 run has
-    // timed or checked yet (docs/NOTES.md): the cost model's instead, until
-    // one has.
-    if (!g.registers && g.cluster > 1)
       return chosen;
     if (s.partials == PartialSums::Deterministic && s.partialRows > 0 &&
         !samePartialOrder(g, chosen))

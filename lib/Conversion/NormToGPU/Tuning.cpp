@@ -81,7 +81,8 @@ mlir::norm::parseTuningTable(llvm::StringRef json) {
   std::vector<TuningEntry> table;
   static const llvm::StringRef known[] = {
       "kernel", "partial_rows", "element_bytes", "n", "rows",
-      "threads", "cluster", "max_lanes", "measured"};
+      "threads", "cluster", "max_lanes", "max_register_elements",
+      "measured"};
   for (size_t i = 0; i < entries->size(); ++i) {
     const llvm::json::Object *o = (*entries)[i].getAsObject();
     if (!o)
@@ -100,6 +101,8 @@ mlir::norm::parseTuningTable(llvm::StringRef json) {
         !readInt(*o, "threads", e.threads, i, err) ||
         !readInt(*o, "cluster", e.cluster, i, err) ||
         !readInt(*o, "max_lanes", e.maxLanes, i, err) ||
+        !readInt(*o, "max_register_elements", e.maxRegisterElements, i,
+                 err) ||
         !readRange(*o, "n", e.nLo, e.nHi, i, err) ||
         !readRange(*o, "rows", e.rowsLo, e.rowsHi, i, err))
       return std::move(err);
@@ -113,9 +116,10 @@ mlir::norm::parseTuningTable(llvm::StringRef json) {
         (e.rowsHi != 0 && !isEdge(e.rowsHi)))
       return bad(i, "\"rows\" must run from 1 or an edge + 1 to an edge "
                     "or 0 (unbounded); the edges are 128, 512, 2048, 8192");
-    if (e.threads == 0 && e.cluster == 0 && e.maxLanes == 0)
-      return bad(i, "no knob: give \"threads\", \"cluster\" or "
-                    "\"max_lanes\"");
+    if (e.threads == 0 && e.cluster == 0 && e.maxLanes == 0 &&
+        e.maxRegisterElements == 0)
+      return bad(i, "no knob: give \"threads\", \"cluster\", "
+                    "\"max_lanes\" or \"max_register_elements\"");
     if (e.maxLanes && !llvm::isPowerOf2_64(e.maxLanes))
       return bad(i, "\"max_lanes\" must be a power of two");
     if (e.threads && (!llvm::isPowerOf2_64(e.threads) || e.threads < 32 ||

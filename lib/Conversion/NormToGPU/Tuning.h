@@ -4,7 +4,7 @@
 //
 // A tuning table (tuning/<family>.json, embedded at build time) lists, per
 // row kernel, N range and range of rows M, the cost model's knobs
-// (threads, cluster) that bench/tune.py measured faster on that chip
+// (threads, cluster, max-lanes, max-register-elements) that bench/tune.py measured faster on that chip
 // family than the cost model's own choice. norm-choose-geometry consults it
 // before the cost model and keeps an entry's geometry only where it adds
 // the dweight/dbias partial sums in the cost model's order
@@ -49,10 +49,12 @@ struct TuningEntry {
   int64_t nLo = 1, nHi = 0;
   int64_t rowsLo = 1, rowsHi = 0;
   /// The knobs, as the pass options would give them (0: the cost model's):
-  /// threads, cluster, max-lanes.
+  /// threads, cluster, max-lanes, max-register-elements (with cluster: the
+  /// looped row split over a cluster where the slice's share exceeds it).
   int64_t threads = 0;
   int64_t cluster = 0;
   int64_t maxLanes = 0;
+  int64_t maxRegisterElements = 0;
 };
 
 /// The chip family whose table serves `chip` ("sm_90" for sm_90 and

@@ -1,14 +1,20 @@
 // RUN: norm-opt %s --norm-choose-geometry=rows=1 | FileCheck %s --check-prefix=TABLE
+// RUN: norm-opt %s --norm-choose-geometry=rows=256 | FileCheck %s --check-prefix=MID
+// RUN: norm-opt %s --norm-choose-geometry="rows=1 tuning=false" | FileCheck %s --check-prefix=COST
 // RUN: norm-opt %s --norm-choose-geometry="rows=1 threads=256 cluster=8" | FileCheck %s --check-prefix=FORCED
 
-// The sm_90 table's entry for LayerNorm backward, f32, N = 92683-185364,
-// M = 1-512 is a cluster of 8 blocks of 256 threads, timed at N = 131072
-// (a register-regime slice). At N = 139016 those slices do not fit in
-// registers: the knobs would make a looped row split over a cluster, which
-// no GPU run has timed or checked yet, so the entry yields to the cost
-// model (one looped block a row). The same knobs as options do take it.
-// TABLE: norm.geometry = #norm.row_geometry<regime = looped, threads = 512, lanes = 512, rows = 1, vector = 4, partials = global
-// TABLE-NOT: cluster
+// The sm_90 table's entries for LayerNorm backward, f32, N = 92683-160530
+// (bench/tune.py plans wide and table, timed at N = 131072): at M = 1-128
+// a cluster of 8 with max_register_elements 32, at M = 129-2048 a cluster
+// of 8 alone. At N = 139016 the first makes the looped row split over the
+// cluster (each block walks a slice of 9 chunks a lane: 36 elements, past
+// 32), the second keeps the slice in registers (36 within the default 64).
+// The cost model, M-agnostic, keeps one looped block a row (batches of 8
+// rows). The same kind of split from the options.
+// TABLE: norm.geometry = #norm.row_geometry<regime = looped, threads = 512, lanes = 512, rows = 1, vector = 4, chunks = 9, partials = global, cluster = 8
+// MID: norm.geometry = #norm.row_geometry<regime = registers, threads = 512, lanes = 512, rows = 1, vector = 4, chunks = 9, layout = both, partials = registers, cluster = 8
+// COST: norm.geometry = #norm.row_geometry<regime = looped, threads = 512, lanes = 512, rows = 1, vector = 4, partials = global, batch = 8,
+// COST-NOT: cluster
 // FORCED: norm.geometry = #norm.row_geometry<regime = looped, threads = 256, lanes = 256, rows = 1, vector = 4, chunks = 17, partials = global, cluster = 8
 func.func @layer_norm_grad_f32_n139016(%dy: tensor<?x139016xf32>, %x: tensor<?x139016xf32>, %mean: tensor<?xf32>, %rstd: tensor<?xf32>, %w: tensor<139016xf32>) -> (tensor<?x139016xf32>, tensor<139016xf32>, tensor<139016xf32>) {
   %dx, %dw, %db = norm.layer_norm_grad dy(%dy : tensor<?x139016xf32>) x(%x : tensor<?x139016xf32>) mean(%mean : tensor<?xf32>) rstd(%rstd : tensor<?xf32>) weight(%w : tensor<139016xf32>) -> dx(tensor<?x139016xf32>) dweight(tensor<139016xf32>) dbias(tensor<139016xf32>)

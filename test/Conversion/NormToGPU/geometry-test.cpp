@@ -473,6 +473,21 @@ int main() {
     refused("{\"entries\": [{\"kernel\": \"dx\", \"n\": [1, 2], "
             "\"rows\": [100, 0], \"cluster\": 2}]}",
             "\"rows\" must run from 1 or an edge + 1");
+    // max_register_elements is a knob of its own (with cluster: the looped
+    // row split over a cluster).
+    {
+      llvm::Expected<std::vector<TuningEntry>> m = parseTuningTable(
+          "{\"entries\": [{\"kernel\": \"dx\", \"n\": [1, 2], "
+          "\"max_register_elements\": 32}]}");
+      check(m && m->size() == 1 && (*m)[0].maxRegisterElements == 32 &&
+                (*m)[0].cluster == 0,
+            "max_register_elements alone is a knob");
+      if (!m)
+        llvm::consumeError(m.takeError());
+    }
+    refused("{\"entries\": [{\"kernel\": \"dx\", \"n\": [1, 2], "
+            "\"max_register_elements\": -1}]}",
+            "\"max_register_elements\" must be a non-negative integer");
     // Lookup: ranges inclusive, rows 0 (unknown) only for every-M entries.
     llvm::Expected<std::vector<TuningEntry>> t = parseTuningTable(
         "{\"entries\": [{\"kernel\": \"dx\", \"partial_rows\": 1, "

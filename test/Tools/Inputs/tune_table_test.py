@@ -1,0 +1,88 @@
+"""bench/tune.py table without a GPU: run rows in, table entries out. The
+M buckets of the table's row edges, the geometric mean over a bucket's
+measured M, the dweight/dbias bits filter, the max-register-elements
+knob, and a table the compiler's parser takes (norm-opt reads it through
+--norm-choose-geometry only when embedded, so the keys are checked against
+Tuning.cpp's list here)."""
+
+import os
+import re
+import sys
+import unittest
+
+ROOT = sys.argv[1]
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+import tune as T  # noqa: E402
+
+
+def row(m, us, threads=0, cluster=0, mre=0, bitwise=True, n=262144,
+        op="rms_norm_grad", dt="bf16", fma=False):
+    name = "%s-n%d-%s-deterministic" % (op, n, dt)
+    name += "".join("-%s%d" % (k, v) for k, v in
+                    (("t", threads), ("mre", mre), ("c", cluster)) if v)
+    if fma:
+        name += "-fma"
+    r = {"op": op, "dtype": dt, "N": n, "M": m, "cfg": name,
+         "cluster": cluster, "threads": threads, "lanes": 0, "rows": 0,
+         "groups": 1, "fixed_groups": False, "us": us}
+    if threads or cluster or mre:
+        r["bitwise"] = bitwise
+    return r
+
+
+class Table(unittest.TestCase):
+    def test_buckets(self):
+        self.assertEqual([T.row_bucket(m) for m in
+                          (1, 128, 129, 512, 513, 2048, 2049, 8192, 8193)],
+                         [0, 0, 1, 1, 2, 2, 3, 3, 4])
+
+    def test_bucket_geomean_and_mre(self):
+        # Bucket 0 has M = 1, 8, 64: c8 wins at 1 and 8, the looped split
+        # (mre 32) at 64 and in geometric mean over the three.
+        rows = [row(1, 100), row(8, 100), row(64, 100),
+                row(1, 20, cluster=8), row(8, 25, cluster=8),
+                row(64, 300, cluster=8),
+                row(1, 22, cluster=8, mre=32), row(8, 26, cluster=8, mre=32),
+                row(64, 80, cluster=8, mre=32),
+                # bucket 1: nothing beats the default
+                row(256, 100), row(256, 99, cluster=8, mre=32),
+                # a faster candidate whose bits differ never wins
+                row(256, 50, cluster=4, bitwise=False),
+                # an fma candidate is no knob of the table
+                row(256, 40, fma=True)]
+        es = T.make_table(rows)
+        self.assertEqual(len(es), 1)
+        e = es[0]
+        self.assertEqual(e["rows"], [1, 128])
+        self.assertEqual(e["cluster"], 8)
+        self.assertEqual(e["max_register_elements"], 32)
+        self.assertNotIn("threads", e)
+        self.assertEqual(e["partial_rows"], 1)
+        self.assertIn("M = 1,8,64", e["measured"])
+
+    def test_merge_adjacent(self):
+        # The same knob in buckets 2 and 3 is one range, [513, 8192]; a
+        # bucket where a candidate lacks one of its M is not won by it.
+        rows = []
+        for m in (1024, 4096, 16384):
+            rows += [row(m, 100, n=4096), row(m, 80, threads=512, n=4096)]
+        rows[-1]["bitwise"] = False
+        es = T.make_table(rows)
+        self.assertEqual([e["rows"] for e in es], [[513, 8192]])
+        self.assertEqual(es[0]["threads"], 512)
+        self.assertEqual(es[0]["n"], [2049, 0])
+
+    def test_keys_known_to_the_parser(self):
+        with open(os.path.join(ROOT, "lib", "Conversion", "NormToGPU",
+                               "Tuning.cpp")) as f:
+            src = f.read()
+        known = set(re.findall(r'"([a-z_]+)"', src[src.index("known[]"):
+                                                  src.index("};",
+                                                  src.index("known[]"))]))
+        rows = [row(1, 100), row(1, 20, threads=256, cluster=8, mre=32)]
+        for e in T.make_table(rows):
+            self.assertLessEqual(set(e), known)
+
+
+if __name__ == "__main__":
+    unittest.main(argv=[sys.argv[0], "-v"])
