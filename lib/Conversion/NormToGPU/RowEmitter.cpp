@@ -166,10 +166,12 @@ void RowEmitter::emitChunk(OpBuilder &rb, scf::ForOp loop,
         storeOrder.push_back(store.getMemRef());
     }
   }
+  s.home->beginChunk(rb, j0, active);
   for (int64_t e = 0; e < g.vec; ++e) {
     Value j = arith::AddIOp::create(rb, loc, j0, cIndex(rb, loc, e));
     emitRowsElement(rb, loop, ms, active, j, k, e, vectors, &stores, carried);
   }
+  s.home->endChunk(rb, j0, active);
   for (size_t i = 0; i < rows; ++i)
     for (Value mem : storeOrder) {
       SmallVector<Value> &elems = stores[i][mem];

@@ -110,6 +110,12 @@ public:
                             ArrayRef<Value> active) {}
   virtual void endElement(OpBuilder &rb, Value j, int64_t e,
                           ArrayRef<Value> active) {}
+  /// A whole chunk of V columns from j0 on the vector path (16-byte row
+  /// accesses, the chunk inside the row): before its elements'
+  /// beginElement and after their endElement, so a home can move the
+  /// chunk's partial sums as vectors.
+  virtual void beginChunk(OpBuilder &rb, Value j0, ArrayRef<Value> active) {}
+  virtual void endChunk(OpBuilder &rb, Value j0, ArrayRef<Value> active) {}
   /// A load / store of a partial row, element e of chunk k, by a row whose
   /// guard is `active` (null: no guard), if `load` / `store` is one the
   /// home serves; false otherwise.

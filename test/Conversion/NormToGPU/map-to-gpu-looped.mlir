@@ -11,7 +11,8 @@
 // column, the partial sums so far (zero in the program's first batch: no
 // kernel clears the partial rows, this one writes them whole), the rows'
 // terms added in row order (a row past the end adds nothing: select), one
-// write. The four in-row sums meet in one cross-warp step; then each
+// write; on the vector path (aligned rows, a whole chunk) the partial sums
+// move as 16-byte vectors, on the element path an element at a time. The four in-row sums meet in one cross-warp step; then each
 // row's dx loop, under its own row check. A program without rows writes
 // zeros.
 // CHECK-LABEL: func @layer_norm_grad_looped
@@ -31,17 +32,35 @@
 // CHECK-NEXT:  vector.load %arg1[%[[ROW0]], %[[J]]]
 // CHECK-NEXT:  vector.load %arg0[%[[ROW1]], %[[J]]]
 // CHECK-NEXT:  vector.load %arg1[%[[ROW1]], %[[J]]]
-// CHECK-NEXT:  %[[OLD:.*]]:2 = scf.if %[[ISFIRST]] -> (f32, f32) {
-// CHECK-NEXT:    scf.yield %[[ZERO:.*]], %[[ZERO]] : f32, f32
+// CHECK-NEXT:  %[[OLDW:.*]] = scf.if %[[ISFIRST]] -> (vector<4xf32>) {
+// CHECK-NEXT:    scf.yield %[[ZEROV:.*]] : vector<4xf32>
 // CHECK-NEXT:  } else {
-// CHECK-NEXT:    memref.load %[[WSW]][%[[P:.*]], %[[J]]] : memref<?x131072xf32>
-// CHECK-NEXT:    memref.load %[[WSB]][%[[P]], %[[J]]] : memref<?x131072xf32>
-// CHECK:       %[[DW0:.*]] = arith.addf %[[OLD]]#0, %{{.*}} : f32
-// CHECK:       %[[DB0:.*]] = arith.addf %[[OLD]]#1, %{{.*}} : f32
+// CHECK-NEXT:    vector.load %[[WSW]][%[[P:.*]], %[[J]]] {alignment = 16 : i64} : memref<?x131072xf32>, vector<4xf32>
+// CHECK:       %[[W0:.*]] = vector.extract %[[OLDW]][0] : f32 from vector<4xf32>
+// CHECK:       %[[J4:.*]] = arith.addi %[[J]], %c4
+// CHECK:       vector.load %[[WSW]][%[[P]], %[[J4]]] {alignment = 16 : i64}
+// CHECK:       %[[OLDB:.*]] = scf.if %[[ISFIRST]] -> (vector<4xf32>) {
+// CHECK:         vector.load %[[WSB]][%[[P]], %[[J]]] {alignment = 16 : i64}
+// CHECK:       %[[B0:.*]] = vector.extract %[[OLDB]][0] : f32 from vector<4xf32>
+// CHECK:       vector.load %[[WSB]][%[[P]], %[[J4]]] {alignment = 16 : i64}
+// CHECK-NOT:   memref.load %[[WSW]]
+// CHECK:       %[[DW0:.*]] = arith.addf %[[W0]], %{{.*}} : f32
+// CHECK:       %[[DB0:.*]] = arith.addf %[[B0]], %{{.*}} : f32
 // CHECK:       %[[DW1:.*]] = arith.select %[[ACTIVE1]], %{{.*}}, %[[DW0]] : f32
 // CHECK:       %[[DB1:.*]] = arith.select %[[ACTIVE1]], %{{.*}}, %[[DB0]] : f32
-// CHECK-NEXT:  memref.store %[[DW1]], %[[WSW]][%[[P]], %[[J]]]
-// CHECK-NEXT:  memref.store %[[DB1]], %[[WSB]][%[[P]], %[[J]]]
+// CHECK-NOT:   memref.store %{{.*}}, %[[WSW]]
+// CHECK:       %[[VW:.*]] = vector.from_elements %[[DW1]], %{{.*}}, %{{.*}}, %{{.*}} : vector<4xf32>
+// CHECK-NEXT:  vector.store %[[VW]], %[[WSW]][%[[P]], %[[J]]] {alignment = 16 : i64}
+// CHECK-NEXT:  vector.from_elements
+// CHECK-NEXT:  vector.store %{{.*}}, %[[WSW]][%[[P]], %[[J4]]] {alignment = 16 : i64}
+// CHECK-NEXT:  %[[VB:.*]] = vector.from_elements %[[DB1]], %{{.*}}, %{{.*}}, %{{.*}} : vector<4xf32>
+// CHECK-NEXT:  vector.store %[[VB]], %[[WSB]][%[[P]], %[[J]]] {alignment = 16 : i64}
+// CHECK-NEXT:  vector.from_elements
+// CHECK-NEXT:  vector.store %{{.*}}, %[[WSB]][%[[P]], %[[J4]]] {alignment = 16 : i64}
+// The element path (rows not 16-byte aligned): an element at a time.
+// CHECK:       } else {
+// CHECK:         memref.load %[[WSW]][%[[P]], %{{.*}}] : memref<?x131072xf32>
+// CHECK:         memref.store %{{.*}}, %[[WSW]][%[[P]], %{{.*}}] : memref<?x131072xf32>
 // CHECK-NOT:   gpu.barrier
 // CHECK:     gpu.shuffle xor
 // CHECK:     gpu.barrier
@@ -54,7 +73,7 @@
 // CHECK:   %[[EMPTY:.*]] = arith.cmpi uge, %[[LO]], %[[END]]
 // CHECK:   scf.if %[[EMPTY]] {
 // CHECK:     scf.for
-// CHECK:       memref.store %[[ZERO]], %[[WSW]][%[[P]], %{{.*}}]
+// CHECK:       memref.store %[[ZERO:.*]], %[[WSW]][%[[P]], %{{.*}}]
 // CHECK:     scf.for
 // CHECK:       memref.store %[[ZERO]], %[[WSB]][%[[P]], %{{.*}}]
 // CHECK: gpu.launch {{.*}} function(@layer_norm_grad_looped_reduce_2)
