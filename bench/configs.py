@@ -52,6 +52,7 @@ class Cfg:
     lanes: int = 0  # --max-lanes (0: no cap)
     rows: int = 0  # --rows (the tuning table's M hint; 0: unknown)
     fma: bool = False  # --fuse-multiply-add=true (explicit f32 fma)
+    prefetch: int = 0  # --prefetch (waves of rows into L2; 0: none)
 
     @property
     def grad(self):
@@ -104,6 +105,8 @@ class Cfg:
             parts.append("r%d" % self.rows)
         if self.fma:
             parts.append("fma")
+        if self.prefetch:
+            parts.append("pf%d" % self.prefetch)
         return "-".join(parts)
 
     def flags(self):
@@ -138,6 +141,8 @@ class Cfg:
             f.append("--rows=%d" % self.rows)
         if self.fma:
             f.append("--fuse-multiply-add=true")
+        if self.prefetch:
+            f.append("--prefetch=%d" % self.prefetch)
         return f
 
     def expected_args(self, m="?"):

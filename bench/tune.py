@@ -210,8 +210,28 @@ def wide_plan():
                       ms=WIDE_M, fields=("threads", "cluster", "mre"))
 
 
+# "prefetch": the rows prefetched into L2 one or two waves ahead
+# (cp.async.bulk.prefetch; no result bit changes, so a table knob) against
+# the default, alone and with the table's knobs that change the bytes in
+# flight an SM (512 threads, a cluster of 2), both backward ops, bf16 and
+# f32, where the backward is furthest from copy: large M, N = 1024-65536
+# (the register regime and its one row in flight a block), and the looped
+# regime at N = 131072-262144.
+PREFETCH_N = (1024, 3072, 4096, 8192, 16384, 32768, 65536, 131072, 262144)
+PREFETCH_M = (1024, 4096, 16384)
+PREFETCH_KNOBS = ((0, 0, 1), (0, 0, 2), (512, 0, 1), (0, 2, 1), (512, 0, 0),
+                  (0, 2, 0))
+
+
+def prefetch_plan():
+    return table_plan(dtypes=("bf16", "f32"), ns=PREFETCH_N,
+                      knobs=PREFETCH_KNOBS, ms=PREFETCH_M,
+                      fields=("threads", "cluster", "prefetch"))
+
+
 PLANS = dict(TABLE_PLANS, explore=explore_plan, grid=grid_plan,
              groups=groups_plan, fma=fma_plan, wide=wide_plan,
+             prefetch=prefetch_plan,
              **{"grid-cfgs": grid_cfgs_plan,
                 "grid-cfgs-f32": lambda: grid_cfgs_plan(("bf16", "f32"))})
 
@@ -342,6 +362,7 @@ def cmd_run(args):
             e = index["configs"].get(c.name)
             r = {"op": op, "dtype": dt, "N": n, "M": m, "cfg": c.name,
                  "cluster": c.cluster, "threads": c.threads, "mre": c.mre,
+                 "prefetch": c.prefetch,
                  "lanes": c.lanes, "rows": c.rows,
                  "groups": c.groups or C.default_groups(m, n),
                  "fixed_groups": bool(c.groups)}
@@ -358,7 +379,7 @@ def cmd_run(args):
                 ref = res[0].float().clone()
                 if base_bits is None and not c.groups and not c.cluster \
                         and not c.threads and not c.rows and not c.lanes \
-                        and not c.fma and not c.mre:
+                        and not c.fma and not c.mre and not c.prefetch:
                     base_bits, base_dx = bits, ref
                 elif base_bits is not None and not c.groups and \
                         not c.fma:
@@ -462,15 +483,23 @@ def row_bucket(m):
     return sum(m > e for e in ROW_EDGES)
 
 
+KNOB_KEYS = ("threads", "cluster", "max_lanes", "max_register_elements",
+             "prefetch")
+NO_KNOB = (0,) * len(KNOB_KEYS)
+
+
 def knob_of(r):
-    """A run row's knobs as the table writes them: (threads, cluster,
-    max_lanes, max_register_elements); mre is read from the configuration's
-    name for runs written before rows carried it."""
-    mre = r.get("mre")
-    if mre is None:
-        mre = next((int(p[3:]) for p in r["cfg"].split("-")
-                    if p.startswith("mre") and p[3:].isdigit()), 0)
-    return (r["threads"], r["cluster"], r.get("lanes", 0), mre)
+    """A run row's knobs as the table writes them (KNOB_KEYS); mre and
+    prefetch are read from the configuration's name for runs written
+    before rows carried them."""
+    def tagged(key, tag):
+        v = r.get(key)
+        if v is None:
+            v = next((int(p[len(tag):]) for p in r["cfg"].split("-")
+                      if p.startswith(tag) and p[len(tag):].isdigit()), 0)
+        return v
+    return (r["threads"], r["cluster"], r.get("lanes", 0),
+            tagged("mre", "mre"), tagged("prefetch", "pf"))
 
 
 def geomean(xs):
@@ -493,7 +522,7 @@ def winners(rows):
         by.setdefault(key, {}).setdefault(knob_of(r), {})[r["M"]] = r
     out = {}
     for (op, dt, n, b), cands in by.items():
-        base = cands.get((0, 0, 0, 0))
+        base = cands.get(NO_KNOB)
         if not base:
             continue
         ms = sorted(base)
@@ -501,7 +530,7 @@ def winners(rows):
         base_us = geomean([base[m]["us"] for m in ms])
         best, best_us = None, None
         for knob, at in cands.items():
-            if knob == (0, 0, 0, 0) or any(m not in at for m in ms):
+            if knob == NO_KNOB or any(m not in at for m in ms):
                 continue
             if grad and not all(at[m].get("bitwise") for m in ms):
                 continue
@@ -548,8 +577,7 @@ def make_table(rows):
                 e.update({"element_bytes": {"bf16": 2, "f16": 2,
                                             "f32": 4}[dt],
                           "n": [nlo, nhi], "rows": [rlo, rhi]})
-                for key, v in zip(("threads", "cluster", "max_lanes",
-                                   "max_register_elements"), knob):
+                for key, v in zip(KNOB_KEYS, knob):
                     if v:
                         e[key] = v
                 e["measured"] = "%s %s N = %d, M = %s: %s x the cost " \
@@ -574,7 +602,7 @@ def cmd_table(args):
     entries = make_table(rows)
     table = {"family": args.family,
              "about": "Measured geometry choices (threads, cluster, "
-                      "max_lanes, max_register_elements) for %s, written by bench/tune.py table "
+                      "max_lanes, max_register_elements, prefetch) for %s, written by bench/tune.py table "
                       "from %s; see docs/GPU.md, The tuning table." % (
                           args.family, "; ".join(sources)),
              "entries": entries}

@@ -8,6 +8,7 @@
 #include "norm/Dialect/Norm/IR/StageContract.h"
 #include "norm/Pipelines/Passes.h"
 
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/StringExtras.h"
 
@@ -53,6 +54,22 @@ struct CheckTargetPass
             << "' are too old for " << chip << ", which needs +ptx"
             << target->minPtxVersion << " or later";
         return signalPassFailure();
+      }
+      // The rows' L2 prefetch (a geometry's `prefetch`) is PTX 8.0's
+      // cp.async.bulk.prefetch; NVPTX cannot select it below.
+      if (version < 80) {
+        Operation *prefetch = nullptr;
+        module.walk([&](NVVM::CpAsyncBulkPrefetchOp op) {
+          prefetch = op;
+          return WalkResult::interrupt();
+        });
+        if (prefetch) {
+          emitError(prefetch->getLoc())
+              << "norm-gpu-to-binary: features '" << features
+              << "': the rows' L2 prefetch (a row geometry's prefetch) "
+                 "needs +ptx80 or later";
+          return signalPassFailure();
+        }
       }
     }
     if (!llvm::is_contained({"isa", "bin", "fatbin"}, StringRef(format))) {

@@ -22,9 +22,11 @@ void norm::buildNormToGPUBinaryPipeline(OpPassManager &pm,
   choose.cluster = options.cluster;
   choose.batchRows = options.batchRows;
   choose.maxLanes = options.maxLanes;
+  choose.prefetch = options.prefetch;
   choose.chip = options.chip;
   choose.rows = options.rows;
   choose.tuning = options.tuning;
+  choose.tuningFile = options.tuningFile;
   pm.addNestedPass<func::FuncOp>(createNormChooseGeometry(choose));
   NormMapToGPUOptions map;
   map.chip = options.chip;

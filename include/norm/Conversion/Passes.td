@@ -44,7 +44,8 @@ def NormChooseGeometry : Pass<"norm-choose-geometry", "::mlir::func::FuncOp"> {
     (lib/Conversion/NormToGPU/tuning/<family>.json, embedded at build time,
     written by bench/tune.py) is consulted first: an entry for the kernel,
     its element size, N and the `rows` hint gives the knobs (threads,
-    cluster, max-lanes) the cost model then lays the row out with, kept
+    cluster, max-lanes, max-register-elements; prefetch, which changes no
+    bit) the cost model then lays the row out with, kept
     only where that geometry passes the same checks and adds dweight/dbias
     in the cost model's order; otherwise the cost model's own choice
     stands. So a table changes speed and dx's in-row sum order, never
@@ -73,6 +74,11 @@ def NormChooseGeometry : Pass<"norm-choose-geometry", "::mlir::func::FuncOp"> {
            "Rows of the looped regime whose dweight/dbias terms one update "
            "of the partial rows adds (0: chosen, Geometry.h's "
            "kLoopedPartialBytes; 1 to 16: that many)">,
+    Option<"prefetch", "prefetch", "int64_t", /*default=*/"0",
+           "Waves of rows each block of a dx kernel prefetches into L2 "
+           "ahead of the one it works on (cp.async.bulk.prefetch, sm_90; "
+           "0: none, or the tuning table's; 1 to 4: that many). No result "
+           "bit depends on it">,
     Option<"chip", "chip", "std::string", /*default=*/"\"sm_90\"",
            "Target chip (TargetInfo); limits only, never the sum order">,
     Option<"rows", "rows", "int64_t", /*default=*/"0",
@@ -83,7 +89,11 @@ def NormChooseGeometry : Pass<"norm-choose-geometry", "::mlir::func::FuncOp"> {
     Option<"tuning", "tuning", "bool", /*default=*/"true",
            "Consult the chip family's tuning table (tuning/<family>.json) "
            "before the cost model, where threads, cluster and max-lanes "
-           "are 0">
+           "are 0">,
+    Option<"tuningFile", "tuning-file", "std::string", /*default=*/"\"\"",
+           "A tuning table (the JSON of tuning/<family>.json) to consult "
+           "instead of the embedded one, for any chip: a table being "
+           "written for a new chip, or a test's">
   ];
 }
 

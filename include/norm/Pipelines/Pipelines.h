@@ -69,6 +69,11 @@ struct GeometryOptions : public PassPipelineOptions<GeometryOptions> {
       *this, "max-lanes",
       llvm::cl::desc("Most lanes per row of a row kernel (0: no cap)"),
       llvm::cl::init(0)};
+  Option<int64_t> prefetch{
+      *this, "prefetch",
+      llvm::cl::desc("Waves of rows a row kernel's block prefetches into L2 "
+                     "ahead (0: none, or the tuning table's; 1 to 4; sm_90)"),
+      llvm::cl::init(0)};
   Option<int64_t> batchRows{
       *this, "batch-rows",
       llvm::cl::desc("Rows per partial-row update of the looped regime (0: "
@@ -85,6 +90,11 @@ struct GeometryOptions : public PassPipelineOptions<GeometryOptions> {
       llvm::cl::desc("Consult the chip family's tuning table before the "
                      "cost model"),
       llvm::cl::init(true)};
+  Option<std::string> tuningFile{
+      *this, "tuning-file",
+      llvm::cl::desc("A tuning table (JSON, as tuning/<family>.json) to "
+                     "consult instead of the embedded one, for any chip"),
+      llvm::cl::init("")};
 };
 
 /// Options of the GPU code generation tail (gpu.module -> PTX/cubin).

@@ -20,6 +20,7 @@
 #include "norm/Dialect/Norm/IR/StageContract.h"
 
 #include "llvm/Support/MathExtras.h"
+#include "llvm/Support/MemoryBuffer.h"
 
 namespace mlir::norm {
 #define GEN_PASS_DEF_NORMCHOOSEGEOMETRY
@@ -34,6 +35,9 @@ namespace {
 struct ChooseGeometryPass
     : public norm::impl::NormChooseGeometryBase<ChooseGeometryPass> {
   using Base::Base;
+
+  /// The table of the `tuning-file` option, read once.
+  std::optional<std::vector<TuningEntry>> fileTable;
 
   /// The options, checked; emits an error on `func` and fails otherwise.
   LogicalResult checkOptions(func::FuncOp func, const TargetInfo &target) {
@@ -55,6 +59,16 @@ struct ChooseGeometryPass
              << "norm-choose-geometry: max-lanes must be 0 (no cap) or a "
                 "power of two, got "
              << static_cast<int64_t>(maxLanes);
+    if (prefetch < 0 || prefetch > kMaxPrefetch)
+      return emitError(func.getLoc())
+             << "norm-choose-geometry: prefetch must be 0 (none, or the "
+                "tuning table's) to "
+             << kMaxPrefetch << ", got " << static_cast<int64_t>(prefetch);
+    if (prefetch > 0 && !target.bulkPrefetch)
+      return emitError(func.getLoc())
+             << "norm-choose-geometry: prefetch=" << static_cast<int64_t>(prefetch)
+             << " needs cp.async.bulk.prefetch, which " << chip
+             << " does not have (sm_90 and newer do)";
     if (batchRows < 0 || batchRows > kMaxBatchRows)
       return emitError(func.getLoc())
              << "norm-choose-geometry: batch-rows must be 0 (chosen) or 1 to "
@@ -115,10 +129,13 @@ struct ChooseGeometryPass
                  const TargetInfo &target) {
     if (!tuning || s.threads != 0 || s.cluster != 0 || s.maxLanes != 0)
       return chosen;
-    const TuningEntry *e =
-        findTuning(tuningTable(tuningFamily(target.chip)), s, rows);
+    const TuningEntry *e = findTuning(
+        fileTable ? llvm::ArrayRef<TuningEntry>(*fileTable)
+                  : tuningTable(tuningFamily(target.chip)),
+        s, rows);
     if (!e)
       return chosen;
+    int64_t ahead = prefetch ? int64_t(prefetch) : e->prefetch;
     RowShape knobs = s;
     knobs.threads = e->threads;
     knobs.cluster = e->cluster;
@@ -137,8 +154,20 @@ struct ChooseGeometryPass
         !samePartialOrder(g, chosen))
       return chosen;
     if (s.partials == PartialSums::Locked && g.rows != 1)
-      return chosen;
-    return g;
+      return withPrefetch(chosen, ahead, s, target);
+    return withPrefetch(g, ahead, s, target);
+  }
+
+  /// `g` prefetching `ahead` waves of rows where it passes the checks (a
+  /// table entry's prefetch at an N whose rows can never be aligned is
+  /// dropped; the option's is checked in place); else `g` as it is.
+  static Geometry withPrefetch(Geometry g, int64_t ahead, const RowShape &s,
+                               const TargetInfo &target) {
+    if (!ahead)
+      return g;
+    Geometry p = g;
+    p.prefetch = ahead;
+    return checkGeometry(p, s, target).empty() ? p : g;
   }
 
   /// Chooses or checks the geometry of `op` (a norm op or a row nest) for the
@@ -148,7 +177,19 @@ struct ChooseGeometryPass
     Geometry chosen = chooseRowGeometry(s, target);
     RowGeometryAttr written = getGeometry(op);
     if (!written) {
-      setGeometry(op, toAttr(op->getContext(), tuned(s, chosen, target)));
+      Geometry g = tuned(s, chosen, target);
+      // The option's prefetch (dx kernels: a forward block has no row
+      // ahead) where the table gave none: refused where the row cannot
+      // take it, as a written one would be.
+      if (prefetch && !s.forward && g.prefetch != prefetch) {
+        g.prefetch = prefetch;
+        std::string why = checkGeometry(g, s, target);
+        if (!why.empty())
+          return op->emitError()
+                 << "norm-choose-geometry: prefetch=" << g.prefetch
+                 << " is refused: " << why;
+      }
+      setGeometry(op, toAttr(op->getContext(), g));
       return success();
     }
     Geometry g = fromAttr(written, s, target);
@@ -171,6 +212,25 @@ struct ChooseGeometryPass
     }
     if (failed(checkOptions(func, *target)))
       return signalPassFailure();
+    if (!tuningFile.empty() && !fileTable) {
+      llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> text =
+          llvm::MemoryBuffer::getFile(tuningFile);
+      if (!text) {
+        emitError(func.getLoc())
+            << "norm-choose-geometry: tuning-file '" << tuningFile
+            << "': " << text.getError().message();
+        return signalPassFailure();
+      }
+      llvm::Expected<std::vector<TuningEntry>> table =
+          parseTuningTable((*text)->getBuffer());
+      if (!table) {
+        emitError(func.getLoc())
+            << "norm-choose-geometry: tuning-file '" << tuningFile
+            << "': " << llvm::toString(table.takeError());
+        return signalPassFailure();
+      }
+      fileTable = std::move(*table);
+    }
     GeometryKnobs knobs{threads, maxRegisterElements, cluster, batchRows,
                         maxLanes};
     WalkResult result =

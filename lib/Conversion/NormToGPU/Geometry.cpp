@@ -513,6 +513,25 @@ std::string mlir::norm::checkGeometry(const Geometry &g, const RowShape &s,
     return (why << "batch: at most " << kMaxBatchRows << " rows, got "
                 << g.batch)
         .text;
+  // L2 prefetch of the rows ahead: whole 16-byte aligned rows (or slices),
+  // so a static N whose rows can be aligned, and the chip's bulk prefetch.
+  if (g.prefetch < 0 || g.prefetch > kMaxPrefetch)
+    return (why << "prefetch: 0 to " << kMaxPrefetch
+                << " waves of rows ahead, got " << g.prefetch)
+        .text;
+  if (g.prefetch > 0) {
+    if (!target.bulkPrefetch)
+      return (why << "prefetch: " << target.chip
+                  << " has no cp.async.bulk.prefetch (sm_90 and newer do)")
+          .text;
+    if (s.forward)
+      return "prefetch: a forward kernel's block takes one wave of rows, so "
+             "there is no row ahead of it to prefetch";
+    if (!s.n || g.layouts == RowLayouts::Interleaved)
+      return "prefetch: the rows are prefetched as whole 16-byte aligned "
+             "ranges, which needs a static N whose rows can be 16-byte "
+             "aligned (N times the element size a multiple of 16)";
+  }
   // Shared memory, against what every chip gives (never this chip's own,
   // so the kernel runs on every chip the same).
   if (g.sharedBytes > kGuaranteedStaticSharedBytes)

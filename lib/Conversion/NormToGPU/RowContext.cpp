@@ -11,6 +11,7 @@
 #include "RowContext.h"
 #include "Launch.h"
 
+#include "norm/Conversion/NormToGPU/TargetCodegen.h"
 #include "norm/Dialect/Norm/IR/StageContract.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -172,4 +173,47 @@ Value RowContext::unitInnerStride(OpBuilder &rb, Value mem) {
   return memref::ReinterpretCastOp::create(
       rb, loc, unit, mem, mixed(offset, meta.getOffset()), sizes,
       unitStrides);
+}
+
+// Prefetching rows ahead keeps DRAM busy while the block reduces and writes
+// the row it works on: a register-regime block issues its loads for one
+// row (or S) at a time, so its bytes in flight drop to nothing between
+// rows. One thread asks for a whole row (the block's slice with a
+// cluster), a 16-byte aligned range: the vector layout with aligned rows.
+void RowContext::prefetchRow(OpBuilder &rb, Value row, Value issue) {
+  if (!g.prefetch || layout != Layout::Vector || !g.n ||
+      readRowMemrefs.empty())
+    return;
+  Value when = knownAligned ? issue
+                            : arith::AndIOp::create(rb, loc, issue, aligned);
+  scf::IfOp::create(rb, loc, when, [&](OpBuilder &ib, Location) {
+    Value n = cIndex(ib, loc, *g.n);
+    Value first = colBase ? colBase : cIndex(ib, loc, 0);
+    Value span = n;
+    if (colBase)
+      span = arith::MinUIOp::create(
+          ib, loc, arith::SubIOp::create(ib, loc, n, colBase),
+          cIndex(ib, loc, g.sliceColumns));
+    for (Value mem : readRowMemrefs) {
+      Value km = base.lookupOrDefault(mem);
+      auto type = cast<MemRefType>(mem.getType());
+      Value eltBytes = cIndex(ib, loc, type.getElementTypeBitWidth() / 8);
+      auto meta = memref::ExtractStridedMetadataOp::create(ib, loc, km);
+      Value ptr = memref::ExtractAlignedPointerAsIndexOp::create(ib, loc, km);
+      Value elem = arith::AddIOp::create(
+          ib, loc, meta.getOffset(),
+          arith::AddIOp::create(
+              ib, loc,
+              arith::MulIOp::create(ib, loc, row, meta.getStrides()[0]),
+              first));
+      Value address = arith::AddIOp::create(
+          ib, loc, ptr, arith::MulIOp::create(ib, loc, elem, eltBytes));
+      Value bytes = arith::MulIOp::create(ib, loc, span, eltBytes);
+      codegen.prefetchL2(
+          ib, loc,
+          arith::IndexCastUIOp::create(ib, loc, ib.getI64Type(), address),
+          arith::IndexCastUIOp::create(ib, loc, ib.getI32Type(), bytes));
+    }
+    scf::YieldOp::create(ib, loc);
+  });
 }

@@ -120,6 +120,15 @@ struct RowContext {
   /// In the vector body of a two-body kernel the rows are known aligned:
   /// whole groups issue their loads together, with no per-chunk check.
   bool knownAligned = false;
+  /// The row memrefs the body reads at [r, j] (x, dy, residual...): what
+  /// prefetchRow brings into L2.
+  SmallVector<Value> readRowMemrefs;
+
+  /// Geometry::prefetch: where `issue` holds (one thread of the row's) and
+  /// the rows are 16-byte aligned, the block's columns of row `row` of
+  /// every read row memref, prefetched into L2 (one bulk prefetch each).
+  /// Nothing on the interleaved layout or without g.prefetch.
+  void prefetchRow(OpBuilder &rb, Value row, Value issue);
 
   // The rows being emitted (the row walk).
   IRMapping base;                 // program-level values -> kernel values

@@ -277,8 +277,12 @@ Value RowEmitter::emitAlignmentCheck() {
     if (!loop || loop == nest.rows)
       return;
     if (auto l = dyn_cast<memref::LoadOp>(op);
-        l && ctx.isRowAccess(op, loop, l.getMemRef(), l.getIndices()))
+        l && ctx.isRowAccess(op, loop, l.getMemRef(), l.getIndices())) {
       rowMemrefs.insert(l.getMemRef());
+      if (l.getIndices().size() == 2 && !isRowCacheBuffer(l.getMemRef()) &&
+          !llvm::is_contained(ctx.readRowMemrefs, l.getMemRef()))
+        ctx.readRowMemrefs.push_back(l.getMemRef());
+    }
     if (auto st = dyn_cast<memref::StoreOp>(op);
         st && ctx.isRowAccess(op, loop, st.getMemRef(), st.getIndices()))
       rowMemrefs.insert(st.getMemRef());

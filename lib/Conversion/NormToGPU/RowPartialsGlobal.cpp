@@ -267,6 +267,19 @@ void GlobalPartials::emitRows(ColumnLoops &loops, Value lo, Value hi) {
   // first block's.
   Value sideEffects =
       reduction.beginRow(waves.getInductionVar(), lo, laneZero);
+  // The batch `prefetch` batches ahead: its row i by lane i.
+  for (int64_t i = 0; ctx.g.prefetch && i < batch; ++i) {
+    Value ahead = arith::AddIOp::create(
+        b, loc, waves.getInductionVar(), c(ctx.g.prefetch * batch + i));
+    ctx.prefetchRow(
+        b, ahead,
+        arith::AndIOp::create(
+            b, loc,
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, ctx.lane,
+                                  c(i)),
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, ahead,
+                                  hi)));
+  }
   for (Operation &op : rowBody->without_terminator()) {
     auto loop = dyn_cast<scf::ForOp>(op);
     if (loop && loop.getNumResults()) {

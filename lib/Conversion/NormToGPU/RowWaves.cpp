@@ -58,6 +58,16 @@ void Waves::emitRows(ColumnLoops &loops, Value lo, Value hi) {
   Value laneZero = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
                                          ctx.lane, ctx.c(0));
   Value sideEffects = reduction.beginRow(waves.getInductionVar(), lo, laneZero);
+  if (ctx.g.prefetch) {
+    // The row `prefetch` waves ahead, by its sub-group's lane 0.
+    Value ahead = arith::AddIOp::create(
+        b, loc, rowIV, ctx.c(ctx.g.prefetch * ctx.g.rows));
+    ctx.prefetchRow(
+        b, ahead,
+        arith::AndIOp::create(b, loc, laneZero,
+                              arith::CmpIOp::create(
+                                  b, loc, arith::CmpIPredicate::ult, ahead, hi)));
+  }
 
   for (Operation &op : rowBody->without_terminator()) {
     if (auto loop = dyn_cast<scf::ForOp>(op)) {

@@ -20,6 +20,7 @@ using namespace mlir::norm;
 namespace {
 
 /// NVVM's address spaces: shared memory, and the cluster's shared window.
+constexpr unsigned kGlobalAddressSpace = 1;
 constexpr unsigned kSharedAddressSpace = 3;
 constexpr unsigned kClusterSharedAddressSpace = 7;
 
@@ -57,6 +58,19 @@ public:
 
   void deviceFence(OpBuilder &b, Location loc) const override {
     NVVM::MembarOp::create(b, loc, NVVM::MemScopeKind::GPU);
+  }
+
+  void prefetchL2(OpBuilder &b, Location loc, Value address,
+                  Value bytes) const override {
+    // cp.async.bulk.prefetch.L2.global: the generic address of a global
+    // buffer converted to the global space (cvta.to.global).
+    auto generic = LLVM::LLVMPointerType::get(b.getContext());
+    auto global =
+        LLVM::LLVMPointerType::get(b.getContext(), kGlobalAddressSpace);
+    Value p = LLVM::IntToPtrOp::create(b, loc, generic, address);
+    Value g = LLVM::AddrSpaceCastOp::create(b, loc, global, p);
+    NVVM::CpAsyncBulkPrefetchOp::create(b, loc, g, bytes,
+                                        /*l2CacheHint=*/Value());
   }
 };
 

@@ -37,8 +37,10 @@ std::optional<TargetInfo> TargetInfo::get(llvm::StringRef chip) {
                            .Default(80);
   // Thread-block clusters (and distributed shared memory) came with sm_90;
   // 8 blocks is the portable cluster size.
-  if (chip.starts_with("sm_90"))
+  if (chip.starts_with("sm_90")) {
     info.maxClusterBlocks = 8;
+    info.bulkPrefetch = true;
+  }
   // Opt-in shared memory per block (the programming guide's table by
   // compute capability): 163 KB on 8.0, 99 KB on 8.6 and 8.9, 227 KB on 9.0.
   info.maxOptInSharedBytes = llvm::StringSwitch<int64_t>(chip)

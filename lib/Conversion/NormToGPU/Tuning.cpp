@@ -82,7 +82,7 @@ mlir::norm::parseTuningTable(llvm::StringRef json) {
   static const llvm::StringRef known[] = {
       "kernel", "partial_rows", "element_bytes", "n", "rows",
       "threads", "cluster", "max_lanes", "max_register_elements",
-      "measured"};
+      "prefetch", "measured"};
   for (size_t i = 0; i < entries->size(); ++i) {
     const llvm::json::Object *o = (*entries)[i].getAsObject();
     if (!o)
@@ -103,6 +103,7 @@ mlir::norm::parseTuningTable(llvm::StringRef json) {
         !readInt(*o, "max_lanes", e.maxLanes, i, err) ||
         !readInt(*o, "max_register_elements", e.maxRegisterElements, i,
                  err) ||
+        !readInt(*o, "prefetch", e.prefetch, i, err) ||
         !readRange(*o, "n", e.nLo, e.nHi, i, err) ||
         !readRange(*o, "rows", e.rowsLo, e.rowsHi, i, err))
       return std::move(err);
@@ -117,9 +118,13 @@ mlir::norm::parseTuningTable(llvm::StringRef json) {
       return bad(i, "\"rows\" must run from 1 or an edge + 1 to an edge "
                     "or 0 (unbounded); the edges are 128, 512, 2048, 8192");
     if (e.threads == 0 && e.cluster == 0 && e.maxLanes == 0 &&
-        e.maxRegisterElements == 0)
+        e.maxRegisterElements == 0 && e.prefetch == 0)
       return bad(i, "no knob: give \"threads\", \"cluster\", "
-                    "\"max_lanes\" or \"max_register_elements\"");
+                    "\"max_lanes\", \"max_register_elements\" or "
+                    "\"prefetch\"");
+    if (e.prefetch > kMaxPrefetch)
+      return bad(i, "\"prefetch\" must be at most " +
+                        llvm::Twine(kMaxPrefetch));
     if (e.maxLanes && !llvm::isPowerOf2_64(e.maxLanes))
       return bad(i, "\"max_lanes\" must be a power of two");
     if (e.threads && (!llvm::isPowerOf2_64(e.threads) || e.threads < 32 ||

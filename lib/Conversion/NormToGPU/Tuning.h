@@ -55,6 +55,8 @@ struct TuningEntry {
   int64_t cluster = 0;
   int64_t maxLanes = 0;
   int64_t maxRegisterElements = 0;
+  /// Waves of rows prefetched into L2 (Geometry::prefetch; 0: none).
+  int64_t prefetch = 0;
 };
 
 /// The chip family whose table serves `chip` ("sm_90" for sm_90 and

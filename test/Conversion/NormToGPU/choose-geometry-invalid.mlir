@@ -122,3 +122,30 @@ func.func @looped_cluster_dynamic_n(%dy: memref<?x?xbf16>, %x: memref<?x?xbf16>,
   norm.rms_norm_grad dy(%dy : memref<?x?xbf16>) x(%x : memref<?x?xbf16>) rstd(%rstd : memref<?xf32>) weight(%w : memref<?xbf16>) outs dx(%dx : memref<?x?xbf16>) dweight(%dw : memref<?xbf16>) {norm.geometry = #norm.row_geometry<regime = looped, threads = 512, lanes = 512, rows = 1, vector = 1, chunks = 8, partials = global, cluster = 4, shared = 160>}
   return
 }
+
+// -----
+
+// A written prefetch where the rows can never be 16-byte aligned (odd N),
+// on a forward kernel (one wave a block), on a chip without bulk prefetch
+// (choose-geometry-prefetch.mlir), past kMaxPrefetch.
+func.func @prefetch_unaligned_rows(%dy: memref<?x4095xbf16>, %x: memref<?x4095xbf16>, %rstd: memref<?xf32>, %dx: memref<?x4095xbf16>, %w: memref<4095xbf16>, %dw: memref<4095xbf16>) {
+  // expected-error @+1 {{prefetch: the rows are prefetched as whole 16-byte aligned ranges, which needs a static N whose rows can be 16-byte aligned (N times the element size a multiple of 16)}}
+  norm.rms_norm_grad dy(%dy : memref<?x4095xbf16>) x(%x : memref<?x4095xbf16>) rstd(%rstd : memref<?xf32>) weight(%w : memref<4095xbf16>) outs dx(%dx : memref<?x4095xbf16>) dweight(%dw : memref<4095xbf16>) {norm.geometry = #norm.row_geometry<regime = registers, threads = 256, lanes = 256, rows = 1, vector = 8, chunks = 2, layout = interleaved, partials = shared, prefetch = 1>}
+  return
+}
+
+// -----
+
+func.func @prefetch_forward(%x: memref<?x4096xbf16>, %y: memref<?x4096xbf16>, %rstd: memref<?xf32>) {
+  // expected-error @+1 {{prefetch: a forward kernel's block takes one wave of rows, so there is no row ahead of it to prefetch}}
+  norm.rms_norm x(%x : memref<?x4096xbf16>) outs y(%y : memref<?x4096xbf16>) rstd(%rstd : memref<?xf32>) {norm.geometry = #norm.row_geometry<regime = registers, threads = 256, lanes = 256, rows = 1, vector = 8, chunks = 2, prefetch = 1>}
+  return
+}
+
+// -----
+
+func.func @prefetch_too_far(%dy: memref<?x4096xbf16>, %x: memref<?x4096xbf16>, %rstd: memref<?xf32>, %dx: memref<?x4096xbf16>, %w: memref<4096xbf16>, %dw: memref<4096xbf16>) {
+  // expected-error @+1 {{prefetch: 0 to 4 waves of rows ahead, got 5}}
+  norm.rms_norm_grad dy(%dy : memref<?x4096xbf16>) x(%x : memref<?x4096xbf16>) rstd(%rstd : memref<?xf32>) weight(%w : memref<4096xbf16>) outs dx(%dx : memref<?x4096xbf16>) dweight(%dw : memref<4096xbf16>) {norm.geometry = #norm.row_geometry<regime = registers, threads = 256, lanes = 256, rows = 1, vector = 8, chunks = 2, partials = shared, prefetch = 5>}
+  return
+}

@@ -485,6 +485,18 @@ int main() {
       if (!m)
         llvm::consumeError(m.takeError());
     }
+    {
+      llvm::Expected<std::vector<TuningEntry>> m = parseTuningTable(
+          "{\"entries\": [{\"kernel\": \"dx\", \"n\": [1, 2], "
+          "\"prefetch\": 2}]}");
+      check(m && m->size() == 1 && (*m)[0].prefetch == 2,
+            "prefetch alone is a knob");
+      if (!m)
+        llvm::consumeError(m.takeError());
+    }
+    refused("{\"entries\": [{\"kernel\": \"dx\", \"n\": [1, 2], "
+            "\"prefetch\": 5}]}",
+            "\"prefetch\" must be at most 4");
     refused("{\"entries\": [{\"kernel\": \"dx\", \"n\": [1, 2], "
             "\"max_register_elements\": -1}]}",
             "\"max_register_elements\" must be a non-negative integer");

@@ -108,3 +108,23 @@ func.func @looped_no_chunks(%x: tensor<?x1000xbf16>) -> tensor<?x1000xbf16> {
 func.func @not_on_a_function() attributes {norm.geometry = #norm.row_geometry<regime = looped, threads = 256, lanes = 256, rows = 1, vector = 8>} {
   return
 }
+
+// -----
+
+// prefetch (waves of rows prefetched into L2) round-trips; 0 is elided.
+// CHECK-LABEL: func.func @prefetch_round_trip
+// CHECK: norm.geometry = #norm.row_geometry<regime = registers, threads = 256, lanes = 256, rows = 1, vector = 8, chunks = 2, partials = shared, prefetch = 2>
+// CHECK: norm.geometry = #norm.row_geometry<regime = registers, threads = 256, lanes = 256, rows = 1, vector = 8, chunks = 2, partials = shared>
+func.func @prefetch_round_trip(%dy: tensor<?x4096xbf16>, %x: tensor<?x4096xbf16>, %rstd: tensor<?xf32>, %w: tensor<4096xbf16>) -> (tensor<?x4096xbf16>, tensor<4096xbf16>, tensor<?x4096xbf16>, tensor<4096xbf16>) {
+  %dx, %dw = norm.rms_norm_grad dy(%dy : tensor<?x4096xbf16>) x(%x : tensor<?x4096xbf16>) rstd(%rstd : tensor<?xf32>) weight(%w : tensor<4096xbf16>) {norm.geometry = #norm.row_geometry<regime = registers, threads = 256, lanes = 256, rows = 1, vector = 8, chunks = 2, partials = shared, prefetch = 2>} -> dx(tensor<?x4096xbf16>) dweight(tensor<4096xbf16>)
+  %dx2, %dw2 = norm.rms_norm_grad dy(%dy : tensor<?x4096xbf16>) x(%x : tensor<?x4096xbf16>) rstd(%rstd : tensor<?xf32>) weight(%w : tensor<4096xbf16>) {norm.geometry = #norm.row_geometry<regime = registers, threads = 256, lanes = 256, rows = 1, vector = 8, chunks = 2, partials = shared, prefetch = 0>} -> dx(tensor<?x4096xbf16>) dweight(tensor<4096xbf16>)
+  return %dx, %dw, %dx2, %dw2 : tensor<?x4096xbf16>, tensor<4096xbf16>, tensor<?x4096xbf16>, tensor<4096xbf16>
+}
+
+// -----
+
+func.func @prefetch_negative(%x: tensor<?x1000xbf16>) -> tensor<?x1000xbf16> {
+  // expected-error @+1 {{#norm.row_geometry: prefetch must be 0 to 1024 waves ahead, got -1}}
+  %y, %r = norm.rms_norm x(%x : tensor<?x1000xbf16>) {norm.geometry = #norm.row_geometry<regime = registers, threads = 256, lanes = 32, rows = 8, vector = 8, chunks = 4, prefetch = -1>} -> y(tensor<?x1000xbf16>) rstd(tensor<?xf32>)
+  return %y : tensor<?x1000xbf16>
+}

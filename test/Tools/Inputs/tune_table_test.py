@@ -16,16 +16,17 @@ import tune as T  # noqa: E402
 
 
 def row(m, us, threads=0, cluster=0, mre=0, bitwise=True, n=262144,
-        op="rms_norm_grad", dt="bf16", fma=False):
+        op="rms_norm_grad", dt="bf16", fma=False, prefetch=0):
     name = "%s-n%d-%s-deterministic" % (op, n, dt)
     name += "".join("-%s%d" % (k, v) for k, v in
-                    (("t", threads), ("mre", mre), ("c", cluster)) if v)
+                    (("t", threads), ("mre", mre), ("c", cluster),
+                     ("pf", prefetch)) if v)
     if fma:
         name += "-fma"
     r = {"op": op, "dtype": dt, "N": n, "M": m, "cfg": name,
          "cluster": cluster, "threads": threads, "lanes": 0, "rows": 0,
          "groups": 1, "fixed_groups": False, "us": us}
-    if threads or cluster or mre:
+    if threads or cluster or mre or prefetch:
         r["bitwise"] = bitwise
     return r
 
@@ -72,6 +73,17 @@ class Table(unittest.TestCase):
         self.assertEqual(es[0]["threads"], 512)
         self.assertEqual(es[0]["n"], [2049, 0])
 
+    def test_prefetch_knob(self):
+        # A prefetch candidate (the knob read from its name, as in runs
+        # whose rows do not carry it) wins bucket 4 (M > 8192) alone.
+        rows = [row(16384, 100, n=4096), row(16384, 90, n=4096, prefetch=1),
+                row(16384, 95, n=4096, threads=512)]
+        es = T.make_table(rows)
+        self.assertEqual(len(es), 1)
+        self.assertEqual(es[0]["prefetch"], 1)
+        self.assertEqual(es[0]["rows"], [8193, 0])
+        self.assertNotIn("threads", es[0])
+
     def test_keys_known_to_the_parser(self):
         with open(os.path.join(ROOT, "lib", "Conversion", "NormToGPU",
                                "Tuning.cpp")) as f:
@@ -79,7 +91,8 @@ class Table(unittest.TestCase):
         known = set(re.findall(r'"([a-z_]+)"', src[src.index("known[]"):
                                                   src.index("};",
                                                   src.index("known[]"))]))
-        rows = [row(1, 100), row(1, 20, threads=256, cluster=8, mre=32)]
+        rows = [row(1, 100), row(1, 20, threads=256, cluster=8, mre=32,
+                                 prefetch=1)]
         for e in T.make_table(rows):
             self.assertLessEqual(set(e), known)
 

@@ -162,6 +162,9 @@ inline constexpr int64_t kLoopedThreads = 512;
 inline constexpr int64_t kLoopedPartialBytes = 2;
 /// The most rows the `batch-rows` option may ask for.
 inline constexpr int64_t kMaxBatchRows = 16;
+/// The most waves of rows a block may prefetch into L2 ahead
+/// (Geometry::prefetch).
+inline constexpr int64_t kMaxPrefetch = 4;
 
 /// Registers a thread of a register-regime kernel needs, estimated: the
 /// two row caches (x, dy; f32), the partial sums when they live in
@@ -276,6 +279,10 @@ struct Geometry {
   /// terms one read-modify-write of the partial rows adds
   /// (kLoopedPartialBytes); 1 otherwise.
   int64_t batch = 1;
+  /// Waves of rows prefetched into L2 ahead of the one being worked on
+  /// (cp.async.bulk.prefetch; 0: none). Changes no result bit, so the
+  /// tuning table may set it (kMaxPrefetch).
+  int64_t prefetch = 0;
 
   /// Warps of one row (> 1: in-row sums take a shared-memory step).
   int64_t warpsPerRow() const { return lanes > warp ? lanes / warp : 1; }

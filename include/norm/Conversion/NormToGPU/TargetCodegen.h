@@ -48,6 +48,12 @@ public:
   /// Orders this thread's global memory accesses before and after it for
   /// every thread of the device (the lock protocol of `locked`).
   virtual void deviceFence(OpBuilder &b, Location loc) const = 0;
+
+  /// Asks the memory system to bring `bytes` (i32, a multiple of 16) of
+  /// global memory from the generic byte address `address` (i64, 16-byte
+  /// aligned) into L2, without waiting (TargetInfo::bulkPrefetch).
+  virtual void prefetchL2(OpBuilder &b, Location loc, Value address,
+                          Value bytes) const = 0;
 };
 
 } // namespace mlir::norm

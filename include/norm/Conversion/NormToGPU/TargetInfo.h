@@ -46,6 +46,9 @@ struct TargetInfo {
   /// is > 1; such a split changes the order of dx's in-row sums only, never
   /// that of dweight/dbias (Geometry.h).
   int64_t maxClusterBlocks = 1;
+  /// Whether the chip has cp.async.bulk.prefetch (L2 prefetch of a byte
+  /// range from one thread; sm_90, PTX 8.0).
+  bool bulkPrefetch = false;
 
   /// The facts for `chip` ("sm_80", "sm_90", ...); none for unknown chips.
   static std::optional<TargetInfo> get(llvm::StringRef chip);

@@ -272,7 +272,7 @@ LogicalResult RowGeometryAttr::verify(
     function_ref<InFlightDiagnostic()> emitError, RowRegime regime,
     int64_t threads, int64_t lanes, int64_t rows, int64_t vector,
     int64_t chunks, RowLayout, RowPartials partials, int64_t cluster,
-    int64_t batch, int64_t shared, int64_t dynamicShared) {
+    int64_t batch, int64_t prefetch, int64_t shared, int64_t dynamicShared) {
   auto fail = [&]() { return emitError() << "#norm.row_geometry: "; };
   // Bounds far past any chip's, so that every product of them fits.
   if (threads < 1 || !llvm::isPowerOf2_64(threads) || threads > (1 << 16))
@@ -294,6 +294,9 @@ LogicalResult RowGeometryAttr::verify(
     return fail() << "cluster must be at least 1, got " << cluster;
   if (batch < 1)
     return fail() << "batch must be at least 1, got " << batch;
+  if (prefetch < 0 || prefetch > 1024)
+    return fail() << "prefetch must be 0 to 1024 waves ahead, got "
+                  << prefetch;
   if (shared < 0 || dynamicShared < 0)
     return fail() << "shared memory sizes must not be negative";
   if (regime == RowRegime::Looped) {

@@ -149,6 +149,10 @@ def Norm_RowGeometryAttr : AttrDef<Norm_Dialect, "RowGeometry"> {
     * `cluster`: blocks of a thread-block cluster that split each row
       (sm_90; 1: none).
     * `batch`: rows whose partial-row update the looped regime shares.
+    * `prefetch`: waves of rows (S rows, or B in the looped regime) a
+      block has prefetched into L2 ahead of the one it works on, with one
+      `cp.async.bulk.prefetch` a row and read memref (sm_90; 0: none). A
+      hint to the memory system: no result bit depends on it.
     * `shared`, `dynamic_shared`: bytes of static and dynamic shared memory
       the kernel takes; derived from the rest (the pass fills them in).
 
@@ -173,6 +177,8 @@ def Norm_RowGeometryAttr : AttrDef<Norm_Dialect, "RowGeometry"> {
                            "home of the partial rows">:$partials,
     DefaultValuedParameter<"int64_t", "1", "blocks per cluster">:$cluster,
     DefaultValuedParameter<"int64_t", "1", "rows per partial update">:$batch,
+    DefaultValuedParameter<"int64_t", "0", "waves prefetched into L2">
+        :$prefetch,
     DefaultValuedParameter<"int64_t", "0", "static shared bytes">:$shared,
     DefaultValuedParameter<"int64_t", "0", "dynamic shared bytes">
         :$dynamic_shared);

@@ -1,0 +1,45 @@
+// RUN: norm-opt %s --split-input-file --norm-choose-geometry="rows=64 tuning-file=%S/Inputs/tuning-file.json" | FileCheck %s
+// RUN: norm-opt %s --split-input-file --norm-choose-geometry="rows=64 tuning-file=%S/Inputs/tuning-file.json chip=sm_80" | FileCheck %s --check-prefix=SM80
+// RUN: not norm-opt %s --split-input-file --norm-choose-geometry="tuning-file=%S/Inputs/no-such-table.json" 2>&1 | FileCheck %s --check-prefix=MISSING
+// RUN: not norm-opt %s --split-input-file --norm-choose-geometry="tuning-file=%S/Inputs/tuning-file-bad.json" 2>&1 | FileCheck %s --check-prefix=BAD
+
+// A table from a file (the `tuning-file` option) in place of the embedded
+// one, on any chip. Its entries: RMSNorm backward bf16 N = 4000-5000 at
+// every M, prefetch 2 (the cost model's layout otherwise); LayerNorm
+// backward bf16 N >= 200000 at M <= 128, a cluster of 8 with
+// max_register_elements 32 (the looped row split over the cluster); the
+// forward at N = 4000-5000, prefetch 1, which a forward kernel cannot take
+// (no row ahead of its block's one wave), so the cost model's stands. On
+// sm_80 the prefetch entry yields to the cost model (no bulk prefetch), and
+// so does the cluster entry (no clusters).
+// CHECK-LABEL: func.func @rms_grad
+// CHECK: norm.geometry = #norm.row_geometry<regime = registers, threads = 256, lanes = 256, rows = 1, vector = 8, chunks = 2, partials = shared, prefetch = 2, shared = 16448>
+// SM80-LABEL: func.func @rms_grad
+// SM80: norm.geometry = #norm.row_geometry<regime = registers, threads = 256, lanes = 256, rows = 1, vector = 8, chunks = 2, partials = shared, shared = 16448>
+// MISSING: norm-choose-geometry: tuning-file '{{.*}}no-such-table.json': {{.*}}
+// BAD: norm-choose-geometry: tuning-file '{{.*}}tuning-file-bad.json': tuning table: entries[0]: "prefetch" must be at most 4
+func.func @rms_grad(%dy: memref<?x4096xbf16>, %x: memref<?x4096xbf16>, %rstd: memref<?xf32>, %dx: memref<?x4096xbf16>, %w: memref<4096xbf16>, %dw: memref<4096xbf16>) {
+  norm.rms_norm_grad dy(%dy : memref<?x4096xbf16>) x(%x : memref<?x4096xbf16>) rstd(%rstd : memref<?xf32>) weight(%w : memref<4096xbf16>) outs dx(%dx : memref<?x4096xbf16>) dweight(%dw : memref<4096xbf16>)
+  return
+}
+
+// -----
+
+// CHECK-LABEL: func.func @layer_grad_wide
+// CHECK: norm.geometry = #norm.row_geometry<regime = looped, threads = 512, lanes = 512, rows = 1, vector = 8, chunks = 8, partials = global, cluster = 8
+// SM80-LABEL: func.func @layer_grad_wide
+// SM80: norm.geometry = #norm.row_geometry<regime = looped, threads = 512, lanes = 512, rows = 1, vector = 8, partials = global, batch = 8
+func.func @layer_grad_wide(%dy: memref<?x262144xbf16>, %x: memref<?x262144xbf16>, %mean: memref<?xf32>, %rstd: memref<?xf32>, %dx: memref<?x262144xbf16>, %w: memref<262144xbf16>, %dw: memref<262144xbf16>, %db: memref<262144xbf16>) {
+  norm.layer_norm_grad dy(%dy : memref<?x262144xbf16>) x(%x : memref<?x262144xbf16>) mean(%mean : memref<?xf32>) rstd(%rstd : memref<?xf32>) weight(%w : memref<262144xbf16>) outs dx(%dx : memref<?x262144xbf16>) dweight(%dw : memref<262144xbf16>) dbias(%db : memref<262144xbf16>)
+  return
+}
+
+// -----
+
+// CHECK-LABEL: func.func @forward
+// CHECK: norm.geometry = #norm.row_geometry<
+// CHECK-NOT: prefetch =
+func.func @forward(%x: memref<?x4096xbf16>, %y: memref<?x4096xbf16>, %r: memref<?xf32>) {
+  norm.rms_norm x(%x : memref<?x4096xbf16>) outs y(%y : memref<?x4096xbf16>) rstd(%r : memref<?xf32>)
+  return
+}
