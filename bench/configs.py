@@ -314,7 +314,29 @@ TUNED_CASES = (("layer_norm_grad", "bf16", 16383, 64),
                ("rms_norm_grad", "bf16", 65537, 999),
                ("rms_norm_grad", "f32", 65536, 100),
                ("layer_norm", "bf16", 768, 100),
-               ("rms_norm", "f32", 300, 700))
+               ("rms_norm", "f32", 300, 700),
+               # The looped row split over a cluster (entries with
+               # max_register_elements, M <= 128) off the tuned N.
+               ("layer_norm_grad", "bf16", 150008, 7),
+               ("layer_norm_grad", "bf16", 262144, 64),
+               ("rms_norm_grad", "f32", 200000, 50))
+
+
+# Geometry prefetch (rows waves ahead into L2; no table entry takes it yet,
+# so the option): the register regime one and two waves ahead, with the
+# rows aligned (prefetched) and not (the alignment check skips it), the
+# looped regime's batches, a row split over a cluster (a slice each).
+PREFETCH_CASES = ((("layer_norm_grad", 4096, "bf16", 1), 2061, "contig"),
+                  (("layer_norm_grad", 4096, "bf16", 1), 67, "offset"),
+                  (("rms_norm_grad", 4096, "f32", 2), 1000, "strided"),
+                  (("rms_norm_grad", 1024, "bf16", 1), 4099, "contig"),
+                  (("layer_norm_grad", 131072, "bf16", 1), 37, "contig"),
+                  (("rms_norm_grad", 65536, "bf16", 1), 70, "contig"))
+
+
+def _prefetch_cases():
+    return [Case(Cfg(op, n, dt, prefetch=p), m, layout)
+            for (op, n, dt, p), m, layout in PREFETCH_CASES]
 
 
 def _tuned_cases():
@@ -341,7 +363,7 @@ def check_cases(subset="full"):
         for op in FWD_OPS:
             for dt in DTYPES:
                 cases += _fwd_cases(op, dt)
-        cases += _tuned_cases()
+        cases += _tuned_cases() + _prefetch_cases()
     elif subset == "quick":
         for op in GRAD_OPS:
             for dt in DTYPES:

@@ -206,6 +206,14 @@ if [[ ! -f .dev/gpu/libnormrt.so ]]; then
        "the 'ours' bench rows will fail)"
 fi
 
+# gpu-prepare.sh packs the sm_80 PTX when .dev/gpu would not travel
+# otherwise.
+if [[ -f .dev/gpu/kernels-sm80.tar.gz && ! -d .dev/gpu/kernels-sm80 ]]; then
+  tar -C .dev/gpu -xzf .dev/gpu/kernels-sm80.tar.gz ||
+    echo "gpu-run: warning: unpacking kernels-sm80.tar.gz failed (the chips" \
+         "step will find no kernels)"
+fi
+
 #--- wheels (bench/requirements-gpu.txt, fetched by gpu-prepare.sh) -------#
 # Packages the GPU machine lacks (Liger-Kernel) travel as wheels in
 # .dev/gpu/wheels; installed into a temporary directory, never the system.
