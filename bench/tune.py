@@ -29,6 +29,7 @@ import math
 import os
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 
@@ -300,6 +301,14 @@ def cmd_prepare(args):
     for name, f in sorted(failed.items()):
         out("  not compiled: %s: %s" % (name, f["error"].splitlines()[-1]
                                         if f["error"] else ""))
+    if args.pack:
+        # PTX packs to about a fifth: several plans then travel in one
+        # device call (run unpacks <dir>.tar.gz where <dir> is missing).
+        d = os.path.abspath(args.dir)
+        with tarfile.open(d + ".tar.gz", "w:gz") as t:
+            t.add(d, arcname=os.path.basename(d))
+        out("tune: packed %s.tar.gz (%.1f MB)" % (
+            d, os.path.getsize(d + ".tar.gz") / 1e6))
     return 0
 
 
@@ -315,6 +324,30 @@ def geometry_note(entry):
 
 
 def cmd_run(args):
+    """One plan, or several (--plan a,b: --dir may hold "{plan}"; each
+    plan's run goes to OUT/tune-<plan>.json, its table to stdout, so a
+    device call brings back a file a plan). A plan's directory that is
+    missing but packed (<dir>.tar.gz, prepare --pack) is unpacked first."""
+    plans = [p for p in args.plan.split(",") if p]
+    for p in plans:
+        if p not in PLANS:
+            raise SystemExit("tune: unknown plan %r (known: %s)"
+                             % (p, ", ".join(sorted(PLANS))))
+    rc = 0
+    for p in plans:
+        one = argparse.Namespace(**vars(args))
+        one.plan = p
+        one.dir = args.dir.replace("{plan}", p)
+        if not os.path.isdir(one.dir) and os.path.isfile(one.dir + ".tar.gz"):
+            with tarfile.open(one.dir + ".tar.gz") as t:
+                t.extractall(os.path.dirname(os.path.abspath(one.dir)))
+        one.json_name = "tune-%s.json" % p if len(plans) > 1 else "tune.json"
+        one.md_name = None if len(plans) > 1 else "tune.md"
+        rc |= run_plan(one)
+    return rc
+
+
+def run_plan(args):
     import torch
     from triton.testing import do_bench
     import bench as B
@@ -403,13 +436,14 @@ def cmd_run(args):
         del x, w, ins
         torch.cuda.empty_cache()
     os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, "tune.json"), "w") as f:
+    with open(os.path.join(args.out, args.json_name), "w") as f:
         json.dump({"plan": args.plan, "rows": rows,
                    "wall_s": time.time() - t_start,
                    "device": torch.cuda.get_device_name()}, f, indent=0)
     md = table(rows)
-    with open(os.path.join(args.out, "tune.md"), "w") as f:
-        f.write(md)
+    if args.md_name:
+        with open(os.path.join(args.out, args.md_name), "w") as f:
+            f.write(md)
     out(md)
     return 0
 
@@ -621,8 +655,13 @@ def main(argv=None):
     p.add_argument("--dir", default=os.path.join(HERE, "..", ".dev", "tune"))
     p.add_argument("--build", default=os.path.join(HERE, "..", "build"))
     p.add_argument("--jobs", type=int, default=2)
+    p.add_argument("--pack", action="store_true",
+                   help="also write <dir>.tar.gz (carry it instead of the "
+                        "directory)")
     p = sub.add_parser("run")
-    p.add_argument("--plan", default="explore", choices=sorted(PLANS))
+    p.add_argument("--plan", default="explore",
+                   help="a plan, or several comma-separated (then --dir "
+                        "may hold {plan}): %s" % ", ".join(sorted(PLANS)))
     p.add_argument("--dir", default=os.path.join(HERE, "..", ".dev", "tune"))
     p.add_argument("--out", default=os.environ.get("OUT") or "tune-out")
     p.add_argument("--deadline", type=float, default=0)

@@ -391,11 +391,16 @@ step variants "${VARIANTS_CAP_S:-300}" 0 "$OUT/variants.log" -- \
 #--- 2e. the tuner (bench/tune.py; opt-in) ---------------------------------#
 # TUNE_PLAN (default grid) over .dev/tune, which `python3 bench/tune.py
 # prepare --plan P` wrote on the build machine (carry .dev/tune); writes
-# tune.json and tune.md to $OUT.
+# tune.json and tune.md to $OUT. Several plans, comma-separated, run over
+# .dev/tune-<plan> (TUNE_DIR), each from its directory or from
+# .dev/tune-<plan>.tar.gz (`prepare --pack`: carry the packs), into
+# $OUT/tune-<plan>.json.
 selected tune && : >"$OUT/tune.log"
+tune_dir=.dev/tune
+[[ ${TUNE_PLAN:-grid} == *,* ]] && tune_dir=.dev/tune-{plan}
 step tune "${TUNE_CAP_S:-400}" 0 "$OUT/tune.log" -- \
-  python3 bench/tune.py run --plan "${TUNE_PLAN:-grid}" --dir .dev/tune \
-    --out "$OUT" --deadline @DEADLINE@
+  python3 bench/tune.py run --plan "${TUNE_PLAN:-grid}" \
+    --dir "${TUNE_DIR:-$tune_dir}" --out "$OUT" --deadline @DEADLINE@
 
 #--- 3./4./5. compute-sanitizer ------------------------------------------------#
 SAN=(memcheck initcheck racecheck)

@@ -5,9 +5,12 @@ knob, and a table the compiler's parser takes (norm-opt reads it through
 --norm-choose-geometry only when embedded, so the keys are checked against
 Tuning.cpp's list here)."""
 
+import argparse
 import os
 import re
 import sys
+import tarfile
+import tempfile
 import unittest
 
 ROOT = sys.argv[1]
@@ -83,6 +86,32 @@ class Table(unittest.TestCase):
         self.assertEqual(es[0]["prefetch"], 1)
         self.assertEqual(es[0]["rows"], [8193, 0])
         self.assertNotIn("threads", es[0])
+
+    def test_run_several_plans(self):
+        # run --plan a,b: one directory a plan ({plan} in --dir), a packed
+        # one unpacked first, one JSON a plan and no tune.md.
+        with tempfile.TemporaryDirectory() as d:
+            src = os.path.join(d, "tune-wide")
+            os.makedirs(os.path.join(src, "kernels"))
+            with open(os.path.join(src, "configs.json"), "w") as f:
+                f.write("{}")
+            with tarfile.open(src + ".tar.gz", "w:gz") as t:
+                t.add(src, arcname="tune-wide")
+            os.rename(src, src + ".moved")
+            seen = []
+            real = T.run_plan
+            T.run_plan = lambda a: seen.append(
+                (a.plan, os.path.isfile(os.path.join(a.dir, "configs.json")),
+                 a.json_name, a.md_name)) or 0
+            try:
+                rc = T.cmd_run(argparse.Namespace(
+                    plan="wide,fma", dir=os.path.join(d, "tune-{plan}"),
+                    out=d, deadline=0, warmup=1, rep=1))
+            finally:
+                T.run_plan = real
+            self.assertEqual(rc, 0)
+            self.assertEqual(seen, [("wide", True, "tune-wide.json", None),
+                                    ("fma", False, "tune-fma.json", None)])
 
     def test_keys_known_to_the_parser(self):
         with open(os.path.join(ROOT, "lib", "Conversion", "NormToGPU",
