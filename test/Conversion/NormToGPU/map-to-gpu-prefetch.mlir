@@ -1,6 +1,7 @@
 // RUN: norm-opt %s --split-input-file --norm-lower-to-loops --norm-choose-geometry=prefetch=1 --norm-map-to-gpu --canonicalize --cse | FileCheck %s
 // RUN: norm-opt %s --split-input-file --norm-lower-to-loops --norm-choose-geometry="prefetch=2 batch-rows=2" --norm-map-to-gpu --canonicalize --cse | FileCheck %s --check-prefix=LOOPED
 // RUN: norm-opt %s --split-input-file --norm-lower-to-loops --norm-choose-geometry --norm-map-to-gpu | FileCheck %s --check-prefix=NONE
+// RUN: norm-opt %s --split-input-file --norm-lower-to-loops --norm-choose-geometry=prefetch=2 --norm-map-to-gpu --canonicalize --cse | FileCheck %s --check-prefix=TWO
 
 // Geometry prefetch = P: at the top of each wave of S rows, lane 0 of each
 // sub-group asks L2 for its row P S ahead, where that row is still the
@@ -34,6 +35,15 @@
 // CHECK-NEXT: }
 // CHECK-NOT: nvvm.cp.async.bulk.prefetch
 // CHECK: gpu.launch {{.*}} function(@registers_reduce_2)
+// Two waves ahead: the row 2 S ahead (S = 1 here).
+// TWO-LABEL: func.func @registers
+// TWO: gpu.launch {{.*}} function(@registers_dx_1)
+// TWO:   scf.for %[[WAVE:.*]] = %{{.*}} to %[[END:.*]] step %c1 {
+// TWO:     %[[ROW:.*]] = arith.addi %[[WAVE]], %{{.*}} : index
+// TWO:     %[[AHEAD:.*]] = arith.addi %[[ROW]], %c2 : index
+// TWO:     arith.cmpi ult, %[[AHEAD]], %[[END]] : index
+// TWO:     arith.muli %[[AHEAD]], %c8192 : index
+// TWO:     nvvm.cp.async.bulk.prefetch
 // NONE-LABEL: func.func @registers
 // NONE-NOT: nvvm.cp.async.bulk.prefetch
 func.func @registers(%dy: memref<?x4096xbf16>, %x: memref<?x4096xbf16>, %rstd: memref<?xf32>, %dx: memref<?x4096xbf16>, %w: memref<4096xbf16>, %dw: memref<4096xbf16>) {

@@ -64,6 +64,16 @@ class Table(unittest.TestCase):
         self.assertEqual(e["partial_rows"], 1)
         self.assertIn("M = 1,8,64", e["measured"])
 
+    def test_fma_is_no_knob(self):
+        # An fma kernel is compiled with the cost model's knobs: it must not
+        # stand in for the default (its time would hide the 512 threads'
+        # win here).
+        rows = [row(16384, 100, n=4096), row(16384, 90, n=4096, threads=512),
+                row(16384, 50, n=4096, fma=True)]
+        es = T.make_table(rows)
+        self.assertEqual(len(es), 1)
+        self.assertEqual(es[0]["threads"], 512)
+
     def test_merge_adjacent(self):
         # The same knob in buckets 2 and 3 is one range, [513, 8192]; a
         # bucket where a candidate lacks one of its M is not won by it.
