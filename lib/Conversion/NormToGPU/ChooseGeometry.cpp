@@ -135,7 +135,6 @@ struct ChooseGeometryPass
         s, rows);
     if (!e)
       return chosen;
-    int64_t ahead = prefetch ? int64_t(prefetch) : e->prefetch;
     RowShape knobs = s;
     knobs.threads = e->threads;
     knobs.cluster = e->cluster;
@@ -154,20 +153,12 @@ struct ChooseGeometryPass
         !samePartialOrder(g, chosen))
       return chosen;
     if (s.partials == PartialSums::Locked && g.rows != 1)
-      return withPrefetch(chosen, ahead, s, target);
-    return withPrefetch(g, ahead, s, target);
-  }
-
-  /// `g` prefetching `ahead` waves of rows where it passes the checks (a
-  /// table entry's prefetch at an N whose rows can never be aligned is
-  /// dropped; the option's is checked in place); else `g` as it is.
-  static Geometry withPrefetch(Geometry g, int64_t ahead, const RowShape &s,
-                               const TargetInfo &target) {
-    if (!ahead)
-      return g;
-    Geometry p = g;
-    p.prefetch = ahead;
-    return checkGeometry(p, s, target).empty() ? p : g;
+      g = chosen;
+    // The entry's prefetch, where the kernel can take it (not a forward
+    // kernel, nor rows that can never be aligned).
+    Geometry ahead = g;
+    ahead.prefetch = e->prefetch;
+    return checkGeometry(ahead, s, target).empty() ? ahead : g;
   }
 
   /// Chooses or checks the geometry of `op` (a norm op or a row nest) for the
@@ -178,9 +169,9 @@ struct ChooseGeometryPass
     RowGeometryAttr written = getGeometry(op);
     if (!written) {
       Geometry g = tuned(s, chosen, target);
-      // The option's prefetch (dx kernels: a forward block has no row
-      // ahead) where the table gave none: refused where the row cannot
-      // take it, as a written one would be.
+      // The option's prefetch, over the table's (dx kernels: a forward
+      // block has no row ahead): refused where the row cannot take it, as
+      // a written one would be.
       if (prefetch && !s.forward && g.prefetch != prefetch) {
         g.prefetch = prefetch;
         std::string why = checkGeometry(g, s, target);

@@ -15,6 +15,7 @@
 #include "norm/Dialect/Norm/IR/StageContract.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 using namespace mlir;
 using namespace mlir::norm;
@@ -216,4 +217,31 @@ void RowContext::prefetchRow(OpBuilder &rb, Value row, Value issue) {
     }
     scf::YieldOp::create(ib, loc);
   });
+}
+
+int64_t RowContext::partialVectorWidth(Type element) const {
+  if (layout != Layout::Vector || g.vec == 1 || !g.n)
+    return 0;
+  int64_t width = std::min<int64_t>(
+      g.vec, g.vectorBytes / (element.getIntOrFloatBitWidth() / 8));
+  if (width < 2 || g.vec % width != 0 || *g.n % g.vec != 0)
+    return 0;
+  return width;
+}
+
+void RowContext::storePartialChunk(OpBuilder &rb, Value ws, Value program,
+                                   Value j0, ArrayRef<Value> sums,
+                                   int64_t width) {
+  Type t = sums.front().getType();
+  auto vt = VectorType::get({width}, t);
+  Value mem = unitInnerStride(rb, ws);
+  for (int64_t e0 = 0; e0 < int64_t(sums.size()); e0 += width) {
+    Value v = vector::FromElementsOp::create(rb, loc, vt,
+                                             sums.slice(e0, width));
+    Value j = arith::AddIOp::create(rb, loc, j0, cIndex(rb, loc, e0));
+    vector::StoreOp::create(rb, loc, v, mem, ValueRange{program, j},
+                            /*nontemporal=*/false,
+                            llvm::MaybeAlign(width * t.getIntOrFloatBitWidth() /
+                                             8));
+  }
 }

@@ -124,6 +124,16 @@ struct RowContext {
   /// prefetchRow brings into L2.
   SmallVector<Value> readRowMemrefs;
 
+  /// Elements of `element` that one 16-byte access of a partial row [G, N]
+  /// moves when a chunk's V partial sums go as vectors: the vector layout,
+  /// N a multiple of V (the partial rows are then aligned to them: the
+  /// workspace is 16-byte aligned, the runtime checks it); 0 otherwise.
+  int64_t partialVectorWidth(Type element) const;
+  /// The V partial sums `sums` of the chunk from column j0 stored into row
+  /// `program` of the partial row `ws`, `width` elements a store.
+  void storePartialChunk(OpBuilder &rb, Value ws, Value program, Value j0,
+                         ArrayRef<Value> sums, int64_t width);
+
   /// Geometry::prefetch: where `issue` holds (one thread of the row's) and
   /// the rows are 16-byte aligned, the block's columns of row `row` of
   /// every read row memref, prefetched into L2 (one bulk prefetch each).

@@ -125,22 +125,15 @@ void GlobalPartials::endElement(OpBuilder &rb, Value j, int64_t e,
 // access a lane put lanes V columns apart, so each warp access touched 8x
 // the sectors of a 16-byte one (the register home's write-back measured
 // that: LayerNorm bf16 64 x 65536's dx kernel 113 us against 30). On the
-// vector path a chunk's partial sums move as 16-byte vectors: the partial
-// row [G, N] f32 is aligned to them (the workspace is 16-byte aligned, the
-// runtime checks it; N is a multiple of V there) and the chunk is inside
-// the row.
+// vector path (the chunk inside the row) a chunk's partial sums move as
+// 16-byte vectors.
 int64_t GlobalPartials::vectorWidth() const {
-  const Geometry &g = ctx.g;
-  if (ctx.layout != Layout::Vector || g.vec == 1 || !g.n ||
-      partialWorkspaces.empty())
+  if (partialWorkspaces.empty())
     return 0;
-  int64_t width = std::min<int64_t>(g.vec, g.vectorBytes / 4);
   for (Value ws : partialWorkspaces)
     if (!cast<MemRefType>(ws.getType()).getElementType().isF32())
       return 0;
-  if (width < 2 || g.vec % width != 0 || *g.n % g.vec != 0)
-    return 0;
-  return width;
+  return ctx.partialVectorWidth(Float32Type::get(ctx.b.getContext()));
 }
 
 void GlobalPartials::beginChunk(OpBuilder &rb, Value j0,
@@ -185,21 +178,10 @@ void GlobalPartials::endChunk(OpBuilder &rb, Value j0,
     return;
   int64_t width = chunkWidth;
   chunkWidth = 0;
-  Location loc = ctx.loc;
   Value p = ctx.base.lookup(ctx.nest.programIV);
-  auto vt = VectorType::get({width}, rb.getF32Type());
-  for (Value ws : partialWorkspaces) {
-    Value mem = ctx.unitInnerStride(rb, ctx.base.lookupOrDefault(ws));
-    for (int64_t e0 = 0; e0 < ctx.g.vec; e0 += width) {
-      SmallVector<Value> elems(batchAcc[ws].begin() + e0,
-                               batchAcc[ws].begin() + e0 + width);
-      Value v = vector::FromElementsOp::create(rb, loc, vt, elems);
-      Value j = arith::AddIOp::create(rb, loc, j0, cIndex(rb, loc, e0));
-      vector::StoreOp::create(rb, loc, v, mem, ValueRange{p, j},
-                              /*nontemporal=*/false,
-                              llvm::MaybeAlign(width * 4));
-    }
-  }
+  for (Value ws : partialWorkspaces)
+    ctx.storePartialChunk(rb, ctx.base.lookupOrDefault(ws), p, j0,
+                          batchAcc[ws], width);
 }
 
 bool GlobalPartials::load(OpBuilder &rb, memref::LoadOp load,

@@ -16,7 +16,6 @@
 #include "RowStrategies.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "llvm/ADT/MapVector.h"
 
 using namespace mlir;
@@ -167,35 +166,22 @@ void RegisterPartials::writeBack() {
 // memory (ncu: long-scoreboard and lg-throttle stalls, 6% of DRAM).
 bool RegisterPartials::writeBackVectors(Value acc, Value ws, Value program) {
   const Geometry &g = ctx.g;
-  if (ctx.layout != Layout::Vector || g.vec == 1 || !g.n)
-    return false;
-  Type t = cast<MemRefType>(acc.getType()).getElementType();
-  int64_t bytes = t.getIntOrFloatBitWidth() / 8;
-  int64_t width = std::min<int64_t>(g.vec, g.vectorBytes / bytes);
-  // The partial row [G, N] is aligned to its vectors when its rows are:
-  // the workspace is (the runtime checks it), N elements a row.
-  if (width < 2 || g.vec % width != 0 || *g.n % g.vec != 0)
+  int64_t width =
+      ctx.partialVectorWidth(cast<MemRefType>(acc.getType()).getElementType());
+  if (!width)
     return false;
   OpBuilder &b = ctx.b;
   Location loc = ctx.loc;
   auto c = [&](int64_t v) { return ctx.c(v); };
-  auto vt = VectorType::get({width}, t);
   for (int64_t k = 0; k < g.chunksPerLane; ++k) {
     Value chunk = arith::AddIOp::create(b, loc, ctx.lane, c(k * g.lanes));
     Value j0 = ctx.columnOf(b, chunk, 0);
     auto emit = [&](OpBuilder &sb) {
-      Value mem = ctx.unitInnerStride(sb, ws);
-      for (int64_t e0 = 0; e0 < g.vec; e0 += width) {
-        SmallVector<Value> elems;
-        for (int64_t e = e0; e < e0 + width; ++e)
-          elems.push_back(memref::LoadOp::create(
-              sb, loc, acc, ValueRange{cIndex(sb, loc, k * g.vec + e)}));
-        Value v = vector::FromElementsOp::create(sb, loc, vt, elems);
-        Value j = arith::AddIOp::create(sb, loc, j0, cIndex(sb, loc, e0));
-        vector::StoreOp::create(sb, loc, v, mem, ValueRange{program, j},
-                                /*nontemporal=*/false,
-                                llvm::MaybeAlign(width * bytes));
-      }
+      SmallVector<Value> sums;
+      for (int64_t e = 0; e < g.vec; ++e)
+        sums.push_back(memref::LoadOp::create(
+            sb, loc, acc, ValueRange{cIndex(sb, loc, k * g.vec + e)}));
+      ctx.storePartialChunk(sb, ws, program, j0, sums, width);
     };
     if (ctx.groupWhole(k)) {
       emit(b);
