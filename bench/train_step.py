@@ -29,6 +29,11 @@ markdown, to --out.
 
 --budget-s stops starting configurations after that many seconds (the
 ones left are listed as skipped). scripts/gpu-python.sh runs --quick.
+
+--profile K (GPU) also runs K more steps of each model of every
+configuration under torch.profiler and prints, per model, the GPU time a
+step by kernel (the largest first) and the kernels that one model runs
+and the other does not: where a step's difference comes from.
 """
 
 import argparse
@@ -210,6 +215,14 @@ def run_config(width, norm, precision, mode, args, device):
                     losses[k].append(loss)
                     done[k] += 1
         sync(device)  # a CUDA error of any step surfaces here
+        if args.profile and device.type == "cuda":
+            try:
+                res["profile"] = [
+                    kernel_times(steps[k], args.profile,
+                                 args.warmup + done[k], b, t, device)
+                    for k in (0, 1)]
+            except Exception as ex:  # noqa: BLE001 (the timing stands)
+                print("profile failed: %s: %s" % (type(ex).__name__, ex))
         ms = [[timer.ms(m) for m in ts] for ts in times]
         res["torch_ms"] = statistics.median(ms[0])
         res["ours_ms"] = statistics.median(ms[1])
@@ -233,6 +246,46 @@ def run_config(width, norm, precision, mode, args, device):
             except Exception as ex:  # noqa: BLE001
                 res.setdefault("error", "CUDA: %s" % ex)
     return res
+
+
+def kernel_times(step, count, first, b, t, device):
+    """{kernel name: (GPU us a step, launches a step)} over `count` steps
+    under torch.profiler (batches from `first` on)."""
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for i in range(count):
+            step(*batch(first + i, b, t, device))
+        sync(device)
+    got = {}
+    for ev in prof.events():
+        if ev.device_type != torch.autograd.DeviceType.CUDA:
+            continue
+        us, n = got.get(ev.name, (0.0, 0))
+        got[ev.name] = (us + ev.device_time_total, n + 1)
+    return {k: (us / count, n / count) for k, (us, n) in got.items()}
+
+
+def profile_table(res, top=12):
+    """Lines: each model's GPU time a step, its largest kernels, and the
+    kernels only one of the two runs."""
+    torch_k, ours_k = res["profile"]
+    out = []
+    for label, ks in (("torch", torch_k), ("ours", ours_k)):
+        total = sum(us for us, _ in ks.values())
+        out.append("  %s: %.1f us of kernels a step, %d launches" % (
+            label, total, round(sum(n for _, n in ks.values()))))
+        for name, (us, n) in sorted(ks.items(), key=lambda kv: -kv[1][0])[
+                :top]:
+            out.append("    %8.1f us %4.0fx  %s" % (us, n, name[:110]))
+    for label, a, other in (("torch only", torch_k, ours_k),
+                            ("ours only", ours_k, torch_k)):
+        only = {k: v for k, v in a.items() if k not in other}
+        out.append("  %s: %.1f us a step" % (
+            label, sum(us for us, _ in only.values())))
+        for name, (us, n) in sorted(only.items(), key=lambda kv: -kv[1][0])[
+                :top]:
+            out.append("    %8.1f us %4.0fx  %s" % (us, n, name[:110]))
+    return out
 
 
 # ------------------------------------------------------ host time per call
@@ -473,6 +526,9 @@ def parse(argv=None):
                     help="leave out the per-call host times")
     ap.add_argument("--no-train", action="store_true",
                     help="leave out the training steps")
+    ap.add_argument("--profile", type=int, default=0, metavar="K",
+                    help="GPU: also profile K steps of each model and "
+                    "print their kernels' time a step")
     args = ap.parse_args(argv)
     quick = args.quick or args.cpu
     args.widths = args.widths or ([512] if args.cpu else [1024] if quick
@@ -549,6 +605,8 @@ def main(argv=None):
                                       r["torch_ms"] / r["ours_ms"],
                                       r["loss"][0], r["loss"][1])),
                 flush=True)
+            if "profile" in r:
+                print("\n".join(profile_table(r)), flush=True)
         table = training_table(results)
         md += ["## ms per training step (median over %d timed steps a "
                "model in %d alternating rounds, after %d of warm-up; %s)" % (
