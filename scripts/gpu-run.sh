@@ -273,6 +273,15 @@ cat "$OUT/summary.txt"
 # the epoch second 25 s before the timeout (gpu_check / nan_check start no
 # configuration after it, so they print their summaries in time).
 declare -A RC SECS LIMS
+# Every step in order with the time a reserve keeps for it: its cap, and
+# 0 for the open-ended steps (sweep, grid, variants, tune take what is
+# left), so that a reserve is bounded by the selected later steps' caps.
+STEP_ORDER=(check big nan chips python bench sweep grid variants tune
+            memcheck initcheck racecheck)
+declare -A STEP_CAP=([check]=60 [big]=80 [nan]=60 [chips]=90 [python]=240
+  [bench]=120 [sweep]=0 [grid]=0 [variants]=0 [tune]=0
+  [memcheck]=${MEMCHECK_CAP_S:-130} [initcheck]=${INITCHECK_CAP_S:-130}
+  [racecheck]=${RACECHECK_CAP_S:-400})
 # GPU_RUN_STEPS (default: all) runs only the steps it names, e.g.
 # GPU_RUN_STEPS="memcheck initcheck" for a sanitizer run over the full
 # matrix in a call of its own; the others are reported as "not run".
@@ -293,6 +302,17 @@ step() {
     RC[$name]="not run"; SECS[$name]=0
     return
   fi
+  # The reserve is for the steps after this one: no more than the caps of
+  # those this call runs (a call of a few steps under a smaller budget
+  # would otherwise skip its first ones).
+  local later=0 seen=0 st
+  for st in "${STEP_ORDER[@]}"; do
+    if ((seen)) && [[ $RUN_STEPS == *" $st "* ]]; then
+      later=$(( later + ${STEP_CAP[$st]} ))
+    fi
+    [[ $st == "$name" ]] && seen=1
+  done
+  (( reserve > later )) && reserve=$later
   local left=$(( BUDGET - $(elapsed) - reserve ))
   local lim=$(( cap < left ? cap : left ))
   LIMS[$name]=$lim
