@@ -1,12 +1,12 @@
-// RUN: norm-opt %s --norm-choose-geometry=rows=1 | FileCheck %s --check-prefix=TABLE
-// RUN: norm-opt %s --norm-choose-geometry=rows=256 | FileCheck %s --check-prefix=MID
+// RUN: norm-opt %s --norm-choose-geometry="rows=1 tuning-file=%S/Inputs/tuning-looped.json" | FileCheck %s --check-prefix=TABLE
+// RUN: norm-opt %s --norm-choose-geometry="rows=256 tuning-file=%S/Inputs/tuning-looped.json" | FileCheck %s --check-prefix=MID
 // RUN: norm-opt %s --norm-choose-geometry="rows=1 tuning=false" | FileCheck %s --check-prefix=COST
 // RUN: norm-opt %s --norm-choose-geometry="rows=1 threads=256 cluster=8" | FileCheck %s --check-prefix=FORCED
 
-// The sm_90 table's entries for LayerNorm backward, f32, N = 92683-160530
-// (bench/tune.py plans wide and table, timed at N = 131072): at M = 1-128
-// a cluster of 8 with max_register_elements 32, at M = 129-2048 a cluster
-// of 8 alone. At N = 139016 the first makes the looped row split over the
+// A table (Inputs/tuning-looped.json, of the shape bench/tune.py wrote
+// for LayerNorm backward, f32, N = 92683-160530, timed at N = 131072): at
+// M = 1-128 a cluster of 8 with max_register_elements 32, at M = 129-2048
+// a cluster of 8 alone. At N = 139016 the first makes the looped row split over the
 // cluster (each block walks a slice of 9 chunks a lane: 36 elements, past
 // 32), the second keeps the slice in registers (36 within the default 64).
 // The cost model, M-agnostic, keeps one looped block a row (batches of 8
