@@ -3,9 +3,15 @@
 // Part of mlir-norm.
 //
 // PartialsHome::Shared (register regime, one row in flight): the running
-// `deterministic` partial sums live in lane-major slots of shared memory:
-// slot (k V + e) L + lane holds element e of the lane's k-th chunk, so the
-// lanes of a warp touch consecutive words (no bank conflicts). Static
+// `deterministic` partial sums live in lane-major groups of W slots of
+// shared memory: with q = k V + e, slot ((q / W) L + lane) W + q % W holds
+// element e of the lane's k-th chunk. In the vector layout's body W =
+// min(V, 4 f32) and a chunk's W sums are one 16-byte load and one store a
+// group on the vector path, the lanes of a warp 16 bytes apart (no bank
+// conflicts); a chunk past N there goes a word at a time. In the
+// interleaved layout's body (its own slots: the two bodies are branches of
+// the whole kernel) W = 1, slot q L + lane, a word a lane, the lanes of a
+// warp on consecutive words. Static
 // shared buffers, or, past kPartialsSharedBytes, views of the dynamic
 // shared memory one after the other (Geometry::dynamicSharedBytes, the
 // launch's dynamic size): the geometry's choice (Geometry.cpp). At the end
@@ -18,6 +24,7 @@
 #include "RowStrategies.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "llvm/ADT/MapVector.h"
 
 #include <cassert>
@@ -32,6 +39,17 @@ public:
   explicit SharedPartials(RowContext &ctx) : ctx(ctx) {}
 
   void allocate() override;
+  void beginChunk(OpBuilder &rb, Value j0, ArrayRef<Value> active) override {
+    inVectorChunk = width() > 1;
+    groups.clear();
+  }
+  void endChunk(OpBuilder &rb, Value j0, ArrayRef<Value> active) override {
+    assert(llvm::all_of(groups, [](auto &kv) {
+             return kv.second.stored.empty();
+           }) && "a group of partial sums loaded but not stored whole");
+    inVectorChunk = false;
+    groups.clear();
+  }
   bool load(OpBuilder &rb, memref::LoadOp load, std::optional<int64_t> k,
             int64_t e, IRMapping &m, Value active) override;
   bool store(OpBuilder &rb, memref::StoreOp store, std::optional<int64_t> k,
@@ -39,14 +57,49 @@ public:
   void writeBack() override;
 
 private:
+  /// W: the sums a lane keeps side by side (one 16-byte access of f32) in
+  /// the vector layout's body; one in the interleaved layout's, whose
+  /// accesses are a word each (its own body, its own slots).
+  int64_t width() const {
+    return ctx.layout == Layout::Vector
+               ? std::min<int64_t>(ctx.g.vec, 16 / int64_t(sizeof(float)))
+               : 1;
+  }
+  /// The slot of q = k V + e of lane `lane` (any builder, any lane).
+  Value slotOf(OpBuilder &rb, Value q, Value lane) {
+    Location loc = ctx.loc;
+    int64_t w = width();
+    auto ci = [&](int64_t v) { return cIndex(rb, loc, v); };
+    if (w == 1)
+      return arith::AddIOp::create(
+          rb, loc, arith::MulIOp::create(rb, loc, q, ci(ctx.g.lanes)), lane);
+    Value group = arith::AddIOp::create(
+        rb, loc,
+        arith::MulIOp::create(rb, loc, arith::DivUIOp::create(rb, loc, q, ci(w)),
+                              ci(ctx.g.lanes)),
+        lane);
+    return arith::AddIOp::create(rb, loc,
+                                 arith::MulIOp::create(rb, loc, group, ci(w)),
+                                 arith::RemUIOp::create(rb, loc, q, ci(w)));
+  }
   /// The shared-memory slot of element e of the lane's chunk k.
   Value partialSlot(OpBuilder &rb, int64_t k, int64_t e) {
+    int64_t q = k * ctx.g.vec + e, w = width();
     return arith::AddIOp::create(
-        rb, ctx.loc, cIndex(rb, ctx.loc, (k * ctx.g.vec + e) * ctx.g.lanes),
-        ctx.lane);
+        rb, ctx.loc, cIndex(rb, ctx.loc, (q / w) * ctx.g.lanes * w + q % w),
+        arith::MulIOp::create(rb, ctx.loc, ctx.lane, cIndex(rb, ctx.loc, w)));
   }
+  /// A group of W sums of the chunk on the vector path: loaded as one
+  /// vector at its first element, stored as one after its last.
+  struct Group {
+    Value loaded;
+    SmallVector<Value> stored;
+  };
+  Group &groupOf(Value acc, int64_t e) { return groups[{acc, e / width()}]; }
 
   RowContext &ctx;
+  bool inVectorChunk = false;
+  llvm::MapVector<std::pair<Value, int64_t>, Group> groups;
   // Ordered: kernel parameters and code follow its order, and the output
   // must be the same on every run.
   llvm::MapVector<Value, Value> partialArrays; // workspace -> slots
@@ -91,6 +144,18 @@ bool SharedPartials::load(OpBuilder &rb, memref::LoadOp load,
   Value acc = partialArrays.lookup(load.getMemRef());
   if (!acc)
     return false;
+  if (inVectorChunk) {
+    int64_t w = width();
+    Group &group = groupOf(acc, e);
+    if (!group.loaded)
+      group.loaded = vector::LoadOp::create(
+          rb, ctx.loc, VectorType::get({w}, load.getType()), acc,
+          ValueRange{partialSlot(rb, *k, e - e % w)}, /*nontemporal=*/false,
+          llvm::MaybeAlign(w * int64_t(sizeof(float))));
+    m.map(load.getResult(),
+          vector::ExtractOp::create(rb, ctx.loc, group.loaded, e % w));
+    return true;
+  }
   m.map(load.getResult(),
         memref::LoadOp::create(rb, ctx.loc, acc,
                                ValueRange{partialSlot(rb, *k, e)}));
@@ -103,8 +168,27 @@ bool SharedPartials::store(OpBuilder &rb, memref::StoreOp store,
   Value acc = partialArrays.lookup(store.getMemRef());
   if (!acc)
     return false;
-  memref::StoreOp::create(rb, ctx.loc, ctx.materialize(rb, store.getValue(), m),
-                          acc, ValueRange{partialSlot(rb, *k, e)});
+  Value value = ctx.materialize(rb, store.getValue(), m);
+  if (inVectorChunk) {
+    // The elements come in order; the group's last one stores all W.
+    int64_t w = width();
+    Group &group = groupOf(acc, e);
+    assert(int64_t(group.stored.size()) == e % w &&
+           "a chunk's partial sums stored out of order");
+    group.stored.push_back(value);
+    if (e % w == w - 1) {
+      Value v = vector::FromElementsOp::create(
+          rb, ctx.loc, VectorType::get({w}, value.getType()), group.stored);
+      vector::StoreOp::create(rb, ctx.loc, v, acc,
+                              ValueRange{partialSlot(rb, *k, e - e % w)},
+                              /*nontemporal=*/false,
+                              llvm::MaybeAlign(w * int64_t(sizeof(float))));
+      group.stored.clear();
+    }
+    return true;
+  }
+  memref::StoreOp::create(rb, ctx.loc, value, acc,
+                          ValueRange{partialSlot(rb, *k, e)});
   return true;
 }
 
@@ -131,26 +215,23 @@ void SharedPartials::writeBack() {
         b, loc, ctx.tid, ctx.c(span), ctx.c(g.threads), ValueRange{},
         [&](OpBuilder &fb, Location, Value j, ValueRange) {
           // Vector layout: column j is element e of chunk c = j / V, which
-          // lane c % L holds as its chunk k = c / L. Interleaved layout:
-          // slot (k V + e) L + lane is column k L V + e L + lane = j.
+          // lane c % L holds as its chunk k = c / L (q = k V + e).
+          // Interleaved layout: column k L V + e L + lane = q L + lane.
           // (j counts from the block's slice.)
           auto ci = [&](int64_t v) { return cIndex(fb, loc, v); };
-          Value slot = j;
+          Value q, owner;
           if (ctx.layout == Layout::Vector) {
             Value chunk = arith::DivUIOp::create(fb, loc, j, ci(g.vec));
             Value e = arith::RemUIOp::create(fb, loc, j, ci(g.vec));
-            Value owner = arith::RemUIOp::create(fb, loc, chunk, ci(g.lanes));
+            owner = arith::RemUIOp::create(fb, loc, chunk, ci(g.lanes));
             Value k = arith::DivUIOp::create(fb, loc, chunk, ci(g.lanes));
-            slot = arith::AddIOp::create(
-                fb, loc,
-                arith::MulIOp::create(
-                    fb, loc,
-                    arith::AddIOp::create(
-                        fb, loc, arith::MulIOp::create(fb, loc, k, ci(g.vec)),
-                        e),
-                    ci(g.lanes)),
-                owner);
+            q = arith::AddIOp::create(
+                fb, loc, arith::MulIOp::create(fb, loc, k, ci(g.vec)), e);
+          } else {
+            q = arith::DivUIOp::create(fb, loc, j, ci(g.lanes));
+            owner = arith::RemUIOp::create(fb, loc, j, ci(g.lanes));
           }
+          Value slot = slotOf(fb, q, owner);
           Value v = memref::LoadOp::create(fb, loc, acc, ValueRange{slot});
           if (sliceInRow) {
             Value col =

@@ -1,0 +1,85 @@
+// RUN: norm-opt %s --split-input-file --norm-lower-to-loops --norm-choose-geometry=tuning=false --norm-map-to-gpu | FileCheck %s
+
+// LayerNorm bf16 N = 4096 (the cost model: 256 threads, 2 chunks of 8
+// columns a lane, one row in flight, both partial rows in shared memory).
+// The lane's sums sit in groups of W = 4 slots, slot ((q / 4) L + lane) 4 +
+// q % 4 for q = k V + e: on the vector path each chunk loads and stores its
+// 8 sums of a partial row as two 16-byte vectors at 1024 q / 4 + 4 lane
+// (lanes 16 bytes apart: no bank conflicts), where one word a load and a
+// store each went before. The write-back maps column j back to its slot.
+// CHECK-LABEL: func @layer_norm_grad_n4096
+// CHECK-SAME: #norm.kernel<name = "layer_norm_grad_n4096_dx_1", kind = dx, block = 256, grid = programs, lanes = 256, rows = 1, vector = 8, registers = true>
+// CHECK: gpu.launch
+// CHECK-SAME: workgroup(%{{.*}} : memref<4096xf32, #gpu.address_space<workgroup>>, %{{.*}} : memref<4096xf32, #gpu.address_space<workgroup>>
+// CHECK: scf.if
+// Chunk 0: groups at 0 and 1024, dweight's then dbias's.
+// CHECK: %[[DW:.*]] = vector.load %[[DWACC:[a-z0-9_]+]][%{{.*}}] {alignment = 16 : i64} : memref<4096xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+// CHECK: vector.extract %[[DW]][0]
+// CHECK: vector.load %[[DBACC:[a-z0-9_]+]][%{{.*}}] {alignment = 16 : i64} : memref<4096xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+// CHECK: vector.extract %[[DW]][3]
+// CHECK: vector.store %{{.*}}, %[[DWACC]][%{{.*}}] {alignment = 16 : i64} : memref<4096xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+// CHECK: vector.store %{{.*}}, %[[DBACC]][%{{.*}}] {alignment = 16 : i64} : memref<4096xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+// CHECK: arith.constant 1024 : index
+// CHECK: vector.load %[[DWACC]]
+// CHECK: vector.load %[[DBACC]]
+// CHECK: vector.store %{{.*}}, %[[DWACC]]
+// CHECK: vector.store %{{.*}}, %[[DBACC]]
+// CHECK-NOT: memref.load %[[DWACC]]
+// The element path (rows not 16-byte aligned at run time): a word each.
+// CHECK: } else {
+// CHECK: memref.load %[[DWACC]]
+// CHECK: memref.store %{{.*}}, %[[DWACC]]
+// Chunk 1: groups at 2048 and 3072.
+// CHECK: arith.constant 2048 : index
+// CHECK: vector.load %[[DWACC]]
+// CHECK: arith.constant 3072 : index
+// CHECK: vector.load %[[DWACC]]
+// The write-back: column j is element e = j % 8 of chunk c = j / 8, lane
+// c % 256's chunk k = c / 256; q = 8 k + e.
+// CHECK: gpu.barrier
+// CHECK: scf.for %[[J:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
+// CHECK: %[[C:.*]] = arith.divui %[[J]], %{{.*}} : index
+// CHECK: %[[E:.*]] = arith.remui %[[J]], %{{.*}} : index
+// CHECK: %[[OWNER:.*]] = arith.remui %[[C]], %{{.*}} : index
+// CHECK: %[[K:.*]] = arith.divui %[[C]], %{{.*}} : index
+// CHECK: %[[K8:.*]] = arith.muli %[[K]], %{{.*}} : index
+// CHECK: %[[Q:.*]] = arith.addi %[[K8]], %[[E]] : index
+// CHECK: %[[G:.*]] = arith.divui %[[Q]], %[[C4:.*]] : index
+// CHECK: %[[GL:.*]] = arith.muli %[[G]], %{{.*}} : index
+// CHECK: %[[GROUP:.*]] = arith.addi %[[GL]], %[[OWNER]] : index
+// CHECK: %[[BASE:.*]] = arith.muli %[[GROUP]], %{{.*}} : index
+// CHECK: %[[R:.*]] = arith.remui %[[Q]], %{{.*}} : index
+// CHECK: %[[SLOT:.*]] = arith.addi %[[BASE]], %[[R]] : index
+// CHECK: memref.load %[[DWACC]][%[[SLOT]]]
+func.func @layer_norm_grad_n4096(%dy: tensor<?x4096xbf16>, %x: tensor<?x4096xbf16>, %mean: tensor<?xf32>, %rstd: tensor<?xf32>, %w: tensor<4096xbf16>) -> (tensor<?x4096xbf16>, tensor<4096xbf16>, tensor<4096xbf16>) {
+  %dx, %dw, %db = norm.layer_norm_grad dy(%dy : tensor<?x4096xbf16>) x(%x : tensor<?x4096xbf16>) mean(%mean : tensor<?xf32>) rstd(%rstd : tensor<?xf32>) weight(%w : tensor<4096xbf16>) -> dx(tensor<?x4096xbf16>) dweight(tensor<4096xbf16>) dbias(tensor<4096xbf16>)
+  return %dx, %dw, %db : tensor<?x4096xbf16>, tensor<4096xbf16>, tensor<4096xbf16>
+}
+
+// -----
+
+// f32 N = 4098: rows never 16-byte aligned, so the kernel has the
+// interleaved layout alone, whose slots stay a word a lane (q L + lane,
+// consecutive words across a warp): no vector access of the partial rows.
+// CHECK-LABEL: func @layer_norm_grad_n4098
+// CHECK-SAME: #norm.kernel<name = "layer_norm_grad_n4098_dx_1", kind = dx, block = 128, grid = programs, lanes = 128, rows = 1, vector = 4, registers = true>
+// CHECK: gpu.launch
+// CHECK-NOT: workgroup>>, vector
+// CHECK: memref.load %{{.*}} : memref<4608xf32, #gpu.address_space<workgroup>>
+// CHECK-NOT: workgroup>>, vector
+// The write-back: column j = q L + lane is slot j itself.
+// CHECK: gpu.barrier
+// CHECK: scf.for %[[J:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
+// CHECK-NEXT: arith.constant 128 : index
+// CHECK-NEXT: %[[Q:.*]] = arith.divui %[[J]], %{{.*}} : index
+// CHECK-NEXT: arith.constant 128 : index
+// CHECK-NEXT: %[[LANE:.*]] = arith.remui %[[J]], %{{.*}} : index
+// CHECK-NEXT: %[[C128:.*]] = arith.constant 128 : index
+// CHECK-NEXT: %[[QL:.*]] = arith.muli %[[Q]], %[[C128]] : index
+// CHECK-NEXT: %[[SLOT:.*]] = arith.addi %[[QL]], %[[LANE]] : index
+// CHECK-NEXT: memref.load %{{.*}}[%[[SLOT]]] : memref<4608xf32, #gpu.address_space<workgroup>>
+// CHECK: gpu.terminator
+func.func @layer_norm_grad_n4098(%dy: tensor<?x4098xf32>, %x: tensor<?x4098xf32>, %mean: tensor<?xf32>, %rstd: tensor<?xf32>, %w: tensor<4098xf32>) -> (tensor<?x4098xf32>, tensor<4098xf32>, tensor<4098xf32>) {
+  %dx, %dw, %db = norm.layer_norm_grad dy(%dy : tensor<?x4098xf32>) x(%x : tensor<?x4098xf32>) mean(%mean : tensor<?xf32>) rstd(%rstd : tensor<?xf32>) weight(%w : tensor<4098xf32>) -> dx(tensor<?x4098xf32>) dweight(tensor<4098xf32>) dbias(tensor<4098xf32>)
+  return %dx, %dw, %db : tensor<?x4098xf32>, tensor<4098xf32>, tensor<4098xf32>
+}
