@@ -19,6 +19,9 @@ and a table (tune.md) printed last.
   python3 bench/tune.py table tune.json...   (plans table, table-f32,
       table-fwd: writes the chip family's table,
       lib/Conversion/NormToGPU/tuning/sm_90.json)
+  python3 bench/tune.py compare before.json after.json   (one plan run
+      twice, e.g. kernels before and after a compiler change: after /
+      before of every candidate in both)
 
 Standard library only on the build machine; torch and triton on the GPU.
 """
@@ -647,6 +650,38 @@ def cmd_table(args):
     return 0
 
 
+def cmd_compare(args):
+    """The same candidates (configuration, geometry, M) in two runs, e.g.
+    the kernels before and after a compiler change timed in one call:
+    us before and after, per point, and the geometric mean of
+    after / before per (op, dtype)."""
+    def load(path):
+        with open(path) as f:
+            return {(r["cfg"], r["geometry"], r["M"]): r
+                    for r in json.load(f)["rows"] if "us" in r}
+    a, b = load(args.before), load(args.after)
+    common = sorted(set(a) & set(b), key=lambda k: (
+        a[k]["op"], a[k]["dtype"], a[k]["N"], k[2], k[0]))
+    if not common:
+        out("tune compare: no candidate in both runs")
+        return 1
+    out("| configuration | geometry | M | before us | after us | after / before |")
+    out("| --- | --- | ---: | ---: | ---: | ---: |")
+    ratios = {}
+    for k in common:
+        r = b[k]["us"] / a[k]["us"]
+        ratios.setdefault((a[k]["op"], a[k]["dtype"]), []).append(r)
+        out("| %s | %s | %d | %.1f | %.1f | %.3f |" % (
+            k[0], k[1], k[2], a[k]["us"], b[k]["us"], r))
+    out("")
+    for (op, dt), rs in sorted(ratios.items()):
+        out("%s %s: %d points, after / before %.3f (geometric mean), "
+            "%.3f-%.3f" % (op, dt, len(rs), geomean(rs), min(rs), max(rs)))
+    out("all: %d points, after / before %.3f" % (
+        len(common), geomean([r for rs in ratios.values() for r in rs])))
+    return 0
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -674,9 +709,14 @@ def main(argv=None):
     p.add_argument("--table", default=os.path.join(
         HERE, "..", "lib", "Conversion", "NormToGPU", "tuning",
         "sm_90.json"))
+    p = sub.add_parser("compare")
+    p.add_argument("before", help="tune.json of a run")
+    p.add_argument("after", help="tune.json of a run of the same plan")
     args = ap.parse_args(argv)
     if args.cmd == "table":
         return cmd_table(args)
+    if args.cmd == "compare":
+        return cmd_compare(args)
     args.dir = os.path.abspath(args.dir)
     return {"prepare": cmd_prepare, "run": cmd_run}[args.cmd](args)
 

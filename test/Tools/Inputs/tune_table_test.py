@@ -6,6 +6,7 @@ knob, and a table the compiler's parser takes (norm-opt reads it through
 Tuning.cpp's list here)."""
 
 import argparse
+import json
 import os
 import re
 import sys
@@ -122,6 +123,39 @@ class Table(unittest.TestCase):
             self.assertEqual(rc, 0)
             self.assertEqual(seen, [("wide", True, "tune-wide.json", None),
                                     ("fma", False, "tune-fma.json", None)])
+
+    def test_compare(self):
+        # compare: the candidates in both runs (configuration, geometry, M),
+        # after / before a point and in geometric mean per (op, dtype).
+        def run(rows):
+            return {"plan": "p", "rows": [
+                {"op": "layer_norm_grad", "dtype": "bf16", "N": 4096,
+                 "M": m, "cfg": cfg, "geometry": geo, "us": us}
+                for cfg, geo, m, us in rows]}
+        before = run([("a", "T256", 1024, 10.0), ("a", "T256", 4096, 40.0),
+                      ("b", "T128", 1024, 8.0)])
+        after = run([("a", "T256", 1024, 5.0), ("a", "T256", 4096, 80.0),
+                     ("b", "T512", 1024, 1.0)])  # b: another geometry
+        lines = []
+        real = T.out
+        T.out = lines.append
+        try:
+            with tempfile.TemporaryDirectory() as d:
+                paths = []
+                for name, r in (("before", before), ("after", after)):
+                    paths.append(os.path.join(d, name + ".json"))
+                    with open(paths[-1], "w") as f:
+                        json.dump(r, f)
+                rc = T.cmd_compare(argparse.Namespace(before=paths[0],
+                                                      after=paths[1]))
+        finally:
+            T.out = real
+        self.assertEqual(rc, 0)
+        self.assertIn("| a | T256 | 1024 | 10.0 | 5.0 | 0.500 |", lines)
+        self.assertIn("| a | T256 | 4096 | 40.0 | 80.0 | 2.000 |", lines)
+        self.assertFalse(any(l.startswith("| b ") for l in lines))
+        self.assertIn("layer_norm_grad bf16: 2 points, after / before "
+                      "1.000 (geometric mean), 0.500-2.000", lines)
 
     def test_keys_known_to_the_parser(self):
         with open(os.path.join(ROOT, "lib", "Conversion", "NormToGPU",
