@@ -23,6 +23,7 @@ void norm::buildNormToGPUBinaryPipeline(OpPassManager &pm,
   choose.batchRows = options.batchRows;
   choose.maxLanes = options.maxLanes;
   choose.prefetch = options.prefetch;
+  choose.partialVector = options.partialVector;
   choose.chip = options.chip;
   choose.rows = options.rows;
   choose.tuning = options.tuning;

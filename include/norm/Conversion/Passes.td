@@ -79,6 +79,11 @@ def NormChooseGeometry : Pass<"norm-choose-geometry", "::mlir::func::FuncOp"> {
            "ahead of the one it works on (cp.async.bulk.prefetch, sm_90; "
            "0: none, or the tuning table's; 1 to 4: that many). No result "
            "bit depends on it">,
+    Option<"partialVector", "partial-vector", "int64_t", /*default=*/"0",
+           "Partial sums a lane of a dx kernel keeps side by side in shared "
+           "memory, moved that many at a time (0: the tuning table's, else "
+           "1; 1, 2 or 4; only where the partial rows are in shared memory, "
+           "at most the chunk's elements). No result bit depends on it">,
     Option<"chip", "chip", "std::string", /*default=*/"\"sm_90\"",
            "Target chip (TargetInfo); limits only, never the sum order">,
     Option<"rows", "rows", "int64_t", /*default=*/"0",

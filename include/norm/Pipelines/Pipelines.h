@@ -74,6 +74,13 @@ struct GeometryOptions : public PassPipelineOptions<GeometryOptions> {
       llvm::cl::desc("Waves of rows a row kernel's block prefetches into L2 "
                      "ahead (0: none, or the tuning table's; 1 to 4; sm_90)"),
       llvm::cl::init(0)};
+  Option<int64_t> partialVector{
+      *this, "partial-vector",
+      llvm::cl::desc("Partial sums a lane of a dx kernel keeps side by side "
+                     "in shared memory, moved that many at a time (0: the "
+                     "tuning table's, else 1; 1, 2 or 4). No result bit "
+                     "depends on it"),
+      llvm::cl::init(0)};
   Option<int64_t> batchRows{
       *this, "batch-rows",
       llvm::cl::desc("Rows per partial-row update of the looped regime (0: "

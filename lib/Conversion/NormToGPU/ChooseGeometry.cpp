@@ -69,6 +69,12 @@ struct ChooseGeometryPass
              << "norm-choose-geometry: prefetch=" << static_cast<int64_t>(prefetch)
              << " needs cp.async.bulk.prefetch, which " << chip
              << " does not have (sm_90 and newer do)";
+    if (partialVector != 0 && partialVector != 1 && partialVector != 2 &&
+        partialVector != 4)
+      return emitError(func.getLoc())
+             << "norm-choose-geometry: partial-vector must be 0 (the tuning "
+                "table's, else 1), 1, 2 or 4, got "
+             << static_cast<int64_t>(partialVector);
     if (batchRows < 0 || batchRows > kMaxBatchRows)
       return emitError(func.getLoc())
              << "norm-choose-geometry: batch-rows must be 0 (chosen) or 1 to "
@@ -155,10 +161,15 @@ struct ChooseGeometryPass
     if (s.partials == PartialSums::Locked && g.rows != 1)
       g = chosen;
     // The entry's prefetch, where the kernel can take it (not a forward
-    // kernel, nor rows that can never be aligned).
+    // kernel, nor rows that can never be aligned), and its partial_vector,
+    // where the partial sums are in shared memory with chunks that wide.
     Geometry ahead = g;
     ahead.prefetch = e->prefetch;
-    return checkGeometry(ahead, s, target).empty() ? ahead : g;
+    if (checkGeometry(ahead, s, target).empty())
+      g = ahead;
+    Geometry grouped = g;
+    grouped.partialVector = e->partialVector;
+    return checkGeometry(grouped, s, target).empty() ? grouped : g;
   }
 
   /// Chooses or checks the geometry of `op` (a norm op or a row nest) for the
@@ -178,6 +189,16 @@ struct ChooseGeometryPass
         if (!why.empty())
           return op->emitError()
                  << "norm-choose-geometry: prefetch=" << g.prefetch
+                 << " is refused: " << why;
+      }
+      // The option's partial_vector, likewise (dx kernels with their
+      // partial rows in shared memory).
+      if (partialVector && !s.forward && g.partialVector != partialVector) {
+        g.partialVector = partialVector;
+        std::string why = checkGeometry(g, s, target);
+        if (!why.empty())
+          return op->emitError()
+                 << "norm-choose-geometry: partial-vector=" << g.partialVector
                  << " is refused: " << why;
       }
       setGeometry(op, toAttr(op->getContext(), g));

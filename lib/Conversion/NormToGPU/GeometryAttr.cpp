@@ -153,7 +153,7 @@ RowGeometryAttr norm::toAttr(MLIRContext *context, const Geometry &g) {
       // A looped row split over a cluster keeps its slice's chunks a lane.
       g.registers || g.cluster > 1 ? g.chunksPerLane : 0,
       toAttrLayout(g.layouts), toAttrPartials(g.partials), g.cluster, g.batch,
-      g.prefetch, g.sharedBytes, g.dynamicSharedBytes);
+      g.prefetch, g.partialVector, g.sharedBytes, g.dynamicSharedBytes);
 }
 
 Geometry norm::fromAttr(RowGeometryAttr attr, const RowShape &s,
@@ -193,6 +193,7 @@ Geometry norm::fromAttr(RowGeometryAttr attr, const RowShape &s,
   g.cluster = attr.getCluster();
   g.batch = attr.getBatch();
   g.prefetch = attr.getPrefetch();
+  g.partialVector = attr.getPartialVector();
   completeGeometry(g, s, target);
   return g;
 }

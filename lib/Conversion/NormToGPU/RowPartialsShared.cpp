@@ -5,10 +5,12 @@
 // PartialsHome::Shared (register regime, one row in flight): the running
 // `deterministic` partial sums live in lane-major groups of W slots of
 // shared memory: with q = k V + e, slot ((q / W) L + lane) W + q % W holds
-// element e of the lane's k-th chunk. In the vector layout's body W =
-// min(V, 4 f32) and a chunk's W sums are one 16-byte load and one store a
-// group on the vector path, the lanes of a warp 16 bytes apart (no bank
-// conflicts); a chunk past N there goes a word at a time. In the
+// element e of the lane's k-th chunk. In the vector layout's body W is the
+// geometry's partial_vector (1, 2 or 4, at most V) and a chunk's W sums
+// are one load and one store a group on the vector path (16 bytes at W =
+// 4), the lanes of a warp 4 W bytes apart (no bank conflicts); a chunk
+// past N there goes a word at a time. W = 4 takes a quarter of the shared
+// accesses and more live registers: a tuning knob. In the
 // interleaved layout's body (its own slots: the two bodies are branches of
 // the whole kernel) W = 1, slot q L + lane, a word a lane, the lanes of a
 // warp on consecutive words. Static
@@ -57,13 +59,11 @@ public:
   void writeBack() override;
 
 private:
-  /// W: the sums a lane keeps side by side (one 16-byte access of f32) in
-  /// the vector layout's body; one in the interleaved layout's, whose
+  /// W: the sums a lane keeps side by side in the vector layout's body
+  /// (Geometry::partialVector); one in the interleaved layout's, whose
   /// accesses are a word each (its own body, its own slots).
   int64_t width() const {
-    return ctx.layout == Layout::Vector
-               ? std::min<int64_t>(ctx.g.vec, 16 / int64_t(sizeof(float)))
-               : 1;
+    return ctx.layout == Layout::Vector ? ctx.g.partialVector : 1;
   }
   /// The slot of q = k V + e of lane `lane` (any builder, any lane).
   Value slotOf(OpBuilder &rb, Value q, Value lane) {

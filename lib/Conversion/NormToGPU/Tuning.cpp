@@ -82,7 +82,7 @@ mlir::norm::parseTuningTable(llvm::StringRef json) {
   static const llvm::StringRef known[] = {
       "kernel", "partial_rows", "element_bytes", "n", "rows",
       "threads", "cluster", "max_lanes", "max_register_elements",
-      "prefetch", "measured"};
+      "prefetch", "partial_vector", "measured"};
   for (size_t i = 0; i < entries->size(); ++i) {
     const llvm::json::Object *o = (*entries)[i].getAsObject();
     if (!o)
@@ -104,6 +104,7 @@ mlir::norm::parseTuningTable(llvm::StringRef json) {
         !readInt(*o, "max_register_elements", e.maxRegisterElements, i,
                  err) ||
         !readInt(*o, "prefetch", e.prefetch, i, err) ||
+        !readInt(*o, "partial_vector", e.partialVector, i, err) ||
         !readRange(*o, "n", e.nLo, e.nHi, i, err) ||
         !readRange(*o, "rows", e.rowsLo, e.rowsHi, i, err))
       return std::move(err);
@@ -118,10 +119,13 @@ mlir::norm::parseTuningTable(llvm::StringRef json) {
       return bad(i, "\"rows\" must run from 1 or an edge + 1 to an edge "
                     "or 0 (unbounded); the edges are 128, 512, 2048, 8192");
     if (e.threads == 0 && e.cluster == 0 && e.maxLanes == 0 &&
-        e.maxRegisterElements == 0 && e.prefetch == 0)
+        e.maxRegisterElements == 0 && e.prefetch == 0 &&
+        e.partialVector == 1)
       return bad(i, "no knob: give \"threads\", \"cluster\", "
-                    "\"max_lanes\", \"max_register_elements\" or "
-                    "\"prefetch\"");
+                    "\"max_lanes\", \"max_register_elements\", "
+                    "\"prefetch\" or \"partial_vector\"");
+    if (e.partialVector != 1 && e.partialVector != 2 && e.partialVector != 4)
+      return bad(i, "\"partial_vector\" must be 1, 2 or 4");
     if (e.prefetch > kMaxPrefetch)
       return bad(i, "\"prefetch\" must be at most " +
                         llvm::Twine(kMaxPrefetch));

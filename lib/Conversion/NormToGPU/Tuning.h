@@ -57,6 +57,9 @@ struct TuningEntry {
   int64_t maxRegisterElements = 0;
   /// Waves of rows prefetched into L2 (Geometry::prefetch; 0: none).
   int64_t prefetch = 0;
+  /// Shared partial sums a lane keeps side by side
+  /// (Geometry::partialVector: 1, 2 or 4).
+  int64_t partialVector = 1;
 };
 
 /// The chip family whose table serves `chip` ("sm_90" for sm_90 and

@@ -149,3 +149,13 @@ func.func @prefetch_too_far(%dy: memref<?x4096xbf16>, %x: memref<?x4096xbf16>, %
   norm.rms_norm_grad dy(%dy : memref<?x4096xbf16>) x(%x : memref<?x4096xbf16>) rstd(%rstd : memref<?xf32>) weight(%w : memref<4096xbf16>) outs dx(%dx : memref<?x4096xbf16>) dweight(%dw : memref<4096xbf16>) {norm.geometry = #norm.row_geometry<regime = registers, threads = 256, lanes = 256, rows = 1, vector = 8, chunks = 2, partials = shared, prefetch = 5>}
   return
 }
+
+// -----
+
+// A written partial_vector where the rows can never be 16-byte aligned
+// (the interleaved layout alone: no vector body to group the sums in).
+func.func @partial_vector_interleaved(%dy: memref<?x4098xf32>, %x: memref<?x4098xf32>, %rstd: memref<?xf32>, %dx: memref<?x4098xf32>, %w: memref<4098xf32>, %dw: memref<4098xf32>) {
+  // expected-error @+1 {{partial_vector: only the vector layout's body groups the partial sums, and rows that can never be 16-byte aligned have none (layout = interleaved)}}
+  norm.rms_norm_grad dy(%dy : memref<?x4098xf32>) x(%x : memref<?x4098xf32>) rstd(%rstd : memref<?xf32>) weight(%w : memref<4098xf32>) outs dx(%dx : memref<?x4098xf32>) dweight(%dw : memref<4098xf32>) {norm.geometry = #norm.row_geometry<regime = registers, threads = 128, lanes = 128, rows = 1, vector = 4, chunks = 9, layout = interleaved, partials = shared, partial_vector = 4>}
+  return
+}

@@ -5,17 +5,19 @@
 
 // A table from a file (the `tuning-file` option) in place of the embedded
 // one, on any chip. Its entries: RMSNorm backward bf16 N = 4000-5000 at
-// every M, prefetch 2 (the cost model's layout otherwise); LayerNorm
+// every M, prefetch 2 and partial_vector 4 (the cost model's layout
+// otherwise); LayerNorm
 // backward bf16 N >= 200000 at M <= 128, a cluster of 8 with
 // max_register_elements 32 (the looped row split over the cluster); the
 // forward at N = 4000-5000, prefetch 1, which a forward kernel cannot take
 // (no row ahead of its block's one wave), so the cost model's stands. On
-// sm_80 the prefetch entry yields to the cost model (no bulk prefetch), and
-// so does the cluster entry (no clusters).
+// sm_80 the prefetch yields to the cost model (no bulk prefetch) while the
+// entry's partial_vector stands (any chip), and the cluster entry yields
+// (no clusters).
 // CHECK-LABEL: func.func @rms_grad
-// CHECK: norm.geometry = #norm.row_geometry<regime = registers, threads = 256, lanes = 256, rows = 1, vector = 8, chunks = 2, partials = shared, prefetch = 2, shared = 16448>
+// CHECK: norm.geometry = #norm.row_geometry<regime = registers, threads = 256, lanes = 256, rows = 1, vector = 8, chunks = 2, partials = shared, prefetch = 2, partial_vector = 4, shared = 16448>
 // SM80-LABEL: func.func @rms_grad
-// SM80: norm.geometry = #norm.row_geometry<regime = registers, threads = 256, lanes = 256, rows = 1, vector = 8, chunks = 2, partials = shared, shared = 16448>
+// SM80: norm.geometry = #norm.row_geometry<regime = registers, threads = 256, lanes = 256, rows = 1, vector = 8, chunks = 2, partials = shared, partial_vector = 4, shared = 16448>
 // MISSING: norm-choose-geometry: tuning-file '{{.*}}no-such-table.json': {{.*}}
 // BAD: norm-choose-geometry: tuning-file '{{.*}}tuning-file-bad.json': tuning table: entries[0]: "prefetch" must be at most 4
 func.func @rms_grad(%dy: memref<?x4096xbf16>, %x: memref<?x4096xbf16>, %rstd: memref<?xf32>, %dx: memref<?x4096xbf16>, %w: memref<4096xbf16>, %dw: memref<4096xbf16>) {

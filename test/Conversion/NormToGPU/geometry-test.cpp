@@ -497,6 +497,21 @@ int main() {
     refused("{\"entries\": [{\"kernel\": \"dx\", \"n\": [1, 2], "
             "\"prefetch\": 5}]}",
             "\"prefetch\" must be at most 4");
+    {
+      llvm::Expected<std::vector<TuningEntry>> m = parseTuningTable(
+          "{\"entries\": [{\"kernel\": \"dx\", \"n\": [1, 2], "
+          "\"partial_vector\": 4}]}");
+      check(m && m->size() == 1 && (*m)[0].partialVector == 4,
+            "partial_vector alone is a knob");
+      if (!m)
+        llvm::consumeError(m.takeError());
+    }
+    refused("{\"entries\": [{\"kernel\": \"dx\", \"n\": [1, 2], "
+            "\"partial_vector\": 3}]}",
+            "\"partial_vector\" must be 1, 2 or 4");
+    refused("{\"entries\": [{\"kernel\": \"dx\", \"n\": [1, 2], "
+            "\"partial_vector\": 1}]}",
+            "no knob");
     refused("{\"entries\": [{\"kernel\": \"dx\", \"n\": [1, 2], "
             "\"max_register_elements\": -1}]}",
             "\"max_register_elements\" must be a non-negative integer");

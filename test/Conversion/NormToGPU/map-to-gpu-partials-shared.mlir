@@ -1,12 +1,16 @@
-// RUN: norm-opt %s --split-input-file --norm-lower-to-loops --norm-choose-geometry=tuning=false --norm-map-to-gpu | FileCheck %s
+// RUN: norm-opt %s --split-input-file --norm-lower-to-loops --norm-choose-geometry="tuning=false partial-vector=4" --norm-map-to-gpu | FileCheck %s
+// RUN: norm-opt %s --split-input-file --norm-lower-to-loops --norm-choose-geometry="tuning=false partial-vector=2" --norm-map-to-gpu | FileCheck %s --check-prefix=TWO
+// RUN: norm-opt %s --split-input-file --norm-lower-to-loops --norm-choose-geometry=tuning=false --norm-map-to-gpu | FileCheck %s --check-prefix=ONE
 
 // LayerNorm bf16 N = 4096 (the cost model: 256 threads, 2 chunks of 8
 // columns a lane, one row in flight, both partial rows in shared memory).
-// The lane's sums sit in groups of W = 4 slots, slot ((q / 4) L + lane) 4 +
-// q % 4 for q = k V + e: on the vector path each chunk loads and stores its
-// 8 sums of a partial row as two 16-byte vectors at 1024 q / 4 + 4 lane
-// (lanes 16 bytes apart: no bank conflicts), where one word a load and a
-// store each went before. The write-back maps column j back to its slot.
+// With partial_vector = 4 the lane's sums sit in groups of W = 4 slots,
+// slot ((q / 4) L + lane) 4 + q % 4 for q = k V + e: on the vector path
+// each chunk loads and stores its 8 sums of a partial row as two 16-byte
+// vectors at 1024 q / 4 + 4 lane (lanes 16 bytes apart: no bank
+// conflicts). The write-back maps column j back to its slot. W = 2: four
+// 8-byte vectors a chunk. W = 1 (the default): a word a load and a store,
+// slot q L + lane.
 // CHECK-LABEL: func @layer_norm_grad_n4096
 // CHECK-SAME: #norm.kernel<name = "layer_norm_grad_n4096_dx_1", kind = dx, block = 256, grid = programs, lanes = 256, rows = 1, vector = 8, registers = true>
 // CHECK: gpu.launch
@@ -51,6 +55,15 @@
 // CHECK: %[[R:.*]] = arith.remui %[[Q]], %{{.*}} : index
 // CHECK: %[[SLOT:.*]] = arith.addi %[[BASE]], %[[R]] : index
 // CHECK: memref.load %[[DWACC]][%[[SLOT]]]
+// TWO-LABEL: func @layer_norm_grad_n4096
+// TWO-COUNT-4: vector.load %{{.*}} {alignment = 8 : i64} : memref<4096xf32, #gpu.address_space<workgroup>>, vector<2xf32>
+// TWO-NOT: vector<4xf32>
+// TWO: vector.store %{{.*}} {alignment = 8 : i64} : memref<4096xf32, #gpu.address_space<workgroup>>, vector<2xf32>
+// ONE-LABEL: func @layer_norm_grad_n4096
+// ONE-NOT: address_space<workgroup>>, vector
+// ONE: %[[ACC:.*]] = memref.load %{{.*}} : memref<4096xf32, #gpu.address_space<workgroup>>
+// ONE-NOT: address_space<workgroup>>, vector
+// ONE: gpu.terminator
 func.func @layer_norm_grad_n4096(%dy: tensor<?x4096xbf16>, %x: tensor<?x4096xbf16>, %mean: tensor<?xf32>, %rstd: tensor<?xf32>, %w: tensor<4096xbf16>) -> (tensor<?x4096xbf16>, tensor<4096xbf16>, tensor<4096xbf16>) {
   %dx, %dw, %db = norm.layer_norm_grad dy(%dy : tensor<?x4096xbf16>) x(%x : tensor<?x4096xbf16>) mean(%mean : tensor<?xf32>) rstd(%rstd : tensor<?xf32>) weight(%w : tensor<4096xbf16>) -> dx(tensor<?x4096xbf16>) dweight(tensor<4096xbf16>) dbias(tensor<4096xbf16>)
   return %dx, %dw, %db : tensor<?x4096xbf16>, tensor<4096xbf16>, tensor<4096xbf16>
@@ -58,28 +71,29 @@ func.func @layer_norm_grad_n4096(%dy: tensor<?x4096xbf16>, %x: tensor<?x4096xbf1
 
 // -----
 
-// f32 N = 4098: rows never 16-byte aligned, so the kernel has the
-// interleaved layout alone, whose slots stay a word a lane (q L + lane,
-// consecutive words across a warp): no vector access of the partial rows.
-// CHECK-LABEL: func @layer_norm_grad_n4098
-// CHECK-SAME: #norm.kernel<name = "layer_norm_grad_n4098_dx_1", kind = dx, block = 128, grid = programs, lanes = 128, rows = 1, vector = 4, registers = true>
+// RMSNorm bf16 N = 12288: the partial row (48 KB) in dynamic shared memory,
+// two bodies (layout = both). The vector body groups its sums (12 vector
+// loads and stores a row, 6 chunks x 2 groups); the interleaved body,
+// whose lanes read a word each at consecutive columns, keeps its own slots
+// a word a lane (W = 1: slot q L + lane is column j itself).
+// CHECK-LABEL: func @rms_norm_grad_n12288
 // CHECK: gpu.launch
-// CHECK-NOT: workgroup>>, vector
-// CHECK: memref.load %{{.*}} : memref<4608xf32, #gpu.address_space<workgroup>>
-// CHECK-NOT: workgroup>>, vector
-// The write-back: column j = q L + lane is slot j itself.
+// CHECK-COUNT-12: vector.store %{{.*}}, %[[ACC:[a-z0-9_]+]][%{{.*}}] {alignment = 16 : i64} : memref<12288xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+// CHECK: } else {
+// CHECK: } else {
+// CHECK-NOT: address_space<workgroup>>, vector<4xf32>
 // CHECK: gpu.barrier
 // CHECK: scf.for %[[J:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
-// CHECK-NEXT: arith.constant 128 : index
+// CHECK-NEXT: arith.constant 256 : index
 // CHECK-NEXT: %[[Q:.*]] = arith.divui %[[J]], %{{.*}} : index
-// CHECK-NEXT: arith.constant 128 : index
+// CHECK-NEXT: arith.constant 256 : index
 // CHECK-NEXT: %[[LANE:.*]] = arith.remui %[[J]], %{{.*}} : index
-// CHECK-NEXT: %[[C128:.*]] = arith.constant 128 : index
-// CHECK-NEXT: %[[QL:.*]] = arith.muli %[[Q]], %[[C128]] : index
+// CHECK-NEXT: %[[C256:.*]] = arith.constant 256 : index
+// CHECK-NEXT: %[[QL:.*]] = arith.muli %[[Q]], %[[C256]] : index
 // CHECK-NEXT: %[[SLOT:.*]] = arith.addi %[[QL]], %[[LANE]] : index
-// CHECK-NEXT: memref.load %{{.*}}[%[[SLOT]]] : memref<4608xf32, #gpu.address_space<workgroup>>
+// CHECK-NEXT: memref.load %[[ACC]][%[[SLOT]]] : memref<12288xf32, #gpu.address_space<workgroup>>
 // CHECK: gpu.terminator
-func.func @layer_norm_grad_n4098(%dy: tensor<?x4098xf32>, %x: tensor<?x4098xf32>, %mean: tensor<?xf32>, %rstd: tensor<?xf32>, %w: tensor<4098xf32>) -> (tensor<?x4098xf32>, tensor<4098xf32>, tensor<4098xf32>) {
-  %dx, %dw, %db = norm.layer_norm_grad dy(%dy : tensor<?x4098xf32>) x(%x : tensor<?x4098xf32>) mean(%mean : tensor<?xf32>) rstd(%rstd : tensor<?xf32>) weight(%w : tensor<4098xf32>) -> dx(tensor<?x4098xf32>) dweight(tensor<4098xf32>) dbias(tensor<4098xf32>)
-  return %dx, %dw, %db : tensor<?x4098xf32>, tensor<4098xf32>, tensor<4098xf32>
+func.func @rms_norm_grad_n12288(%dy: tensor<?x12288xbf16>, %x: tensor<?x12288xbf16>, %rstd: tensor<?xf32>, %w: tensor<12288xbf16>) -> (tensor<?x12288xbf16>, tensor<12288xbf16>) {
+  %dx, %dw = norm.rms_norm_grad dy(%dy : tensor<?x12288xbf16>) x(%x : tensor<?x12288xbf16>) rstd(%rstd : tensor<?xf32>) weight(%w : tensor<12288xbf16>) -> dx(tensor<?x12288xbf16>) dweight(tensor<12288xbf16>)
+  return %dx, %dw : tensor<?x12288xbf16>, tensor<12288xbf16>
 }

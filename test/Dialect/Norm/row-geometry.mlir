@@ -128,3 +128,40 @@ func.func @prefetch_negative(%x: tensor<?x1000xbf16>) -> tensor<?x1000xbf16> {
   %y, %r = norm.rms_norm x(%x : tensor<?x1000xbf16>) {norm.geometry = #norm.row_geometry<regime = registers, threads = 256, lanes = 32, rows = 8, vector = 8, chunks = 4, prefetch = -1>} -> y(tensor<?x1000xbf16>) rstd(tensor<?xf32>)
   return %y : tensor<?x1000xbf16>
 }
+
+// -----
+
+// partial_vector (shared partial sums a lane keeps side by side) round-trips;
+// 1 is elided.
+// CHECK-LABEL: func.func @partial_vector_round_trip
+// CHECK: norm.geometry = #norm.row_geometry<regime = registers, threads = 256, lanes = 256, rows = 1, vector = 8, chunks = 2, partials = shared, partial_vector = 4>
+// CHECK: norm.geometry = #norm.row_geometry<regime = registers, threads = 256, lanes = 256, rows = 1, vector = 8, chunks = 2, partials = shared>
+func.func @partial_vector_round_trip(%dy: tensor<?x4096xbf16>, %x: tensor<?x4096xbf16>, %rstd: tensor<?xf32>, %w: tensor<4096xbf16>) -> (tensor<?x4096xbf16>, tensor<4096xbf16>, tensor<?x4096xbf16>, tensor<4096xbf16>) {
+  %dx, %dw = norm.rms_norm_grad dy(%dy : tensor<?x4096xbf16>) x(%x : tensor<?x4096xbf16>) rstd(%rstd : tensor<?xf32>) weight(%w : tensor<4096xbf16>) {norm.geometry = #norm.row_geometry<regime = registers, threads = 256, lanes = 256, rows = 1, vector = 8, chunks = 2, partials = shared, partial_vector = 4>} -> dx(tensor<?x4096xbf16>) dweight(tensor<4096xbf16>)
+  %dx2, %dw2 = norm.rms_norm_grad dy(%dy : tensor<?x4096xbf16>) x(%x : tensor<?x4096xbf16>) rstd(%rstd : tensor<?xf32>) weight(%w : tensor<4096xbf16>) {norm.geometry = #norm.row_geometry<regime = registers, threads = 256, lanes = 256, rows = 1, vector = 8, chunks = 2, partials = shared, partial_vector = 1>} -> dx(tensor<?x4096xbf16>) dweight(tensor<4096xbf16>)
+  return %dx, %dw, %dx2, %dw2 : tensor<?x4096xbf16>, tensor<4096xbf16>, tensor<?x4096xbf16>, tensor<4096xbf16>
+}
+
+// -----
+
+func.func @partial_vector_three(%dy: tensor<?x4096xbf16>, %x: tensor<?x4096xbf16>, %rstd: tensor<?xf32>, %w: tensor<4096xbf16>) -> tensor<?x4096xbf16> {
+  // expected-error @+1 {{#norm.row_geometry: partial_vector must be 1, 2 or 4, got 3}}
+  %dx, %dw = norm.rms_norm_grad dy(%dy : tensor<?x4096xbf16>) x(%x : tensor<?x4096xbf16>) rstd(%rstd : tensor<?xf32>) weight(%w : tensor<4096xbf16>) {norm.geometry = #norm.row_geometry<regime = registers, threads = 256, lanes = 256, rows = 1, vector = 8, chunks = 2, partials = shared, partial_vector = 3>} -> dx(tensor<?x4096xbf16>) dweight(tensor<4096xbf16>)
+  return %dx : tensor<?x4096xbf16>
+}
+
+// -----
+
+func.func @partial_vector_registers(%dy: tensor<?x4096xbf16>, %x: tensor<?x4096xbf16>, %rstd: tensor<?xf32>, %w: tensor<4096xbf16>) -> tensor<?x4096xbf16> {
+  // expected-error @+1 {{#norm.row_geometry: partial_vector groups partial sums in shared memory (partials = shared), got partials = registers}}
+  %dx, %dw = norm.rms_norm_grad dy(%dy : tensor<?x4096xbf16>) x(%x : tensor<?x4096xbf16>) rstd(%rstd : tensor<?xf32>) weight(%w : tensor<4096xbf16>) {norm.geometry = #norm.row_geometry<regime = registers, threads = 256, lanes = 256, rows = 1, vector = 8, chunks = 2, partials = registers, partial_vector = 2>} -> dx(tensor<?x4096xbf16>) dweight(tensor<4096xbf16>)
+  return %dx : tensor<?x4096xbf16>
+}
+
+// -----
+
+func.func @partial_vector_past_vector(%dy: tensor<?x4096xf32>, %x: tensor<?x4096xf32>, %rstd: tensor<?xf32>, %w: tensor<4096xf32>) -> tensor<?x4096xf32> {
+  // expected-error @+1 {{#norm.row_geometry: partial_vector (4) must be at most vector (2)}}
+  %dx, %dw = norm.rms_norm_grad dy(%dy : tensor<?x4096xf32>) x(%x : tensor<?x4096xf32>) rstd(%rstd : tensor<?xf32>) weight(%w : tensor<4096xf32>) {norm.geometry = #norm.row_geometry<regime = registers, threads = 256, lanes = 256, rows = 1, vector = 2, chunks = 8, partials = shared, partial_vector = 4>} -> dx(tensor<?x4096xf32>) dweight(tensor<4096xf32>)
+  return %dx : tensor<?x4096xf32>
+}

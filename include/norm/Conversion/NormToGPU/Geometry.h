@@ -283,6 +283,11 @@ struct Geometry {
   /// (cp.async.bulk.prefetch; 0: none). Changes no result bit, so the
   /// tuning table may set it (kMaxPrefetch).
   int64_t prefetch = 0;
+  /// PartialsHome::Shared: the partial sums a lane keeps side by side in
+  /// the vector layout's body (W: 1, 2 or 4, at most vec), moved W at a
+  /// time on the vector path. Changes no result bit, so the tuning table
+  /// may set it; 1 (a word a lane) otherwise and by default.
+  int64_t partialVector = 1;
 
   /// Warps of one row (> 1: in-row sums take a shared-memory step).
   int64_t warpsPerRow() const { return lanes > warp ? lanes / warp : 1; }

@@ -272,7 +272,8 @@ LogicalResult RowGeometryAttr::verify(
     function_ref<InFlightDiagnostic()> emitError, RowRegime regime,
     int64_t threads, int64_t lanes, int64_t rows, int64_t vector,
     int64_t chunks, RowLayout, RowPartials partials, int64_t cluster,
-    int64_t batch, int64_t prefetch, int64_t shared, int64_t dynamicShared) {
+    int64_t batch, int64_t prefetch, int64_t partialVector, int64_t shared,
+    int64_t dynamicShared) {
   auto fail = [&]() { return emitError() << "#norm.row_geometry: "; };
   // Bounds far past any chip's, so that every product of them fits.
   if (threads < 1 || !llvm::isPowerOf2_64(threads) || threads > (1 << 16))
@@ -297,6 +298,16 @@ LogicalResult RowGeometryAttr::verify(
   if (prefetch < 0 || prefetch > 1024)
     return fail() << "prefetch must be 0 to 1024 waves ahead, got "
                   << prefetch;
+  if (partialVector != 1 && partialVector != 2 && partialVector != 4)
+    return fail() << "partial_vector must be 1, 2 or 4, got "
+                  << partialVector;
+  if (partialVector > 1 && partials != RowPartials::Shared)
+    return fail() << "partial_vector groups partial sums in shared memory "
+                     "(partials = shared), got partials = "
+                  << stringifyRowPartials(partials);
+  if (partialVector > vector)
+    return fail() << "partial_vector (" << partialVector
+                  << ") must be at most vector (" << vector << ")";
   if (shared < 0 || dynamicShared < 0)
     return fail() << "shared memory sizes must not be negative";
   if (regime == RowRegime::Looped) {

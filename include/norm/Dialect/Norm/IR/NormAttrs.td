@@ -153,6 +153,12 @@ def Norm_RowGeometryAttr : AttrDef<Norm_Dialect, "RowGeometry"> {
       block has prefetched into L2 ahead of the one it works on, with one
       `cp.async.bulk.prefetch` a row and read memref (sm_90; 0: none). A
       hint to the memory system: no result bit depends on it.
+    * `partial_vector`: with `partials = shared`, the sums a lane keeps
+      side by side in shared memory in the vector layout's body (W; 1, 2
+      or 4, at most `vector`): a chunk's partial sums then move W at a
+      time (one 16-byte access a group at W = 4) instead of a word each.
+      Fewer shared accesses against more live registers; no result bit
+      depends on it.
     * `shared`, `dynamic_shared`: bytes of static and dynamic shared memory
       the kernel takes; derived from the rest (the pass fills them in).
 
@@ -179,6 +185,8 @@ def Norm_RowGeometryAttr : AttrDef<Norm_Dialect, "RowGeometry"> {
     DefaultValuedParameter<"int64_t", "1", "rows per partial update">:$batch,
     DefaultValuedParameter<"int64_t", "0", "waves prefetched into L2">
         :$prefetch,
+    DefaultValuedParameter<"int64_t", "1", "shared partial sums a lane "
+                           "keeps side by side">:$partial_vector,
     DefaultValuedParameter<"int64_t", "0", "static shared bytes">:$shared,
     DefaultValuedParameter<"int64_t", "0", "dynamic shared bytes">
         :$dynamic_shared);
