@@ -53,6 +53,7 @@ class Cfg:
     rows: int = 0  # --rows (the tuning table's M hint; 0: unknown)
     fma: bool = False  # --fuse-multiply-add=true (explicit f32 fma)
     prefetch: int = 0  # --prefetch (waves of rows into L2; 0: none)
+    pv: int = 0  # --partial-vector (shared sums side by side; 0: default)
 
     @property
     def grad(self):
@@ -107,6 +108,8 @@ class Cfg:
             parts.append("fma")
         if self.prefetch:
             parts.append("pf%d" % self.prefetch)
+        if self.pv:
+            parts.append("pv%d" % self.pv)
         return "-".join(parts)
 
     def flags(self):
@@ -143,6 +146,8 @@ class Cfg:
             f.append("--fuse-multiply-add=true")
         if self.prefetch:
             f.append("--prefetch=%d" % self.prefetch)
+        if self.pv:
+            f.append("--partial-vector=%d" % self.pv)
         return f
 
     def expected_args(self, m="?"):

@@ -233,9 +233,29 @@ def prefetch_plan():
                       fields=("threads", "cluster", "prefetch"))
 
 
+# "pvec": the shared partial sums grouped W = 2 or 4 a lane (geometry
+# partial_vector: a quarter of the shared accesses at 4, and more live
+# registers, which cost an occupancy step at some N: no rule, so a table
+# knob) against the default, alone and with the knobs the prefetch plan
+# found (prefetch 1, 512 threads), both backward ops, bf16 and f32, where
+# the partial rows are in shared memory (one row in flight, N up to the
+# dynamic budget). Candidates whose partials are elsewhere do not compile
+# (the option is refused there) and are left out.
+PVEC_N = (1024, 2048, 3072, 4096, 5120, 8192, 12288, 16384)
+PVEC_M = (1024, 4096, 16384)
+PVEC_KNOBS = ((0, 0, 0, 4), (0, 0, 0, 2), (0, 0, 1, 4), (0, 0, 1, 0),
+              (512, 0, 1, 4), (512, 0, 1, 0), (512, 0, 0, 4))
+
+
+def pvec_plan():
+    return table_plan(dtypes=("bf16", "f32"), ns=PVEC_N, knobs=PVEC_KNOBS,
+                      ms=PVEC_M, fields=("threads", "cluster", "prefetch",
+                                         "pv"))
+
+
 PLANS = dict(TABLE_PLANS, explore=explore_plan, grid=grid_plan,
              groups=groups_plan, fma=fma_plan, wide=wide_plan,
-             prefetch=prefetch_plan,
+             prefetch=prefetch_plan, pvec=pvec_plan,
              **{"grid-cfgs": grid_cfgs_plan,
                 "grid-cfgs-f32": lambda: grid_cfgs_plan(("bf16", "f32"))})
 
@@ -398,7 +418,7 @@ def run_plan(args):
             e = index["configs"].get(c.name)
             r = {"op": op, "dtype": dt, "N": n, "M": m, "cfg": c.name,
                  "cluster": c.cluster, "threads": c.threads, "mre": c.mre,
-                 "prefetch": c.prefetch,
+                 "prefetch": c.prefetch, "pv": c.pv,
                  "lanes": c.lanes, "rows": c.rows,
                  "groups": c.groups or C.default_groups(m, n),
                  "fixed_groups": bool(c.groups)}
@@ -521,7 +541,7 @@ def row_bucket(m):
 
 
 KNOB_KEYS = ("threads", "cluster", "max_lanes", "max_register_elements",
-             "prefetch")
+             "prefetch", "partial_vector")
 NO_KNOB = (0,) * len(KNOB_KEYS)
 
 
@@ -536,7 +556,7 @@ def knob_of(r):
                       if p.startswith(tag) and p[len(tag):].isdigit()), 0)
         return v
     return (r["threads"], r["cluster"], r.get("lanes", 0),
-            tagged("mre", "mre"), tagged("prefetch", "pf"))
+            tagged("mre", "mre"), tagged("prefetch", "pf"), tagged("pv", "pv"))
 
 
 def geomean(xs):
