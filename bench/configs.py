@@ -344,6 +344,24 @@ def _prefetch_cases():
             for (op, n, dt, p), m, layout in PREFETCH_CASES]
 
 
+# Geometry partial_vector (shared partial sums a lane keeps side by side,
+# the table's knob at LayerNorm bf16 N = 2048-8192 and f32 N = 1024, 5120):
+# W = 4 and 2 (the option), rows aligned (the grouped vector body) and not
+# (the interleaved body's word-a-lane slots, or a chunk past N on the
+# element path), a partial row in dynamic shared memory (RMSNorm N =
+# 12288), with prefetch.
+PV_CASES = ((("layer_norm_grad", 3072, "bf16", 4, 0), 2061, "contig"),
+            (("layer_norm_grad", 5120, "bf16", 2, 1), 999, "offset"),
+            (("rms_norm_grad", 12288, "bf16", 4, 0), 300, "contig"),
+            (("layer_norm_grad", 1024, "f32", 4, 1), 4099, "strided"),
+            (("rms_norm_grad", 5000, "bf16", 2, 0), 77, "contig"))
+
+
+def _pv_cases():
+    return [Case(Cfg(op, n, dt, pv=w, prefetch=p), m, layout)
+            for (op, n, dt, w, p), m, layout in PV_CASES]
+
+
 def _tuned_cases():
     cases = []
     for op, dt, n, m in TUNED_CASES:
@@ -368,7 +386,7 @@ def check_cases(subset="full"):
         for op in FWD_OPS:
             for dt in DTYPES:
                 cases += _fwd_cases(op, dt)
-        cases += _tuned_cases() + _prefetch_cases()
+        cases += _tuned_cases() + _prefetch_cases() + _pv_cases()
     elif subset == "quick":
         for op in GRAD_OPS:
             for dt in DTYPES:
