@@ -249,31 +249,49 @@ def run_config(width, norm, precision, mode, args, device):
 
 
 def kernel_times(step, count, first, b, t, device):
-    """{kernel name: (GPU us a step, launches a step)} over `count` steps
-    under torch.profiler (batches from `first` on)."""
+    """Over `count` steps under torch.profiler (batches from `first` on):
+    {"kernels": {name: (GPU us a step, launches a step)}, "runtime":
+    {CUDA runtime / driver call: (host us a step, calls a step)},
+    "host_ms": the wall time a step takes to queue (no synchronization
+    between steps)}. A step whose host time reaches its GPU time, or a
+    synchronizing call among the runtime's, leaves the GPU idle."""
     from torch.profiler import ProfilerActivity, profile
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+    host = []
+    with profile(activities=[ProfilerActivity.CPU,
+                             ProfilerActivity.CUDA]) as prof:
         for i in range(count):
+            t0 = time.perf_counter()
             step(*batch(first + i, b, t, device))
+            host.append(time.perf_counter() - t0)
         sync(device)
-    got = {}
+    kernels, runtime = {}, {}
     for ev in prof.events():
-        if ev.device_type != torch.autograd.DeviceType.CUDA:
-            continue
-        us, n = got.get(ev.name, (0.0, 0))
-        got[ev.name] = (us + ev.device_time_total, n + 1)
-    return {k: (us / count, n / count) for k, (us, n) in got.items()}
+        if ev.device_type == torch.autograd.DeviceType.CUDA:
+            us, n = kernels.get(ev.name, (0.0, 0))
+            kernels[ev.name] = (us + ev.device_time_total, n + 1)
+        elif ev.name.startswith(("cuda", "cu")) and not ev.name.startswith(
+                ("cudnn", "cublas")):
+            us, n = runtime.get(ev.name, (0.0, 0))
+            runtime[ev.name] = (us + ev.cpu_time_total, n + 1)
+    per = lambda d: {k: (us / count, n / count) for k, (us, n) in d.items()}
+    return {"kernels": per(kernels), "runtime": per(runtime),
+            "host_ms": statistics.median(host) * 1e3}
 
 
 def profile_table(res, top=12):
-    """Lines: each model's GPU time a step, its largest kernels, and the
-    kernels only one of the two runs."""
-    torch_k, ours_k = res["profile"]
+    """Lines: each model's GPU time a step, its largest kernels, the
+    kernels only one of the two runs, and the host side (the time a step
+    takes to queue, the CUDA runtime calls)."""
+    torch_p, ours_p = res["profile"]
+    torch_k, ours_k = torch_p["kernels"], ours_p["kernels"]
     out = []
-    for label, ks in (("torch", torch_k), ("ours", ours_k)):
+    for label, p in (("torch", torch_p), ("ours", ours_p)):
+        ks = p["kernels"]
         total = sum(us for us, _ in ks.values())
-        out.append("  %s: %.1f us of kernels a step, %d launches" % (
-            label, total, round(sum(n for _, n in ks.values()))))
+        out.append("  %s: %.1f us of kernels a step, %d launches; host "
+                   "%.2f ms a step to queue" % (
+                       label, total, round(sum(n for _, n in ks.values())),
+                       p["host_ms"]))
         for name, (us, n) in sorted(ks.items(), key=lambda kv: -kv[1][0])[
                 :top]:
             out.append("    %8.1f us %4.0fx  %s" % (us, n, name[:110]))
@@ -285,6 +303,11 @@ def profile_table(res, top=12):
         for name, (us, n) in sorted(only.items(), key=lambda kv: -kv[1][0])[
                 :top]:
             out.append("    %8.1f us %4.0fx  %s" % (us, n, name[:110]))
+    for label, p in (("torch", torch_p), ("ours", ours_p)):
+        out.append("  %s: CUDA runtime calls a step (host us, calls)" % label)
+        for name, (us, n) in sorted(p["runtime"].items(),
+                                    key=lambda kv: -kv[1][0])[:8]:
+            out.append("    %8.1f us %5.1fx  %s" % (us, n, name[:80]))
     return out
 
 
