@@ -266,6 +266,8 @@ def kernel_times(step, count, first, b, t, device):
         sync(device)
     kernels, runtime = {}, {}
     for ev in prof.events():
+        if getattr(ev, "is_user_annotation", False):
+            continue  # a range (Optimizer.step#...), not a kernel
         if ev.device_type == torch.autograd.DeviceType.CUDA:
             us, n = kernels.get(ev.name, (0.0, 0))
             kernels[ev.name] = (us + ev.device_time_total, n + 1)
