@@ -19,6 +19,8 @@ and a table (tune.md) printed last.
   python3 bench/tune.py table tune.json...   (plans table, table-f32,
       table-fwd: writes the chip family's table,
       lib/Conversion/NormToGPU/tuning/sm_90.json)
+  python3 bench/tune.py check-table   (every entry of the table compiled
+      at its ranges' ends and middle: after `table`, before a GPU)
   python3 bench/tune.py compare before.json after.json   (one plan run
       twice, e.g. kernels before and after a compiler change: after /
       before of every candidate in both)
@@ -670,6 +672,58 @@ def cmd_table(args):
     return 0
 
 
+def table_checks(entries):
+    """(op, dtype, N, M) at which to compile each tuning-table entry: its N
+    range's ends and middle (and the first N past the low end, an odd one
+    where the low end is even), each at its M range's ends (M = 4 x the
+    low end where unbounded)."""
+    out = []
+    for e in entries:
+        lo, hi = e["n"]
+        top = hi or lo * 2
+        ns = sorted({lo, (lo + top) // 2, top, min(lo + 3, top)})
+        rlo, rhi = e.get("rows", [1, 0])
+        ms = sorted({rlo, rhi or rlo * 4})
+        dt = {2: "bf16", 4: "f32"}[e.get("element_bytes", 2)]
+        if e["kernel"] == "dx":
+            ops = ["layer_norm_grad" if e.get("partial_rows") == 2
+                   else "rms_norm_grad"]
+        else:
+            ops = list(C.FWD_OPS)
+        out += [(op, dt, n, m) for op in ops for n in ns for m in ms]
+    return out
+
+
+def cmd_check_table(args):
+    """Compiles every entry of a tuning table (the embedded one of the
+    build, or --tuning-file) at its ranges' ends and middle with
+    norm-compile --rows=M: an entry that makes a geometry the compiler
+    refuses, or crashes it, anywhere in its ranges fails here before a GPU
+    sees it."""
+    with open(args.table) as f:
+        entries = json.load(f)["entries"]
+    nc = os.path.join(args.build, "bin", "norm-compile")
+    checks = table_checks(entries)
+    failed = 0
+    with tempfile.TemporaryDirectory() as d:
+        for op, dt, n, m in checks:
+            cmd = [nc, "--op=" + op, "--n=%d" % n, "--dtype=" + dt,
+                   "--rows=%d" % m, "-o", os.path.join(d, "k.ptx")]
+            if op.endswith("_grad"):
+                cmd.append("--strategy=deterministic")
+            if args.tuning_file:
+                cmd.append("--tuning-file=" + args.tuning_file)
+            r = subprocess.run(cmd, capture_output=True, text=True)
+            if r.returncode:
+                failed += 1
+                out("tune check-table: FAILED %s %s N = %d M = %d: %s" % (
+                    op, dt, n, m, (r.stderr.strip().splitlines()
+                                   or ["exit %d" % r.returncode])[-1]))
+    out("tune check-table: %d entries, %d compiles, %d failed" % (
+        len(entries), len(checks), failed))
+    return 1 if failed else 0
+
+
 def cmd_compare(args):
     """The same candidates (configuration, geometry, M) in two runs, e.g.
     the kernels before and after a compiler change timed in one call:
@@ -729,6 +783,15 @@ def main(argv=None):
     p.add_argument("--table", default=os.path.join(
         HERE, "..", "lib", "Conversion", "NormToGPU", "tuning",
         "sm_90.json"))
+    p = sub.add_parser("check-table")
+    p.add_argument("--table", default=os.path.join(
+        HERE, "..", "lib", "Conversion", "NormToGPU", "tuning",
+        "sm_90.json"), help="the table whose entries to compile")
+    p.add_argument("--tuning-file", default="",
+                   help="compile with this table instead of the embedded "
+                        "one (norm-compile --tuning-file; give the same "
+                        "file as --table)")
+    p.add_argument("--build", default=os.path.join(HERE, "..", "build"))
     p = sub.add_parser("compare")
     p.add_argument("before", help="tune.json of a run")
     p.add_argument("after", help="tune.json of a run of the same plan")
@@ -737,6 +800,8 @@ def main(argv=None):
         return cmd_table(args)
     if args.cmd == "compare":
         return cmd_compare(args)
+    if args.cmd == "check-table":
+        return cmd_check_table(args)
     args.dir = os.path.abspath(args.dir)
     return {"prepare": cmd_prepare, "run": cmd_run}[args.cmd](args)
 
