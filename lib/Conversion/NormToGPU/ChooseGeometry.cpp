@@ -22,6 +22,8 @@
 #include "llvm/Support/MathExtras.h"
 #include "llvm/Support/MemoryBuffer.h"
 
+#include <tuple>
+
 namespace mlir::norm {
 #define GEN_PASS_DEF_NORMCHOOSEGEOMETRY
 #include "norm/Conversion/Passes.h.inc"
@@ -180,26 +182,20 @@ struct ChooseGeometryPass
     RowGeometryAttr written = getGeometry(op);
     if (!written) {
       Geometry g = tuned(s, chosen, target);
-      // The option's prefetch, over the table's (dx kernels: a forward
-      // block has no row ahead): refused where the row cannot take it, as
-      // a written one would be.
-      if (prefetch && !s.forward && g.prefetch != prefetch) {
-        g.prefetch = prefetch;
+      // The options that change no result bit, over the table's (dx
+      // kernels: a forward block has no row ahead and no partial rows):
+      // refused where the row cannot take them, as written ones would be.
+      for (auto [field, value, name] :
+           {std::tuple{&Geometry::prefetch, int64_t(prefetch), "prefetch"},
+            std::tuple{&Geometry::partialVector, int64_t(partialVector),
+                       "partial-vector"}}) {
+        if (!value || s.forward || g.*field == value)
+          continue;
+        g.*field = value;
         std::string why = checkGeometry(g, s, target);
         if (!why.empty())
-          return op->emitError()
-                 << "norm-choose-geometry: prefetch=" << g.prefetch
-                 << " is refused: " << why;
-      }
-      // The option's partial_vector, likewise (dx kernels with their
-      // partial rows in shared memory).
-      if (partialVector && !s.forward && g.partialVector != partialVector) {
-        g.partialVector = partialVector;
-        std::string why = checkGeometry(g, s, target);
-        if (!why.empty())
-          return op->emitError()
-                 << "norm-choose-geometry: partial-vector=" << g.partialVector
-                 << " is refused: " << why;
+          return op->emitError() << "norm-choose-geometry: " << name << "="
+                                 << value << " is refused: " << why;
       }
       setGeometry(op, toAttr(op->getContext(), g));
       return success();
