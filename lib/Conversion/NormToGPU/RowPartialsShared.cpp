@@ -46,9 +46,16 @@ public:
     groups.clear();
   }
   void endChunk(OpBuilder &rb, Value j0, ArrayRef<Value> active) override {
-    assert(llvm::all_of(groups, [](auto &kv) {
-             return kv.second.stored.empty();
-           }) && "a group of partial sums loaded but not stored whole");
+    // A group the chunk's elements stored only in part (no body does that
+    // today: each element reads, adds and writes its sum) goes out a word
+    // at a time, so that no sum is lost whatever the body.
+    for (auto &[key, group] : groups)
+      for (auto [i, v] : llvm::enumerate(group.stored))
+        if (v)
+          memref::StoreOp::create(
+              rb, ctx.loc, v, key.first,
+              ValueRange{arith::AddIOp::create(rb, ctx.loc, group.base,
+                                               cIndex(rb, ctx.loc, i))});
     inVectorChunk = false;
     groups.clear();
   }
@@ -89,13 +96,23 @@ private:
         rb, ctx.loc, cIndex(rb, ctx.loc, (q / w) * ctx.g.lanes * w + q % w),
         arith::MulIOp::create(rb, ctx.loc, ctx.lane, cIndex(rb, ctx.loc, w)));
   }
-  /// A group of W sums of the chunk on the vector path: loaded as one
-  /// vector at its first element, stored as one after its last.
+  /// A group of W sums of the chunk on the vector path (slots base ..
+  /// base + W - 1): loaded as one vector at the first load, stored as one
+  /// once all W are written; a load after a store of its element reads
+  /// the stored value.
   struct Group {
+    Value base;
     Value loaded;
-    SmallVector<Value> stored;
+    SmallVector<Value> stored; // W entries; null: not written yet
   };
-  Group &groupOf(Value acc, int64_t e) { return groups[{acc, e / width()}]; }
+  Group &groupOf(OpBuilder &rb, Value acc, int64_t k, int64_t e) {
+    Group &group = groups[{acc, e / width()}];
+    if (!group.base) {
+      group.base = partialSlot(rb, k, e - e % width());
+      group.stored.assign(width(), Value());
+    }
+    return group;
+  }
 
   RowContext &ctx;
   bool inVectorChunk = false;
@@ -146,11 +163,15 @@ bool SharedPartials::load(OpBuilder &rb, memref::LoadOp load,
     return false;
   if (inVectorChunk) {
     int64_t w = width();
-    Group &group = groupOf(acc, e);
+    Group &group = groupOf(rb, acc, *k, e);
+    if (Value v = group.stored[e % w]) {
+      m.map(load.getResult(), v);
+      return true;
+    }
     if (!group.loaded)
       group.loaded = vector::LoadOp::create(
           rb, ctx.loc, VectorType::get({w}, load.getType()), acc,
-          ValueRange{partialSlot(rb, *k, e - e % w)}, /*nontemporal=*/false,
+          ValueRange{group.base}, /*nontemporal=*/false,
           llvm::MaybeAlign(w * int64_t(sizeof(float))));
     m.map(load.getResult(),
           vector::ExtractOp::create(rb, ctx.loc, group.loaded, e % w));
@@ -170,20 +191,19 @@ bool SharedPartials::store(OpBuilder &rb, memref::StoreOp store,
     return false;
   Value value = ctx.materialize(rb, store.getValue(), m);
   if (inVectorChunk) {
-    // The elements come in order; the group's last one stores all W.
+    // Once all W of the group are written, one vector store; it is also
+    // what a later load of the group reads.
     int64_t w = width();
-    Group &group = groupOf(acc, e);
-    assert(int64_t(group.stored.size()) == e % w &&
-           "a chunk's partial sums stored out of order");
-    group.stored.push_back(value);
-    if (e % w == w - 1) {
+    Group &group = groupOf(rb, acc, *k, e);
+    group.stored[e % w] = value;
+    if (llvm::all_of(group.stored, [](Value v) { return bool(v); })) {
       Value v = vector::FromElementsOp::create(
           rb, ctx.loc, VectorType::get({w}, value.getType()), group.stored);
-      vector::StoreOp::create(rb, ctx.loc, v, acc,
-                              ValueRange{partialSlot(rb, *k, e - e % w)},
+      vector::StoreOp::create(rb, ctx.loc, v, acc, ValueRange{group.base},
                               /*nontemporal=*/false,
                               llvm::MaybeAlign(w * int64_t(sizeof(float))));
-      group.stored.clear();
+      group.loaded = v;
+      group.stored.assign(w, Value());
     }
     return true;
   }
