@@ -148,7 +148,7 @@ StridedMemRefType<T, Rank> makeDescriptor(uint8_t *base, int64_t offset,
 } // namespace
 
 void HostBuffer::splitRows(int64_t b) {
-  int64_t rows = rank == 1 ? numCols : numRows;
+  [[maybe_unused]] int64_t rows = rank == 1 ? numCols : numRows;
   assert(b > 0 && rows % b == 0 && "the batch must divide the rows");
   assert((rank == 1 || rowStride == numCols) && "split rows are contiguous");
   batch = b;
