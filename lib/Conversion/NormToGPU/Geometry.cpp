@@ -532,8 +532,9 @@ std::string mlir::norm::checkGeometry(const Geometry &g, const RowShape &s,
              "ranges, which needs a static N whose rows can be 16-byte "
              "aligned (N times the element size a multiple of 16)";
   }
-  // Shared partial sums a lane keeps side by side: a power of two the
-  // chunk holds, at most one 16-byte access of f32.
+  // Shared partial sums a lane keeps side by side: at most one 16-byte
+  // access of f32, so within any chunk (one 16-byte access of 4 elements
+  // or more, checked above).
   if (g.partialVector != 1 && g.partialVector != 2 && g.partialVector != 4)
     return (why << "partial_vector: 1, 2 or 4 sums side by side, got "
                 << g.partialVector)
@@ -542,10 +543,6 @@ std::string mlir::norm::checkGeometry(const Geometry &g, const RowShape &s,
     return "partial_vector: it groups the partial sums of shared memory, and "
            "this geometry keeps none there (partials = shared is one row in "
            "flight of the registers regime with deterministic partial rows)";
-  if (g.partialVector > g.vec)
-    return (why << "partial_vector: at most the chunk's " << g.vec
-                << " elements, got " << g.partialVector)
-        .text;
   if (g.partialVector > 1 && g.layouts == RowLayouts::Interleaved)
     return "partial_vector: only the vector layout's body groups the partial "
            "sums, and rows that can never be 16-byte aligned have none "

@@ -364,6 +364,40 @@ int main() {
           "N=1000 bf16 rms threads=1024: partial rows over budget");
   }
 
+  // partial_vector (shared partial sums side by side): the checker takes
+  // 2 and 4 where the cost model keeps the partial rows in shared memory
+  // (chunks are one 16-byte access, so at least 4 elements: no width is
+  // past a chunk), and refuses another width and a home elsewhere.
+  {
+    TargetInfo hopper = *TargetInfo::get("sm_90");
+    auto why = [&](Geometry h, int64_t n) {
+      return checkGeometry(h, shapeOf(n, bf16.bytes, layer), hopper);
+    };
+    Geometry g = geometry(4096, bf16.bytes, layer, hopper);
+    check(g.partials == PartialsHome::Shared && g.vec == 8,
+          "LayerNorm bf16 4096: shared partial rows, 8-element chunks: " +
+              show(g));
+    for (int64_t w : {2, 4}) {
+      Geometry h = g;
+      h.partialVector = w;
+      check(why(h, 4096).empty(), "partial_vector " + std::to_string(w) +
+                                      " refused: " + why(h, 4096));
+    }
+    Geometry three = g;
+    three.partialVector = 3;
+    check(why(three, 4096).find("partial_vector: 1, 2 or 4") !=
+              std::string::npos,
+          "partial_vector 3: " + why(three, 4096));
+    Geometry registers = geometry(16384, bf16.bytes, layer, hopper);
+    registers.partialVector = 4;
+    check(registers.partials == PartialsHome::Registers &&
+              why(registers, 16384)
+                      .find("it groups the partial sums of shared memory") !=
+                  std::string::npos,
+          "partial_vector with partials in registers: " +
+              why(registers, 16384));
+  }
+
   // The cluster regime (sm_90, threads and cluster chosen): where a block
   // per row would loop or spill more than kClusterSpillArrays of its arrays
   // (by the estimate); the split with the best clusterScore
