@@ -164,14 +164,23 @@ struct ChooseGeometryPass
       g = chosen;
     // The entry's prefetch, where the kernel can take it (not a forward
     // kernel, nor rows that can never be aligned), and its partial_vector,
-    // where the partial sums are in shared memory with chunks that wide.
-    Geometry ahead = g;
-    ahead.prefetch = e->prefetch;
-    if (checkGeometry(ahead, s, target).empty())
-      g = ahead;
-    Geometry grouped = g;
-    grouped.partialVector = e->partialVector;
-    return checkGeometry(grouped, s, target).empty() ? grouped : g;
+    // where the partial sums are in shared memory.
+    setIfTaken(g, &Geometry::prefetch, e->prefetch, s, target);
+    setIfTaken(g, &Geometry::partialVector, e->partialVector, s, target);
+    return g;
+  }
+
+  /// Sets `field` of `g` (a field no result bit depends on) to `value`
+  /// where the row can take it; otherwise leaves `g` and returns why not.
+  static std::string setIfTaken(Geometry &g, int64_t Geometry::*field,
+                                int64_t value, const RowShape &s,
+                                const TargetInfo &target) {
+    Geometry h = g;
+    h.*field = value;
+    std::string why = checkGeometry(h, s, target);
+    if (why.empty())
+      g = h;
+    return why;
   }
 
   /// Chooses or checks the geometry of `op` (a norm op or a row nest) for the
@@ -191,8 +200,7 @@ struct ChooseGeometryPass
                        "partial-vector"}}) {
         if (!value || s.forward || g.*field == value)
           continue;
-        g.*field = value;
-        std::string why = checkGeometry(g, s, target);
+        std::string why = setIfTaken(g, field, value, s, target);
         if (!why.empty())
           return op->emitError() << "norm-choose-geometry: " << name << "="
                                  << value << " is refused: " << why;
