@@ -266,22 +266,25 @@ EOF
 } >"$OUT/summary.txt"
 cat "$OUT/summary.txt"
 
-# step NAME CAP_SECONDS RESERVE_FOR_LATER LOG -- command...
-# Runs the command under timeout min(CAP, BUDGET - elapsed - RESERVE),
+# step NAME RESERVE_FOR_LATER LOG -- command...
+# Runs the command under timeout min(CAP, BUDGET - elapsed - RESERVE), CAP
+# the step's in STEP_CAP,
 # appends its output to LOG (in $OUT, under a "=== NAME" header) and to
 # $STEPLOG/NAME.log, records rc and seconds. An argument @DEADLINE@ becomes
 # the epoch second 25 s before the timeout (gpu_check / nan_check start no
 # configuration after it, so they print their summaries in time).
 declare -A RC SECS LIMS
-# Every step in order with the time a reserve keeps for it: its cap, and
-# 0 for the open-ended steps (sweep, grid, variants, tune take what is
-# left), so that a reserve is bounded by the selected later steps' caps.
+# Every step in order, and its cap (seconds). A step's reserve is bounded
+# by the caps of the later steps this call runs, the open-ended ones
+# (sweep, grid, variants, tune: they take what is left) not counted.
 STEP_ORDER=(check big nan chips python bench sweep grid variants tune
             memcheck initcheck racecheck)
 declare -A STEP_CAP=([check]=60 [big]=80 [nan]=60 [chips]=90 [python]=240
-  [bench]=120 [sweep]=0 [grid]=0 [variants]=0 [tune]=0
+  [bench]=120 [sweep]=${SWEEP_CAP_S:-560} [grid]=${GRID_CAP_S:-500}
+  [variants]=${VARIANTS_CAP_S:-300} [tune]=${TUNE_CAP_S:-400}
   [memcheck]=${MEMCHECK_CAP_S:-130} [initcheck]=${INITCHECK_CAP_S:-130}
   [racecheck]=${RACECHECK_CAP_S:-400})
+OPEN_ENDED=" sweep grid variants tune "
 # GPU_RUN_STEPS (default: all) runs only the steps it names, e.g.
 # GPU_RUN_STEPS="memcheck initcheck" for a sanitizer run over the full
 # matrix in a call of its own; the others are reported as "not run".
@@ -296,8 +299,8 @@ selected() {  # any of the named steps runs in this call
   return 1
 }
 step() {
-  local name=$1 cap=$2 reserve=$3 log=$4
-  shift 5
+  local name=$1 cap=${STEP_CAP[$1]} reserve=$2 log=$3
+  shift 4
   if [[ $RUN_STEPS != *" $name "* ]]; then
     RC[$name]="not run"; SECS[$name]=0
     return
@@ -307,7 +310,7 @@ step() {
   # would otherwise skip its first ones).
   local later=0 seen=0 st
   for st in "${STEP_ORDER[@]}"; do
-    if ((seen)) && [[ $RUN_STEPS == *" $st "* ]]; then
+    if ((seen)) && [[ $RUN_STEPS == *" $st "* && $OPEN_ENDED != *" $st "* ]]; then
       later=$(( later + ${STEP_CAP[$st]} ))
     fi
     [[ $st == "$name" ]] && seen=1
@@ -347,23 +350,23 @@ step() {
 # (racecheck, last, takes what is left).
 #--- 1. correctness --------------------------------------------------------#
 selected check big nan && : >"$OUT/check.log"
-step check 60 420 "$OUT/check.log" -- \
+step check 420 "$OUT/check.log" -- \
   python3 bench/gpu_check.py --budget-s "${CHECK_BUDGET_S:-45}"
 
 #--- 1b. more than 2^31 elements per tensor -----------------------------------#
 # N = 4096 (register regime) and N = 131072 (the looped regime's batches).
-step big 80 400 "$OUT/check.log" -- bash -c \
+step big 400 "$OUT/check.log" -- bash -c \
   'python3 bench/big_check.py &&
    python3 bench/big_check.py layer_norm_grad-n131072-bf16-deterministic'
 
 #--- 1c. NaN / Inf propagation against torch ---------------------------------#
-step nan 60 360 "$OUT/check.log" -- \
+step nan 360 "$OUT/check.log" -- \
   python3 bench/nan_check.py --deadline @DEADLINE@
 
 #--- 1d. the same kernels compiled for sm_80 (PTX, JIT here) ---------------#
 # dweight/dbias of every deterministic backward configuration must equal
 # the sm_90 cubins' bitwise (the sum order is chip-independent).
-step chips 90 300 "$OUT/check.log" -- \
+step chips 300 "$OUT/check.log" -- \
   python3 bench/gpu_check.py --compare-dir kernels-sm80 --no-error-path \
     --filter 'grad-.*-deterministic' --deadline @DEADLINE@
 
@@ -371,11 +374,11 @@ step chips 90 300 "$OUT/check.log" -- \
 # scripts/gpu-python.sh: the wheel installed alone, python/tests (CPU and
 # GPU files), first-use times.
 selected python && ! selected check big nan chips && : >"$OUT/check.log"
-step python 240 200 "$OUT/check.log" -- bash scripts/gpu-python.sh
+step python 200 "$OUT/check.log" -- bash scripts/gpu-python.sh
 
 #--- 2. benchmark ----------------------------------------------------------#
 selected bench && : >"$OUT/bench.log"
-step bench 120 300 "$OUT/bench.log" -- \
+step bench 300 "$OUT/bench.log" -- \
   python3 bench/bench.py --out "$OUT" --budget-s "${BENCH_BUDGET_S:-80}"
 
 #--- 2b. the N sweep (issue 9; not in the default steps: ~9 minutes) -------#
@@ -383,7 +386,7 @@ selected sweep && : >"$OUT/sweep.log"
 # SWEEP_ONLY_N (comma-separated N) limits the sweep to those N; SWEEP_OPS
 # picks the ops (default the two backward ops; the forward's,
 # layer_norm,rms_norm, take a call of their own).
-step sweep "${SWEEP_CAP_S:-560}" 0 "$OUT/sweep.log" -- \
+step sweep 0 "$OUT/sweep.log" -- \
   python3 bench/sweep.py --out "$OUT" --deadline @DEADLINE@ \
     ${SWEEP_ONLY_N:+--only-n "$SWEEP_ONLY_N"} ${SWEEP_OPS:+--ops "$SWEEP_OPS"}
 
@@ -399,13 +402,13 @@ fi
 # GRID_SHARD=K/N picks the shard; GRID_ARGS adds grid.py arguments (e.g.
 # "--impls compile-max --dtypes bf16", "--compile-dynamic-m").
 # shellcheck disable=SC2086 # GRID_ARGS: words
-step grid "${GRID_CAP_S:-500}" 0 "$OUT/grid.log" -- \
+step grid 0 "$OUT/grid.log" -- \
   python3 bench/grid.py --out "$OUT" --deadline @DEADLINE@ \
     ${GRID_SHARD:+--shard "$GRID_SHARD"} ${GRID_ARGS:-}
 
 #--- 2c. row-kernel variants (pass options; opt-in) -------------------------#
 selected variants && : >"$OUT/variants.log"
-step variants "${VARIANTS_CAP_S:-300}" 0 "$OUT/variants.log" -- \
+step variants 0 "$OUT/variants.log" -- \
   python3 bench/variants.py --out "$OUT" --deadline @DEADLINE@
 
 #--- 2e. the tuner (bench/tune.py; opt-in) ---------------------------------#
@@ -418,7 +421,7 @@ step variants "${VARIANTS_CAP_S:-300}" 0 "$OUT/variants.log" -- \
 selected tune && : >"$OUT/tune.log"
 tune_dir=.dev/tune
 [[ ${TUNE_PLAN:-grid} == *,* ]] && tune_dir=.dev/tune-{plan}
-step tune "${TUNE_CAP_S:-400}" 0 "$OUT/tune.log" -- \
+step tune 0 "$OUT/tune.log" -- \
   python3 bench/tune.py run --plan "${TUNE_PLAN:-grid}" \
     --dir "${TUNE_DIR:-$tune_dir}" --out "$OUT" --deadline @DEADLINE@
 
@@ -448,14 +451,14 @@ else
   export PYTORCH_NO_CUDA_MEMORY_CACHING=1
   SHARD=()
   [[ -z ${GPU_RUN_SHARD:-} ]] || SHARD=(--shard "$GPU_RUN_SHARD")
-  step memcheck "${MEMCHECK_CAP_S:-130}" 170 "$OUT/memcheck.log" -- \
+  step memcheck 170 "$OUT/memcheck.log" -- \
     "$CS" --tool memcheck --error-exitcode 99 --print-limit 50 \
       python3 bench/gpu_check.py --sanitizer full --tool memcheck \
         "${SHARD[@]}" --deadline @DEADLINE@
   # Under host data every input and every poisoned output is written by
   # cudaMemcpy. Every error is printed (to a raw log that stays here) and
   # attributed per kernel; the step fails on any error in norm_kernel*.
-  step initcheck "${INITCHECK_CAP_S:-130}" 60 "$OUT/initcheck.log" -- \
+  step initcheck 60 "$OUT/initcheck.log" -- \
     "$CS" --tool initcheck --error-exitcode 99 \
       --print-limit 100000000 \
       --log-file "$STEPLOG/initcheck.raw" \
@@ -478,7 +481,7 @@ else
       [[ ${RC[initcheck]} == 0 ]] && RC[initcheck]=99
     fi
   fi
-  step racecheck "${RACECHECK_CAP_S:-400}" 0 "$OUT/racecheck.log" -- \
+  step racecheck 0 "$OUT/racecheck.log" -- \
     "$CS" --tool racecheck --error-exitcode 99 --print-limit 50 \
       python3 bench/gpu_check.py --sanitizer rows --tool racecheck \
         --deadline @DEADLINE@
@@ -532,7 +535,7 @@ result_line() {
         san_kernels "$log"; } | paste -sd ';' ;;
   esac
 }
-STEPS=(check big nan chips python bench sweep grid variants tune memcheck initcheck racecheck)
+STEPS=("${STEP_ORDER[@]}")
 ok=1
 for s in "${STEPS[@]}"; do
   [[ ${RC[$s]:-skip} == 0 || ${RC[$s]} == "not run" ]] || ok=0
