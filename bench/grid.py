@@ -687,7 +687,9 @@ class Grid:
         mk["liger"] = liger
 
         def quack():
-            from quack import rmsnorm as Q
+            # quack/__init__ binds the name `rmsnorm` to a function, which
+            # hides the module of the same name from `from quack import`.
+            Q = importlib.import_module("quack.rmsnorm")
             ver = self.envinfo.get("quack_version", "?")
             note = "quack-kernels %s" % ver
             if grad:

@@ -174,7 +174,8 @@ import time
 t = time.time()
 import torch
 from importlib.metadata import version
-from quack import rmsnorm as Q
+import importlib
+Q = importlib.import_module("quack.rmsnorm")  # quack.rmsnorm the name is a function
 print("quack: import %.1f s; quack-kernels %s, nvidia-cutlass-dsl %s" % (
     time.time() - t, version("quack-kernels"), version("nvidia-cutlass-dsl")))
 x = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
