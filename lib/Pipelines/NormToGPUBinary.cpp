@@ -24,6 +24,8 @@ void norm::buildNormToGPUBinaryPipeline(OpPassManager &pm,
   choose.maxLanes = options.maxLanes;
   choose.prefetch = options.prefetch;
   choose.partialVector = options.partialVector;
+  choose.pipeline = options.pipeline;
+  choose.narrowCache = options.narrowCache;
   choose.chip = options.chip;
   choose.rows = options.rows;
   choose.tuning = options.tuning;

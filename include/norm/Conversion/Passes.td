@@ -84,6 +84,15 @@ def NormChooseGeometry : Pass<"norm-choose-geometry", "::mlir::func::FuncOp"> {
            "memory, moved that many at a time (0: the tuning table's, else "
            "1; 1, 2 or 4; only where the partial rows are in shared memory, "
            "at most the chunk's elements). No result bit depends on it">,
+    Option<"pipeline", "pipeline", "int64_t", /*default=*/"0",
+           "Waves of rows whose loads a register-regime dx kernel issues "
+           "ahead into registers, before the current row's in-row sums (0: "
+           "the tuning table's, else none; 1: the next wave's). No result "
+           "bit depends on it">,
+    Option<"narrowCache", "narrow-cache", "int64_t", /*default=*/"0",
+           "Row caches of a register-regime dx kernel over 16-bit rows kept "
+           "in the loaded type, extended at each use (0: the tuning "
+           "table's, else f32; 1). No result bit depends on it">,
     Option<"chip", "chip", "std::string", /*default=*/"\"sm_90\"",
            "Target chip (TargetInfo); limits only, never the sum order">,
     Option<"rows", "rows", "int64_t", /*default=*/"0",

@@ -81,6 +81,18 @@ struct GeometryOptions : public PassPipelineOptions<GeometryOptions> {
                      "tuning table's, else 1; 1, 2 or 4). No result bit "
                      "depends on it"),
       llvm::cl::init(0)};
+  Option<int64_t> pipeline{
+      *this, "pipeline",
+      llvm::cl::desc("Waves of rows whose loads a register-regime dx kernel "
+                     "issues ahead into registers (0: the tuning table's, "
+                     "else none; 1). No result bit depends on it"),
+      llvm::cl::init(0)};
+  Option<int64_t> narrowCache{
+      *this, "narrow-cache",
+      llvm::cl::desc("Row caches of a register-regime dx kernel over 16-bit "
+                     "rows kept in the loaded type (0: the tuning table's, "
+                     "else f32; 1). No result bit depends on it"),
+      llvm::cl::init(0)};
   Option<int64_t> batchRows{
       *this, "batch-rows",
       llvm::cl::desc("Rows per partial-row update of the looped regime (0: "

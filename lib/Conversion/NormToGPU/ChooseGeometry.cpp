@@ -77,6 +77,16 @@ struct ChooseGeometryPass
              << "norm-choose-geometry: partial-vector must be 0 (the tuning "
                 "table's, else 1), 1, 2 or 4, got "
              << static_cast<int64_t>(partialVector);
+    if (pipeline < 0 || pipeline > kMaxPipeline)
+      return emitError(func.getLoc())
+             << "norm-choose-geometry: pipeline must be 0 (the tuning "
+                "table's, else none) to "
+             << kMaxPipeline << ", got " << static_cast<int64_t>(pipeline);
+    if (narrowCache < 0 || narrowCache > 1)
+      return emitError(func.getLoc())
+             << "norm-choose-geometry: narrow-cache must be 0 (the tuning "
+                "table's, else f32 caches) or 1, got "
+             << static_cast<int64_t>(narrowCache);
     if (batchRows < 0 || batchRows > kMaxBatchRows)
       return emitError(func.getLoc())
              << "norm-choose-geometry: batch-rows must be 0 (chosen) or 1 to "
@@ -163,10 +173,13 @@ struct ChooseGeometryPass
     if (s.partials == PartialSums::Locked && g.rows != 1)
       g = chosen;
     // The entry's prefetch, where the kernel can take it (not a forward
-    // kernel, nor rows that can never be aligned), and its partial_vector,
-    // where the partial sums are in shared memory.
+    // kernel, nor rows that can never be aligned), its partial_vector,
+    // where the partial sums are in shared memory, and its pipeline, where
+    // a register-regime block walks waves of rows.
     setIfTaken(g, &Geometry::prefetch, e->prefetch, s, target);
     setIfTaken(g, &Geometry::partialVector, e->partialVector, s, target);
+    setIfTaken(g, &Geometry::pipeline, e->pipeline, s, target);
+    setIfTaken(g, &Geometry::narrowCache, e->narrowCache, s, target);
     return g;
   }
 
@@ -177,6 +190,9 @@ struct ChooseGeometryPass
                                 const TargetInfo &target) {
     Geometry h = g;
     h.*field = value;
+    // The rows loaded ahead are the aligned body's (checkGeometry).
+    if (h.pipeline && h.layouts == RowLayouts::Vector)
+      h.layouts = RowLayouts::Both;
     std::string why = checkGeometry(h, s, target);
     if (why.empty())
       g = h;
@@ -197,7 +213,10 @@ struct ChooseGeometryPass
       for (auto [field, value, name] :
            {std::tuple{&Geometry::prefetch, int64_t(prefetch), "prefetch"},
             std::tuple{&Geometry::partialVector, int64_t(partialVector),
-                       "partial-vector"}}) {
+                       "partial-vector"},
+            std::tuple{&Geometry::pipeline, int64_t(pipeline), "pipeline"},
+            std::tuple{&Geometry::narrowCache, int64_t(narrowCache),
+                       "narrow-cache"}}) {
         if (!value || s.forward || g.*field == value)
           continue;
         std::string why = setIfTaken(g, field, value, s, target);

@@ -547,6 +547,49 @@ std::string mlir::norm::checkGeometry(const Geometry &g, const RowShape &s,
     return "partial_vector: only the vector layout's body groups the partial "
            "sums, and rows that can never be 16-byte aligned have none "
            "(layout = interleaved)";
+  // The next wave's loads issued into registers: the unrolled chunks of
+  // the register regime, rows walked in waves (a forward block has one
+  // wave; the global home walks batches of rows), and the vector layout's
+  // 16-byte loads (the interleaved body keeps its loads where they are).
+  if (g.pipeline < 0 || g.pipeline > kMaxPipeline)
+    return (why << "pipeline: 0 to " << kMaxPipeline
+                << " waves of rows loaded ahead, got " << g.pipeline)
+        .text;
+  if (g.pipeline > 0) {
+    if (!g.registers)
+      return "pipeline: the next row is loaded into registers, which needs "
+             "the register regime (regime = registers: a lane's share of "
+             "the row unrolled)";
+    if (s.forward)
+      return "pipeline: a forward kernel's block takes one wave of rows, so "
+             "there is no row ahead of it to load";
+    if (g.partials == PartialsHome::Global)
+      return "pipeline: the partial rows in global memory walk the rows in "
+             "batches, not waves";
+    if (g.layouts == RowLayouts::Interleaved || g.vec == 1)
+      return "pipeline: only the vector layout's 16-byte loads are issued "
+             "ahead, and these rows can never be 16-byte aligned (N times "
+             "the element size a multiple of 16)";
+    if (g.layouts != RowLayouts::Both)
+      return "pipeline: the loads ahead are the aligned body's own (layout "
+             "= both: no alignment test a chunk, whose fallback would keep "
+             "the buffered row live through a second body)";
+  }
+  // Row caches kept in the loaded type: the register regime's private
+  // arrays, of rows narrower than their f32 values.
+  if (g.narrowCache != 0 && g.narrowCache != 1)
+    return (why << "narrow_cache: 0 or 1, got " << g.narrowCache).text;
+  if (g.narrowCache) {
+    if (!g.registers)
+      return "narrow_cache: only the register regime keeps row caches (the "
+             "looped regime reads the rows again)";
+    if (s.forward)
+      return "narrow_cache: a forward kernel's row cache holds x - mean, "
+             "not a loaded value";
+    if (s.elementBytes >= 4)
+      return "narrow_cache: the rows are f32, which the caches hold "
+             "already";
+  }
   // Shared memory, against what every chip gives (never this chip's own,
   // so the kernel runs on every chip the same).
   if (g.sharedBytes > kGuaranteedStaticSharedBytes)

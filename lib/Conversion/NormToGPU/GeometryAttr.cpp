@@ -153,7 +153,8 @@ RowGeometryAttr norm::toAttr(MLIRContext *context, const Geometry &g) {
       // A looped row split over a cluster keeps its slice's chunks a lane.
       g.registers || g.cluster > 1 ? g.chunksPerLane : 0,
       toAttrLayout(g.layouts), toAttrPartials(g.partials), g.cluster, g.batch,
-      g.prefetch, g.partialVector, g.sharedBytes, g.dynamicSharedBytes);
+      g.prefetch, g.partialVector, g.pipeline, g.narrowCache, g.sharedBytes,
+      g.dynamicSharedBytes);
 }
 
 Geometry norm::fromAttr(RowGeometryAttr attr, const RowShape &s,
@@ -194,6 +195,8 @@ Geometry norm::fromAttr(RowGeometryAttr attr, const RowShape &s,
   g.batch = attr.getBatch();
   g.prefetch = attr.getPrefetch();
   g.partialVector = attr.getPartialVector();
+  g.pipeline = attr.getPipeline();
+  g.narrowCache = attr.getNarrowCache();
   completeGeometry(g, s, target);
   return g;
 }

@@ -15,7 +15,6 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "llvm/ADT/MapVector.h"
-#include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
 using namespace mlir::norm;
@@ -46,12 +45,26 @@ private:
 void UnrolledChunks::allocate() {
   const Geometry &g = ctx.g;
   int64_t size = g.chunksPerLane * g.vec;
+  // The element type of each row cache: the stored (f32) value's, or,
+  // with Geometry::narrowCache, the loaded 16-bit type of a row memref's
+  // value (half the registers; each use extends again, exactly).
+  llvm::MapVector<Value, Type> types;
   ctx.nest.rows.getBody()->walk([&](memref::StoreOp store) {
-    if (isRowCacheBuffer(store.getMemRef()) &&
-        !privateArrays.count(store.getMemRef()))
-      privateArrays[store.getMemRef()] = memref::AllocaOp::create(
-          ctx.b, ctx.loc, MemRefType::get({size}, store.getValue().getType()));
+    if (!isRowCacheBuffer(store.getMemRef()))
+      return;
+    Type t = store.getValue().getType();
+    auto ext = store.getValue().getDefiningOp<arith::ExtFOp>();
+    auto load = ext ? ext.getIn().getDefiningOp<memref::LoadOp>() : nullptr;
+    if (ctx.g.narrowCache && load && load.getIndices().size() == 2 &&
+        !isRowCacheBuffer(load.getMemRef()))
+      t = ext.getIn().getType();
+    auto [it, inserted] = types.try_emplace(store.getMemRef(), t);
+    if (!inserted && it->second != t)
+      it->second = store.getValue().getType(); // stores of both kinds
   });
+  for (auto [cache, t] : types)
+    privateArrays[cache] =
+        memref::AllocaOp::create(ctx.b, ctx.loc, MemRefType::get({size}, t));
 }
 
 void UnrolledChunks::walk(OpBuilder &rb, Value chunks, int64_t rowsPerChunk,
@@ -65,13 +78,10 @@ void UnrolledChunks::walk(OpBuilder &rb, Value chunks, int64_t rowsPerChunk,
   // With a cluster, `chunk` counts from the block's slice; a chunk is in
   // the row when its place in the row is (every block's, for the static
   // test).
-  int64_t numChunks = llvm::divideCeil(*g.n, g.vec);
-  int64_t before = g.cluster > 1 ? (g.cluster - 1) * g.sliceColumns / g.vec : 0;
   for (int64_t k = 0; k < g.chunksPerLane; ++k) {
     Value chunk =
         arith::AddIOp::create(rb, loc, ctx.lane, cIndex(rb, loc, k * g.lanes));
-    if (ctx.layout == Layout::Interleaved ||
-        before + (k + 1) * g.lanes <= numChunks) {
+    if (ctx.layout == Layout::Interleaved || ctx.chunkAlwaysInRow(k)) {
       chunkBody(rb, chunk, k, carried);
       continue;
     }

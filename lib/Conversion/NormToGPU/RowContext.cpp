@@ -16,6 +16,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
 using namespace mlir::norm;
@@ -45,8 +46,25 @@ bool RowContext::loadPrivate(OpBuilder &rb, Value arr, memref::LoadOp load,
   if (!arr || !k)
     return false;
   Value at = cIndex(rb, loc, *k * g.vec + e);
-  m.map(load.getResult(),
-        memref::LoadOp::create(rb, loc, arr, ValueRange{at}));
+  Value v = memref::LoadOp::create(rb, loc, arr, ValueRange{at});
+  // A cache kept in the loaded type (storePrivate): extended at each use.
+  // bf16 by its bits (the high half of the f32), which LLVM does not take
+  // for the first column loop's fpext of the same value: with one fpext
+  // for both it would keep that f32 value live across the row instead.
+  if (v.getType() != load.getType()) {
+    if (v.getType().isBF16() && load.getType().isF32()) {
+      Value bits = arith::ExtUIOp::create(
+          rb, loc, rb.getI32Type(),
+          arith::BitcastOp::create(rb, loc, rb.getI16Type(), v));
+      bits = arith::ShLIOp::create(
+          rb, loc, bits,
+          arith::ConstantIntOp::create(rb, loc, rb.getI32Type(), 16));
+      v = arith::BitcastOp::create(rb, loc, rb.getF32Type(), bits);
+    } else {
+      v = arith::ExtFOp::create(rb, loc, load.getType(), v);
+    }
+  }
+  m.map(load.getResult(), v);
   return true;
 }
 
@@ -55,7 +73,12 @@ bool RowContext::storePrivate(OpBuilder &rb, Value arr, memref::StoreOp store,
                               IRMapping &m) {
   if (!arr || !k)
     return false;
-  Value v = materialize(rb, store.getValue(), m);
+  Value value = store.getValue();
+  // A cache kept in the loaded type holds the value before its (exact)
+  // extension.
+  if (cast<MemRefType>(arr.getType()).getElementType() != value.getType())
+    value = value.getDefiningOp<arith::ExtFOp>().getIn();
+  Value v = materialize(rb, value, m);
   Value at = cIndex(rb, loc, *k * g.vec + e);
   memref::StoreOp::create(rb, loc, v, arr, ValueRange{at});
   return true;
@@ -82,6 +105,13 @@ Value RowContext::columnOf(OpBuilder &rb, Value chunk, int64_t e) {
 bool RowContext::groupWhole(int64_t k) const {
   int64_t before = g.cluster > 1 ? (g.cluster - 1) * g.sliceColumns : 0;
   return before + (k + 1) * g.lanes * g.vec <= *g.n;
+}
+
+bool RowContext::chunkAlwaysInRow(int64_t k) const {
+  int64_t numChunks = llvm::divideCeil(*g.n, g.vec);
+  int64_t before =
+      g.cluster > 1 ? (g.cluster - 1) * g.sliceColumns / g.vec : 0;
+  return before + (k + 1) * g.lanes <= numChunks;
 }
 
 Value RowContext::rowChunk(OpBuilder &rb, Value chunk) {

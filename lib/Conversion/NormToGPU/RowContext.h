@@ -28,7 +28,9 @@
 #include "Kernels.h"
 
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/MapVector.h"
 
 namespace mlir::norm {
 
@@ -84,6 +86,9 @@ struct RowContext {
   /// Whether group k of every block of a cluster lies below N (with no
   /// cluster: (k + 1) L V <= N).
   bool groupWhole(int64_t k) const;
+  /// Register regime: whether the lane's chunk of group k is in the row
+  /// for every lane of every block of a cluster (no run-time check).
+  bool chunkAlwaysInRow(int64_t k) const;
   /// `chunk` of the block's slice as a chunk of the whole row.
   Value rowChunk(OpBuilder &rb, Value chunk);
   /// `mem`, cast to a static unit innermost stride if its type leaves it
@@ -139,6 +144,37 @@ struct RowContext {
   /// every read row memref, prefetched into L2 (one bulk prefetch each).
   /// Nothing on the interleaved layout or without g.prefetch.
   void prefetchRow(OpBuilder &rb, Value row, Value issue);
+
+  /// Geometry::pipeline (RowPipeline.cpp): the next wave's global loads
+  /// issued into a lane's registers before the current row's in-row sums.
+  /// What is loaded ahead: the 16-byte chunks of the row memrefs that the
+  /// row body's first reading column loop (`pipeLoop`) reads at [r, j],
+  /// and the row body's loads at [r] (the statistics), of memrefs the row
+  /// body never writes. `allocatePipeline` finds them and makes the
+  /// buffers (before the first row).
+  void allocatePipeline();
+  /// Whether this body loads ahead (the vector layout, g.pipeline).
+  bool pipelining() const;
+  /// Whether chunk k of `loop` takes its 16-byte loads of the buffered
+  /// row memrefs from the buffers: pipelining, `loop` is pipeLoop, and the
+  /// chunk of group k is whole wherever it is in the row.
+  bool pipelined(scf::ForOp loop, std::optional<int64_t> k) const;
+  /// The buffered chunk k of row memref `mem` (of the row body).
+  Value preloaded(OpBuilder &rb, Value mem, int64_t k);
+  /// Row `row`'s buffered values loaded where `when` holds (and the rows
+  /// are aligned): the statistics, then chunk by chunk.
+  void preloadRow(OpBuilder &rb, Value row, Value when);
+  /// At the top of a wave: the current row's buffered statistics, mapped
+  /// in `base` for the wave's row body.
+  void takePreloaded(OpBuilder &rb);
+
+  scf::ForOp pipeLoop;
+  /// Row memref -> the lane's K chunks of its next row
+  /// (memref<K x vector<V x T>>); ordered, so the kernel text is stable.
+  llvm::MapVector<Value, Value> pipeRows;
+  /// A row-level load of the row body at [r] -> the next row's value
+  /// (memref<1 x T>).
+  llvm::MapVector<Operation *, Value> pipeStats;
 
   // The rows being emitted (the row walk).
   IRMapping base;                 // program-level values -> kernel values

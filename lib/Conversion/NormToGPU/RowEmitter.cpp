@@ -147,6 +147,13 @@ void RowEmitter::emitChunk(OpBuilder &rb, scf::ForOp loop,
           vectors[i][load.getMemRef()] = columnVectors[load.getMemRef()];
           continue;
         }
+        if (!column && rows == 1 && ctx.pipelined(loop, k) &&
+            ctx.pipeRows.count(load.getMemRef())) {
+          // Loaded a wave ahead (RowPipeline.cpp).
+          vectors[i][load.getMemRef()] =
+              ctx.preloaded(rb, load.getMemRef(), *k);
+          continue;
+        }
         Value mem = ctx.unitInnerStride(
             rb, ctx.base.lookupOrDefault(load.getMemRef()));
         auto vt = VectorType::get({g.vec}, load.getType());
@@ -326,7 +333,10 @@ void RowEmitter::emit(Value lo, Value hi, const IRMapping &programMap) {
   ctx.begin(programMap, s.reduction->columnBase());
   ctx.aligned = emitAlignmentCheck();
 
-  // The thread's storage: row caches, partial rows, the sums' scratch.
+  // The thread's storage: the buffers of the rows loaded ahead, row
+  // caches, partial rows, the sums' scratch. (Private arrays first: LLVM
+  // keeps an alloca in registers only in the kernel's entry block.)
+  ctx.allocatePipeline();
   s.chunks->allocate();
   s.home->allocate();
   s.reduction->allocate();

@@ -45,6 +45,13 @@ void Waves::emitRows(ColumnLoops &loops, Value lo, Value hi) {
   Location loc = ctx.loc;
   RowNest &nest = ctx.nest;
   Block *rowBody = nest.rows.getBody();
+  // Geometry::pipeline: the first wave's rows loaded before the walk.
+  if (ctx.pipelining()) {
+    Value first = arith::AddIOp::create(b, loc, lo, ctx.subgroup);
+    ctx.preloadRow(b, first,
+                   arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                         first, hi));
+  }
   // Waves of S rows: every thread runs the same number of iterations, so
   // barriers and shuffles are uniform; sub-groups past `hi` idle.
   auto waves = scf::ForOp::create(b, loc, lo, hi, ctx.c(ctx.g.rows));
@@ -58,6 +65,17 @@ void Waves::emitRows(ColumnLoops &loops, Value lo, Value hi) {
   Value laneZero = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
                                          ctx.lane, ctx.c(0));
   Value sideEffects = reduction.beginRow(waves.getInductionVar(), lo, laneZero);
+  ctx.takePreloaded(b);
+  // The next wave's row, loaded ahead right after this row's first column
+  // loop has taken its values (before the in-row sums).
+  auto preloadNext = [&](scf::ForOp loop) {
+    if (!ctx.pipelining() || loop != ctx.pipeLoop)
+      return;
+    Value next = arith::AddIOp::create(b, loc, rowIV, ctx.c(ctx.g.rows));
+    ctx.preloadRow(b, next,
+                   arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                         next, hi));
+  };
   if (ctx.g.prefetch) {
     // The row `prefetch` waves ahead, by its sub-group's lane 0.
     Value ahead = arith::AddIOp::create(
@@ -85,6 +103,7 @@ void Waves::emitRows(ColumnLoops &loops, Value lo, Value hi) {
         for (Value init : loop.getInitArgs())
           inits.push_back(ctx.materialize(eb, init, m2));
         yieldFrom(eb, loc, inits);
+        preloadNext(loop);
         SmallVector<Value> sums = reduction.reduce(ifOp.getResults());
         for (auto [res, s] : llvm::zip(loop.getResults(), sums))
           ctx.reduced[res] = s;
@@ -96,6 +115,7 @@ void Waves::emitRows(ColumnLoops &loops, Value lo, Value hi) {
         loops.emitColumnLoop(ib, loop, m, /*active=*/{}, none);
         scf::YieldOp::create(ib, loc);
       });
+      preloadNext(loop);
       continue;
     }
     if (lock.emit(op, rowActive))

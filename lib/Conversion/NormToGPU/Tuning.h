@@ -60,6 +60,11 @@ struct TuningEntry {
   /// Shared partial sums a lane keeps side by side
   /// (Geometry::partialVector: 1, 2 or 4).
   int64_t partialVector = 1;
+  /// Waves of rows loaded ahead into registers (Geometry::pipeline; 0:
+  /// none).
+  int64_t pipeline = 0;
+  /// Row caches in the loaded type (Geometry::narrowCache; 0: f32).
+  int64_t narrowCache = 0;
 };
 
 /// The chip family whose table serves `chip` ("sm_90" for sm_90 and

@@ -165,6 +165,9 @@ inline constexpr int64_t kMaxBatchRows = 16;
 /// The most waves of rows a block may prefetch into L2 ahead
 /// (Geometry::prefetch).
 inline constexpr int64_t kMaxPrefetch = 4;
+/// Waves of rows a register-regime block loads ahead into registers
+/// (Geometry::pipeline).
+inline constexpr int64_t kMaxPipeline = 1;
 
 /// Registers a thread of a register-regime kernel needs, estimated: the
 /// two row caches (x, dy; f32), the partial sums when they live in
@@ -288,6 +291,20 @@ struct Geometry {
   /// time on the vector path. Changes no result bit, so the tuning table
   /// may set it; 1 (a word a lane) otherwise and by default.
   int64_t partialVector = 1;
+  /// Register regime, rows walked in waves (not the forward's one wave):
+  /// the global loads of the next wave's row (its chunks of the row
+  /// memrefs the first column loop reads, and its row statistics) issued
+  /// into registers right after this row's first column loop, before its
+  /// in-row sums, so they are in flight while the block reduces and
+  /// writes this row (0: none, 1: one wave ahead). Changes no result bit,
+  /// so the tuning table may set it (kMaxPipeline).
+  int64_t pipeline = 0;
+  /// Register regime, 16-bit rows: the row caches of x and dy kept in the
+  /// loaded type (half the registers), extended again at each use (1), or
+  /// as the f32 values the first column loop computed with (0). Changes
+  /// no result bit (the extension is exact), so the tuning table may set
+  /// it.
+  int64_t narrowCache = 0;
 
   /// Warps of one row (> 1: in-row sums take a shared-memory step).
   int64_t warpsPerRow() const { return lanes > warp ? lanes / warp : 1; }

@@ -271,9 +271,9 @@ KernelAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 LogicalResult RowGeometryAttr::verify(
     function_ref<InFlightDiagnostic()> emitError, RowRegime regime,
     int64_t threads, int64_t lanes, int64_t rows, int64_t vector,
-    int64_t chunks, RowLayout, RowPartials partials, int64_t cluster,
-    int64_t batch, int64_t prefetch, int64_t partialVector, int64_t shared,
-    int64_t dynamicShared) {
+    int64_t chunks, RowLayout layout, RowPartials partials, int64_t cluster,
+    int64_t batch, int64_t prefetch, int64_t partialVector, int64_t pipeline,
+    int64_t narrowCache, int64_t shared, int64_t dynamicShared) {
   auto fail = [&]() { return emitError() << "#norm.row_geometry: "; };
   // Bounds far past any chip's, so that every product of them fits.
   if (threads < 1 || !llvm::isPowerOf2_64(threads) || threads > (1 << 16))
@@ -308,6 +308,21 @@ LogicalResult RowGeometryAttr::verify(
   if (partialVector > vector)
     return fail() << "partial_vector (" << partialVector
                   << ") must be at most vector (" << vector << ")";
+  if (pipeline != 0 && pipeline != 1)
+    return fail() << "pipeline must be 0 or 1 waves loaded ahead, got "
+                  << pipeline;
+  if (pipeline && regime != RowRegime::Registers)
+    return fail() << "pipeline loads the next row into registers, which "
+                     "needs regime = registers";
+  if (pipeline && layout != RowLayout::Both)
+    return fail() << "pipeline loads the next row in the aligned body of "
+                     "layout = both, got layout = "
+                  << stringifyRowLayout(layout);
+  if (narrowCache != 0 && narrowCache != 1)
+    return fail() << "narrow_cache must be 0 or 1, got " << narrowCache;
+  if (narrowCache && regime != RowRegime::Registers)
+    return fail() << "narrow_cache keeps the register regime's row caches "
+                     "narrow, which needs regime = registers";
   if (shared < 0 || dynamicShared < 0)
     return fail() << "shared memory sizes must not be negative";
   if (regime == RowRegime::Looped) {

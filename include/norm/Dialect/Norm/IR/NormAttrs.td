@@ -159,6 +159,16 @@ def Norm_RowGeometryAttr : AttrDef<Norm_Dialect, "RowGeometry"> {
       time (one 16-byte access a group at W = 4) instead of a word each.
       Fewer shared accesses against more live registers; no result bit
       depends on it.
+    * `pipeline`: waves of rows whose loads a register-regime block issues
+      ahead into registers (0: none; 1: the next wave's row, its chunks of
+      the rows the first column loop reads and its statistics, loaded
+      right after this row's first column loop, before its in-row sums).
+      Bytes in flight while the block reduces and writes a row, against
+      more live registers; no result bit depends on it.
+    * `narrow_cache`: the registers regime's row caches of 16-bit rows
+      kept in the loaded type and extended again at each use (1), instead
+      of as f32 (0): half the registers for a conversion an element; no
+      result bit depends on it.
     * `shared`, `dynamic_shared`: bytes of static and dynamic shared memory
       the kernel takes; derived from the rest (the pass fills them in).
 
@@ -187,6 +197,10 @@ def Norm_RowGeometryAttr : AttrDef<Norm_Dialect, "RowGeometry"> {
         :$prefetch,
     DefaultValuedParameter<"int64_t", "1", "shared partial sums a lane "
                            "keeps side by side">:$partial_vector,
+    DefaultValuedParameter<"int64_t", "0", "waves loaded ahead into "
+                           "registers">:$pipeline,
+    DefaultValuedParameter<"int64_t", "0", "row caches in the loaded "
+                           "type">:$narrow_cache,
     DefaultValuedParameter<"int64_t", "0", "static shared bytes">:$shared,
     DefaultValuedParameter<"int64_t", "0", "dynamic shared bytes">
         :$dynamic_shared);
