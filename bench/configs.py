@@ -54,6 +54,8 @@ class Cfg:
     fma: bool = False  # --fuse-multiply-add=true (explicit f32 fma)
     prefetch: int = 0  # --prefetch (waves of rows into L2; 0: none)
     pv: int = 0  # --partial-vector (shared sums side by side; 0: default)
+    pl: int = 0  # --pipeline (next row's loads into registers; 0: none)
+    nc: int = 0  # --narrow-cache (row caches in the loaded type; 0: f32)
 
     @property
     def grad(self):
@@ -110,6 +112,10 @@ class Cfg:
             parts.append("pf%d" % self.prefetch)
         if self.pv:
             parts.append("pv%d" % self.pv)
+        if self.pl:
+            parts.append("pl%d" % self.pl)
+        if self.nc:
+            parts.append("nc%d" % self.nc)
         return "-".join(parts)
 
     def flags(self):
@@ -148,6 +154,10 @@ class Cfg:
             f.append("--prefetch=%d" % self.prefetch)
         if self.pv:
             f.append("--partial-vector=%d" % self.pv)
+        if self.pl:
+            f.append("--pipeline=%d" % self.pl)
+        if self.nc:
+            f.append("--narrow-cache=%d" % self.nc)
         return f
 
     def expected_args(self, m="?"):
@@ -362,6 +372,32 @@ def _pv_cases():
             for (op, n, dt, w, p), m, layout in PV_CASES]
 
 
+# Geometry pipeline (the next row's loads issued into registers) and
+# narrow_cache (bf16 / f16 row caches in the loaded type): rows aligned
+# (the aligned body loads ahead) and not (the interleaved body, no loads
+# ahead), a group past N (N = 5000: its chunks keep their own loads), a
+# residual gradient read in the dx loop, a row split over a cluster, 512
+# threads, both knobs together, f16 (extended by fpext), and few rows
+# (programs of one row: nothing ahead).
+PIPE_CASES = ((("layer_norm_grad", 4096, "bf16", 1, 0, {}), 2061, "contig"),
+              (("layer_norm_grad", 4096, "bf16", 1, 1, {}), 999, "offset"),
+              (("rms_norm_grad", 5000, "bf16", 1, 1, {}), 777, "contig"),
+              (("layer_norm_grad", 3072, "bf16", 1, 0, {"dres": True}), 515,
+               "contig"),
+              (("rms_norm_grad", 16384, "bf16", 1, 1, {"cluster": 2}), 300,
+               "contig"),
+              (("layer_norm_grad", 1024, "bf16", 1, 1, {"threads": 512}),
+               4099, "strided"),
+              (("layer_norm_grad", 16384, "bf16", 0, 1, {}), 260, "contig"),
+              (("rms_norm_grad", 2048, "f16", 1, 1, {}), 1500, "contig"),
+              (("layer_norm_grad", 8192, "bf16", 1, 1, {}), 3, "contig"))
+
+
+def _pipe_cases():
+    return [Case(Cfg(op, n, dt, pl=p, nc=nc, **kw), m, layout)
+            for (op, n, dt, p, nc, kw), m, layout in PIPE_CASES]
+
+
 def _tuned_cases():
     cases = []
     for op, dt, n, m in TUNED_CASES:
@@ -386,7 +422,8 @@ def check_cases(subset="full"):
         for op in FWD_OPS:
             for dt in DTYPES:
                 cases += _fwd_cases(op, dt)
-        cases += _tuned_cases() + _prefetch_cases() + _pv_cases()
+        cases += (_tuned_cases() + _prefetch_cases() + _pv_cases() +
+                  _pipe_cases())
     elif subset == "quick":
         for op in GRAD_OPS:
             for dt in DTYPES:

@@ -255,9 +255,31 @@ def pvec_plan():
                                          "pv"))
 
 
+# "pipe": the next row's loads issued into registers before the in-row
+# sums (geometry pipeline) and the row caches of 16-bit rows in the loaded
+# type (narrow_cache), alone, together, and with the knobs the table took
+# most (prefetch 1, partial_vector 4, 512 threads), both backward ops,
+# bf16, where the register regime's backward is furthest from copy (large
+# M, N = 1024-16384); ptxas's registers per kernel are in the prepare log.
+PIPE_N = (1024, 2048, 3072, 4096, 5120, 8192, 12288, 16384)
+PIPE_M = (1024, 4096, 16384)
+# (threads, prefetch, pv, pipeline, narrow_cache)
+PIPE_KNOBS = ((0, 0, 0, 1, 0), (0, 0, 0, 0, 1), (0, 0, 0, 1, 1),
+              (0, 1, 0, 0, 1), (0, 1, 4, 0, 1), (0, 1, 4, 1, 1),
+              (0, 1, 4, 0, 0), (512, 0, 0, 1, 1), (512, 1, 0, 0, 1),
+              (512, 1, 0, 0, 0))
+
+
+def pipe_plan():
+    points, cands = table_plan(dtypes=("bf16",), ns=PIPE_N, knobs=PIPE_KNOBS,
+                               ms=PIPE_M, fields=("threads", "prefetch", "pv",
+                                                  "pl", "nc"))
+    return points, cands
+
+
 PLANS = dict(TABLE_PLANS, explore=explore_plan, grid=grid_plan,
              groups=groups_plan, fma=fma_plan, wide=wide_plan,
-             prefetch=prefetch_plan, pvec=pvec_plan,
+             prefetch=prefetch_plan, pvec=pvec_plan, pipe=pipe_plan,
              **{"grid-cfgs": grid_cfgs_plan,
                 "grid-cfgs-f32": lambda: grid_cfgs_plan(("bf16", "f32"))})
 
@@ -420,7 +442,7 @@ def run_plan(args):
             e = index["configs"].get(c.name)
             r = {"op": op, "dtype": dt, "N": n, "M": m, "cfg": c.name,
                  "cluster": c.cluster, "threads": c.threads, "mre": c.mre,
-                 "prefetch": c.prefetch, "pv": c.pv,
+                 "prefetch": c.prefetch, "pv": c.pv, "pl": c.pl, "nc": c.nc,
                  "lanes": c.lanes, "rows": c.rows,
                  "groups": c.groups or C.default_groups(m, n),
                  "fixed_groups": bool(c.groups)}
@@ -437,7 +459,8 @@ def run_plan(args):
                 ref = res[0].float().clone()
                 if base_bits is None and not c.groups and not c.cluster \
                         and not c.threads and not c.rows and not c.lanes \
-                        and not c.fma and not c.mre and not c.prefetch:
+                        and not c.fma and not c.mre and not c.prefetch \
+                        and not c.pv and not c.pl and not c.nc:
                     base_bits, base_dx = bits, ref
                 elif base_bits is not None and not c.groups and \
                         not c.fma:
@@ -543,7 +566,7 @@ def row_bucket(m):
 
 
 KNOB_KEYS = ("threads", "cluster", "max_lanes", "max_register_elements",
-             "prefetch", "partial_vector")
+             "prefetch", "partial_vector", "pipeline", "narrow_cache")
 NO_KNOB = (0,) * len(KNOB_KEYS)
 
 
@@ -558,7 +581,8 @@ def knob_of(r):
                       if p.startswith(tag) and p[len(tag):].isdigit()), 0)
         return v
     return (r["threads"], r["cluster"], r.get("lanes", 0),
-            tagged("mre", "mre"), tagged("prefetch", "pf"), tagged("pv", "pv"))
+            tagged("mre", "mre"), tagged("prefetch", "pf"), tagged("pv", "pv"),
+            tagged("pl", "pl"), tagged("nc", "nc"))
 
 
 def geomean(xs):

@@ -1,5 +1,6 @@
 // RUN: norm-opt %s --split-input-file --norm-choose-geometry="rows=64 tuning-file=%S/Inputs/tuning-file.json" | FileCheck %s
 // RUN: norm-opt %s --split-input-file --norm-choose-geometry="rows=64 tuning-file=%S/Inputs/tuning-file.json chip=sm_80" | FileCheck %s --check-prefix=SM80
+// RUN: norm-opt %s --split-input-file --norm-choose-geometry="rows=4096 tuning-file=%S/Inputs/tuning-file.json" | FileCheck %s --check-prefix=ABOVE
 // RUN: not norm-opt %s --split-input-file --norm-choose-geometry="tuning-file=%S/Inputs/no-such-table.json" 2>&1 | FileCheck %s --check-prefix=MISSING
 // RUN: not norm-opt %s --split-input-file --norm-choose-geometry="tuning-file=%S/Inputs/tuning-file-bad.json" 2>&1 | FileCheck %s --check-prefix=BAD
 
@@ -43,5 +44,21 @@ func.func @layer_grad_wide(%dy: memref<?x262144xbf16>, %x: memref<?x262144xbf16>
 // CHECK-NOT: prefetch =
 func.func @forward(%x: memref<?x4096xbf16>, %y: memref<?x4096xbf16>, %r: memref<?xf32>) {
   norm.rms_norm x(%x : memref<?x4096xbf16>) outs y(%y : memref<?x4096xbf16>) rstd(%r : memref<?xf32>)
+  return
+}
+
+// -----
+
+// LayerNorm backward bf16 N = 3000-3500 at M <= 128: pipeline 1 and
+// narrow_cache 1 over the cost model's geometry (layout = both already), on
+// any chip. Above the entry's rows (M = 4096, no entry): the cost model's.
+// CHECK-LABEL: func.func @layer_grad_ahead
+// CHECK: norm.geometry = #norm.row_geometry<regime = registers, threads = 128, lanes = 128, rows = 1, vector = 8, chunks = 3, layout = both, partials = shared, pipeline = 1, narrow_cache = 1, shared = 24608>
+// SM80-LABEL: func.func @layer_grad_ahead
+// SM80: pipeline = 1, narrow_cache = 1
+// ABOVE-LABEL: func.func @layer_grad_ahead
+// ABOVE: norm.geometry = #norm.row_geometry<regime = registers, threads = 128, lanes = 128, rows = 1, vector = 8, chunks = 3, layout = both, partials = shared, shared = 24608>
+func.func @layer_grad_ahead(%dy: memref<?x3072xbf16>, %x: memref<?x3072xbf16>, %mean: memref<?xf32>, %rstd: memref<?xf32>, %dx: memref<?x3072xbf16>, %w: memref<3072xbf16>, %dw: memref<3072xbf16>, %db: memref<3072xbf16>) {
+  norm.layer_norm_grad dy(%dy : memref<?x3072xbf16>) x(%x : memref<?x3072xbf16>) mean(%mean : memref<?xf32>) rstd(%rstd : memref<?xf32>) weight(%w : memref<3072xbf16>) outs dx(%dx : memref<?x3072xbf16>) dweight(%dw : memref<3072xbf16>) dbias(%db : memref<3072xbf16>)
   return
 }

@@ -398,6 +398,62 @@ int main() {
               why(registers, 16384));
   }
 
+  // pipeline (the next row's loads ahead) and narrow_cache (row caches in
+  // the loaded type): the checker takes them on a register-regime dx
+  // kernel over rows that can be aligned (pipeline: in the aligned body of
+  // layout = both), and refuses each case it names.
+  {
+    TargetInfo hopper = *TargetInfo::get("sm_90");
+    auto why = [&](Geometry h, int64_t n, int64_t bytes = 2) {
+      return checkGeometry(h, shapeOf(n, bytes, layer), hopper);
+    };
+    auto refuses = [&](const std::string &w, const char *text,
+                       const std::string &what) {
+      check(w.find(text) != std::string::npos, what + ": " + w);
+    };
+    Geometry g = geometry(4096, bf16.bytes, layer, hopper);
+    check(g.registers && g.layouts == RowLayouts::Vector,
+          "LayerNorm bf16 4096: registers, layout vector: " + show(g));
+    Geometry both = g;
+    both.layouts = RowLayouts::Both;
+    both.pipeline = 1;
+    both.narrowCache = 1;
+    check(why(both, 4096).empty(),
+          "pipeline and narrow_cache refused: " + why(both, 4096));
+    Geometry two = both;
+    two.pipeline = 2;
+    refuses(why(two, 4096), "pipeline: 0 to 1", "pipeline 2");
+    Geometry vectorOnly = g;
+    vectorOnly.pipeline = 1;
+    refuses(why(vectorOnly, 4096), "pipeline: the loads ahead are the "
+                                   "aligned body's own",
+            "pipeline with layout vector");
+    Geometry interleaved = both;
+    interleaved.layouts = RowLayouts::Interleaved;
+    refuses(why(interleaved, 4096), "pipeline: only the vector layout's",
+            "pipeline with layout interleaved");
+    Geometry looped = geometry(262144, bf16.bytes, layer, hopper);
+    check(!looped.registers, "N = 262144 bf16: looped: " + show(looped));
+    Geometry loopedPipe = looped;
+    loopedPipe.pipeline = 1;
+    refuses(why(loopedPipe, 262144), "pipeline: the next row is loaded into "
+                                     "registers",
+            "pipeline looped");
+    Geometry loopedNarrow = looped;
+    loopedNarrow.narrowCache = 1;
+    refuses(why(loopedNarrow, 262144), "narrow_cache: only the register "
+                                       "regime",
+            "narrow_cache looped");
+    Geometry rowsF32 = geometry(4096, f32.bytes, layer, hopper);
+    rowsF32.narrowCache = 1;
+    refuses(why(rowsF32, 4096, f32.bytes), "narrow_cache: the rows are f32",
+            "narrow_cache f32");
+    Geometry narrowThree = g;
+    narrowThree.narrowCache = 2;
+    refuses(why(narrowThree, 4096), "narrow_cache: 0 or 1",
+            "narrow_cache 2");
+  }
+
   // The cluster regime (sm_90, threads and cluster chosen): where a block
   // per row would loop or spill more than kClusterSpillArrays of its arrays
   // (by the estimate); the split with the best clusterScore
@@ -545,6 +601,27 @@ int main() {
             "\"partial_vector\" must be 1, 2 or 4");
     refused("{\"entries\": [{\"kernel\": \"dx\", \"n\": [1, 2], "
             "\"partial_vector\": 1}]}",
+            "no knob");
+    for (const char *key : {"pipeline", "narrow_cache"}) {
+      llvm::Expected<std::vector<TuningEntry>> m = parseTuningTable(
+          std::string("{\"entries\": [{\"kernel\": \"dx\", \"n\": [1, 2], "
+                      "\"") +
+          key + "\": 1}]}");
+      check(m && m->size() == 1 &&
+                (std::string(key) == "pipeline" ? (*m)[0].pipeline
+                                                : (*m)[0].narrowCache) == 1,
+            std::string(key) + " alone is a knob");
+      if (!m)
+        llvm::consumeError(m.takeError());
+    }
+    refused("{\"entries\": [{\"kernel\": \"dx\", \"n\": [1, 2], "
+            "\"pipeline\": 2}]}",
+            "\"pipeline\" must be at most 1");
+    refused("{\"entries\": [{\"kernel\": \"dx\", \"n\": [1, 2], "
+            "\"narrow_cache\": 2}]}",
+            "\"narrow_cache\" must be 0 or 1");
+    refused("{\"entries\": [{\"kernel\": \"dx\", \"n\": [1, 2], "
+            "\"pipeline\": 0, \"narrow_cache\": 0}]}",
             "no knob");
     refused("{\"entries\": [{\"kernel\": \"dx\", \"n\": [1, 2], "
             "\"max_register_elements\": -1}]}",

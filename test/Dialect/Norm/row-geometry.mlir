@@ -165,3 +165,57 @@ func.func @partial_vector_past_vector(%dy: tensor<?x4096xf32>, %x: tensor<?x4096
   %dx, %dw = norm.rms_norm_grad dy(%dy : tensor<?x4096xf32>) x(%x : tensor<?x4096xf32>) rstd(%rstd : tensor<?xf32>) weight(%w : tensor<4096xf32>) {norm.geometry = #norm.row_geometry<regime = registers, threads = 256, lanes = 256, rows = 1, vector = 2, chunks = 8, partials = shared, partial_vector = 4>} -> dx(tensor<?x4096xf32>) dweight(tensor<4096xf32>)
   return %dx : tensor<?x4096xf32>
 }
+
+// -----
+
+// pipeline (the next row's loads ahead, in the aligned body of layout =
+// both) and narrow_cache (row caches in the loaded type) round-trip; 0 is
+// elided.
+// CHECK-LABEL: func.func @pipeline_round_trip
+// CHECK: norm.geometry = #norm.row_geometry<regime = registers, threads = 256, lanes = 256, rows = 1, vector = 8, chunks = 2, layout = both, partials = shared, pipeline = 1, narrow_cache = 1>
+// CHECK: norm.geometry = #norm.row_geometry<regime = registers, threads = 256, lanes = 256, rows = 1, vector = 8, chunks = 2, partials = shared>
+func.func @pipeline_round_trip(%dy: tensor<?x4096xbf16>, %x: tensor<?x4096xbf16>, %rstd: tensor<?xf32>, %w: tensor<4096xbf16>) -> tensor<?x4096xbf16> {
+  %dx, %dw = norm.rms_norm_grad dy(%dy : tensor<?x4096xbf16>) x(%x : tensor<?x4096xbf16>) rstd(%rstd : tensor<?xf32>) weight(%w : tensor<4096xbf16>) {norm.geometry = #norm.row_geometry<regime = registers, threads = 256, lanes = 256, rows = 1, vector = 8, chunks = 2, layout = both, partials = shared, pipeline = 1, narrow_cache = 1>} -> dx(tensor<?x4096xbf16>) dweight(tensor<4096xbf16>)
+  %dx2, %dw2 = norm.rms_norm_grad dy(%dy : tensor<?x4096xbf16>) x(%x : tensor<?x4096xbf16>) rstd(%rstd : tensor<?xf32>) weight(%w : tensor<4096xbf16>) {norm.geometry = #norm.row_geometry<regime = registers, threads = 256, lanes = 256, rows = 1, vector = 8, chunks = 2, partials = shared, pipeline = 0, narrow_cache = 0>} -> dx(tensor<?x4096xbf16>) dweight(tensor<4096xbf16>)
+  return %dx : tensor<?x4096xbf16>
+}
+
+// -----
+
+func.func @pipeline_two(%dy: tensor<?x4096xbf16>, %x: tensor<?x4096xbf16>, %rstd: tensor<?xf32>, %w: tensor<4096xbf16>) -> tensor<?x4096xbf16> {
+  // expected-error @+1 {{#norm.row_geometry: pipeline must be 0 or 1 waves loaded ahead, got 2}}
+  %dx, %dw = norm.rms_norm_grad dy(%dy : tensor<?x4096xbf16>) x(%x : tensor<?x4096xbf16>) rstd(%rstd : tensor<?xf32>) weight(%w : tensor<4096xbf16>) {norm.geometry = #norm.row_geometry<regime = registers, threads = 256, lanes = 256, rows = 1, vector = 8, chunks = 2, layout = both, partials = shared, pipeline = 2>} -> dx(tensor<?x4096xbf16>) dweight(tensor<4096xbf16>)
+  return %dx : tensor<?x4096xbf16>
+}
+
+// -----
+
+func.func @pipeline_looped(%dy: tensor<?x4096xbf16>, %x: tensor<?x4096xbf16>, %rstd: tensor<?xf32>, %w: tensor<4096xbf16>) -> tensor<?x4096xbf16> {
+  // expected-error @+1 {{#norm.row_geometry: pipeline loads the next row into registers, which needs regime = registers}}
+  %dx, %dw = norm.rms_norm_grad dy(%dy : tensor<?x4096xbf16>) x(%x : tensor<?x4096xbf16>) rstd(%rstd : tensor<?xf32>) weight(%w : tensor<4096xbf16>) {norm.geometry = #norm.row_geometry<regime = looped, threads = 256, lanes = 256, rows = 1, vector = 8, layout = both, partials = shared, pipeline = 1>} -> dx(tensor<?x4096xbf16>) dweight(tensor<4096xbf16>)
+  return %dx : tensor<?x4096xbf16>
+}
+
+// -----
+
+func.func @pipeline_vector_layout(%dy: tensor<?x4096xbf16>, %x: tensor<?x4096xbf16>, %rstd: tensor<?xf32>, %w: tensor<4096xbf16>) -> tensor<?x4096xbf16> {
+  // expected-error @+1 {{#norm.row_geometry: pipeline loads the next row in the aligned body of layout = both, got layout = vector}}
+  %dx, %dw = norm.rms_norm_grad dy(%dy : tensor<?x4096xbf16>) x(%x : tensor<?x4096xbf16>) rstd(%rstd : tensor<?xf32>) weight(%w : tensor<4096xbf16>) {norm.geometry = #norm.row_geometry<regime = registers, threads = 256, lanes = 256, rows = 1, vector = 8, chunks = 2, partials = shared, pipeline = 1>} -> dx(tensor<?x4096xbf16>) dweight(tensor<4096xbf16>)
+  return %dx : tensor<?x4096xbf16>
+}
+
+// -----
+
+func.func @narrow_cache_two(%dy: tensor<?x4096xbf16>, %x: tensor<?x4096xbf16>, %rstd: tensor<?xf32>, %w: tensor<4096xbf16>) -> tensor<?x4096xbf16> {
+  // expected-error @+1 {{#norm.row_geometry: narrow_cache must be 0 or 1, got 2}}
+  %dx, %dw = norm.rms_norm_grad dy(%dy : tensor<?x4096xbf16>) x(%x : tensor<?x4096xbf16>) rstd(%rstd : tensor<?xf32>) weight(%w : tensor<4096xbf16>) {norm.geometry = #norm.row_geometry<regime = registers, threads = 256, lanes = 256, rows = 1, vector = 8, chunks = 2, partials = shared, narrow_cache = 2>} -> dx(tensor<?x4096xbf16>) dweight(tensor<4096xbf16>)
+  return %dx : tensor<?x4096xbf16>
+}
+
+// -----
+
+func.func @narrow_cache_looped(%dy: tensor<?x4096xbf16>, %x: tensor<?x4096xbf16>, %rstd: tensor<?xf32>, %w: tensor<4096xbf16>) -> tensor<?x4096xbf16> {
+  // expected-error @+1 {{#norm.row_geometry: narrow_cache keeps the register regime's row caches narrow, which needs regime = registers}}
+  %dx, %dw = norm.rms_norm_grad dy(%dy : tensor<?x4096xbf16>) x(%x : tensor<?x4096xbf16>) rstd(%rstd : tensor<?xf32>) weight(%w : tensor<4096xbf16>) {norm.geometry = #norm.row_geometry<regime = looped, threads = 256, lanes = 256, rows = 1, vector = 8, partials = shared, narrow_cache = 1>} -> dx(tensor<?x4096xbf16>) dweight(tensor<4096xbf16>)
+  return %dx : tensor<?x4096xbf16>
+}
