@@ -684,10 +684,10 @@ def cmd_table(args):
                                              d["plan"], d.get("device", "?")))
     entries = make_table(rows)
     table = {"family": args.family,
-             "about": "Measured geometry choices (threads, cluster, "
-                      "max_lanes, max_register_elements, prefetch) for %s, written by bench/tune.py table "
-                      "from %s; see docs/GPU.md, The tuning table." % (
-                          args.family, "; ".join(sources)),
+             "about": "Measured geometry choices (%s) for %s, written by "
+                      "bench/tune.py table from %s; see docs/GPU.md, The "
+                      "tuning table." % (", ".join(KNOB_KEYS), args.family,
+                                         "; ".join(sources)),
              "entries": entries}
     with open(args.table, "w") as f:
         json.dump(table, f, indent=1)
