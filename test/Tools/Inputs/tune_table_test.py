@@ -98,6 +98,23 @@ class Table(unittest.TestCase):
         self.assertEqual(es[0]["rows"], [8193, 0])
         self.assertNotIn("threads", es[0])
 
+    def test_carried_to_larger_m(self):
+        # N = 65536: measured up to M = 4096 (bucket 3); the winner there
+        # also serves M > 8192 (bucket 4), which no plan could measure, and
+        # the entry says so. A bucket measured as a loss carries nothing.
+        rows = [row(1024, 100, n=65536), row(1024, 101, n=65536, cluster=8),
+                row(4096, 100, n=65536), row(4096, 60, n=65536, cluster=8)]
+        es = T.make_table(rows)
+        self.assertEqual(len(es), 1)
+        self.assertEqual(es[0]["rows"], [2049, 0])
+        self.assertEqual(es[0]["cluster"], 8)
+        self.assertIn("M = 4096: 1.67 x", es[0]["measured"])
+        self.assertIn("larger M not measured", es[0]["measured"])
+        rows = [row(1024, 100, n=65536), row(1024, 60, n=65536, cluster=8),
+                row(4096, 100, n=65536), row(4096, 101, n=65536, cluster=8)]
+        self.assertEqual([e["rows"] for e in T.make_table(rows)],
+                         [[513, 2048]])
+
     def test_run_several_plans(self):
         # run --plan a,b: one directory a plan ({plan} in --dir), a packed
         # one unpacked first, one JSON a plan and no tune.md.
