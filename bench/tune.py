@@ -255,6 +255,24 @@ def pvec_plan():
                                          "pv"))
 
 
+# "fwd-few": the forward where rows are few and wide. The cost model
+# spreads a forward row over the fewest lanes that use their chunk slots
+# best (bf16 N = 7168: 128 lanes of 7 chunks), and at M = 64 the SMs then
+# hold one block of 4 warps, each lane a chain of 56 elements (quack: 4.8
+# us at RMSNorm 64 x 7168 against our 8.4). Candidates: a row over every
+# lane of blocks of 256, 512 and 1024 threads (max_lanes = threads: one
+# chunk or two a lane), and 1024 threads over two rows, at M = 64-1024.
+FWD_FEW_N = (1024, 2048, 4096, 7168, 8192, 16384, 32768, 65536)
+FWD_FEW_M = (64, 256, 1024)
+FWD_FEW_KNOBS = ((256, 0, 256), (512, 0, 512), (1024, 0, 1024),
+                 (1024, 0, 512))
+
+
+def fwd_few_plan():
+    return table_plan(dtypes=("bf16", "f32"), ops=C.FWD_OPS, ns=FWD_FEW_N,
+                      knobs=FWD_FEW_KNOBS, ms=FWD_FEW_M)
+
+
 # "pipe": the next row's loads issued into registers before the in-row
 # sums (geometry pipeline) and the row caches of 16-bit rows in the loaded
 # type (narrow_cache), alone, together, and with the knobs the table took
@@ -280,6 +298,7 @@ def pipe_plan():
 PLANS = dict(TABLE_PLANS, explore=explore_plan, grid=grid_plan,
              groups=groups_plan, fma=fma_plan, wide=wide_plan,
              prefetch=prefetch_plan, pvec=pvec_plan, pipe=pipe_plan,
+             **{"fwd-few": fwd_few_plan},
              **{"grid-cfgs": grid_cfgs_plan,
                 "grid-cfgs-f32": lambda: grid_cfgs_plan(("bf16", "f32"))})
 
@@ -537,13 +556,18 @@ def forward_rows(rows):
     """The forward ops' rows as one kernel, "forward": LayerNorm's and
     RMSNorm's forward kernels are one entry kind of the table (Tuning.h has
     no key between them), so a candidate's time at a point is the geometric
-    mean of its two (both must have run)."""
-    by = {}
+    mean of its two (both must have run). A point a later run measured
+    again (rows come run after run) takes the later run's time, as the
+    backward's do in winners()."""
+    latest = {}
     for r in rows:
         if r["op"] not in C.FWD_OPS or "us" not in r:
             continue
         tail = r["cfg"].split("-", 1)[1]
-        by.setdefault((r["dtype"], r["N"], r["M"], tail), []).append(r)
+        latest[(r["op"], r["dtype"], r["N"], r["M"], tail)] = r
+    by = {}
+    for (_, dt, n, m, tail), r in latest.items():
+        by.setdefault((dt, n, m, tail), []).append(r)
     out = []
     for (dt, n, m, tail), rs in by.items():
         if len(rs) != 2:

@@ -115,6 +115,27 @@ class Table(unittest.TestCase):
         self.assertEqual([e["rows"] for e in T.make_table(rows)],
                          [[513, 2048]])
 
+    def test_forward_of_two_runs(self):
+        # The forward's LayerNorm and RMSNorm rows are one kernel; a second
+        # run that measures the same point again (its default too) replaces
+        # the first's rows instead of dropping the point.
+        def fwd(m, us, op, threads=0, lanes=0):
+            r = row(m, us, threads=threads, n=16384, op=op)
+            r["cfg"] = r["cfg"].replace("-deterministic", "")
+            if lanes:
+                r["cfg"] += "-l%d" % lanes
+                r["lanes"] = lanes
+            return r
+        first = [fwd(64, 100, op) for op in ("layer_norm", "rms_norm")]
+        second = [fwd(64, 90, op) for op in ("layer_norm", "rms_norm")] + \
+            [fwd(64, 60, op, threads=1024, lanes=1024)
+             for op in ("layer_norm", "rms_norm")]
+        es = T.make_table(first + second)
+        self.assertEqual(len(es), 1)
+        self.assertEqual(es[0]["kernel"], "forward")
+        self.assertEqual((es[0]["threads"], es[0]["max_lanes"]), (1024, 1024))
+        self.assertIn("1.50 x", es[0]["measured"])
+
     def test_run_several_plans(self):
         # run --plan a,b: one directory a plan ({plan} in --dir), a packed
         # one unpacked first, one JSON a plan and no tune.md.
