@@ -556,20 +556,21 @@ def forward_rows(rows):
     """The forward ops' rows as one kernel, "forward": LayerNorm's and
     RMSNorm's forward kernels are one entry kind of the table (Tuning.h has
     no key between them), so a candidate's time at a point is the geometric
-    mean of its two (both must have run). A point a later run measured
-    again (rows come run after run) takes the later run's time, as the
-    backward's do in winners()."""
+    mean of its two from the same run (both must have run there; of rows
+    without a run index, the last of each op: a point measured again by a
+    later run in one list of rows)."""
     latest = {}
     for r in rows:
         if r["op"] not in C.FWD_OPS or "us" not in r:
             continue
         tail = r["cfg"].split("-", 1)[1]
-        latest[(r["op"], r["dtype"], r["N"], r["M"], tail)] = r
+        latest[(r.get("run", 0), r["op"], r["dtype"], r["N"], r["M"],
+                tail)] = r
     by = {}
-    for (_, dt, n, m, tail), r in latest.items():
-        by.setdefault((dt, n, m, tail), []).append(r)
+    for (run, _, dt, n, m, tail), r in latest.items():
+        by.setdefault((run, dt, n, m, tail), []).append(r)
     out = []
-    for (dt, n, m, tail), rs in by.items():
+    for (_, dt, n, m, tail), rs in by.items():
         if len(rs) != 2:
             continue
         r = dict(rs[0], op="forward", cfg="forward-" + tail,
@@ -615,18 +616,27 @@ def geomean(xs):
 
 def winners(rows):
     """{(op, dtype, N): {bucket: (knob, gain)}}: per M bucket (ROW_EDGES)
-    the candidate with the best geometric mean time over the bucket's
-    measured M (for the backward: of those whose dweight/dbias kept the
-    default's bits at every one of them) where it beats the default's
-    geometric mean by MIN_GAIN and MIN_SAVED_US; None where none does."""
+    the candidate with the best gain over the bucket's measured M (for the
+    backward: of those whose dweight/dbias kept the default's bits at every
+    one of them) where it beats the default by MIN_GAIN and MIN_SAVED_US;
+    None where none does. A candidate's gain at an M is against the default
+    timed in the same run (rows carry "run", their run's index): runs of
+    other plans, on other machines of the kind, time the default a few
+    percent apart, and absolute times across runs made and unmade entries
+    on that noise (LayerNorm forward 1024 x 4096 lost a 1.11x entry when a
+    later run timed its default again). Where several runs timed a
+    candidate or the default at an M, the last one counts."""
     rows = [r for r in rows if r["op"] not in C.FWD_OPS] + forward_rows(rows)
-    by = {}
+    by, bases = {}, {}
     for r in rows:
         if "us" not in r or r["fixed_groups"] or r.get("rows") or \
                 "fma" in r["cfg"].split("-"):
             continue
         key = (r["op"], r["dtype"], r["N"], row_bucket(r["M"]))
-        by.setdefault(key, {}).setdefault(knob_of(r), {})[r["M"]] = r
+        knob = knob_of(r)
+        by.setdefault(key, {}).setdefault(knob, {})[r["M"]] = r
+        if knob == NO_KNOB:
+            bases.setdefault((key, r.get("run", 0)), {})[r["M"]] = r["us"]
     out = {}
     for (op, dt, n, b), cands in by.items():
         base = cands.get(NO_KNOB)
@@ -635,19 +645,21 @@ def winners(rows):
         ms = sorted(base)
         grad = op.endswith("_grad")
         base_us = geomean([base[m]["us"] for m in ms])
-        best, best_us = None, None
+        best, best_gain = None, None
         for knob, at in cands.items():
             if knob == NO_KNOB or any(m not in at for m in ms):
                 continue
             if grad and not all(at[m].get("bitwise") for m in ms):
                 continue
-            us = geomean([at[m]["us"] for m in ms])
-            if best_us is None or us < best_us:
-                best, best_us = knob, us
+            own = [bases.get(((op, dt, n, b), at[m].get("run", 0)), {}).get(
+                m, base[m]["us"]) for m in ms]
+            gain = geomean([o / at[m]["us"] for o, m in zip(own, ms)])
+            if best_gain is None or gain > best_gain:
+                best, best_gain = knob, gain
         w = out.setdefault((op, dt, n), {})
-        if best is not None and base_us / best_us >= MIN_GAIN and \
-                base_us - best_us >= MIN_SAVED_US:
-            w[b] = (best, round(base_us / best_us, 2), ms)
+        if best is not None and best_gain >= MIN_GAIN and \
+                base_us - base_us / best_gain >= MIN_SAVED_US:
+            w[b] = (best, round(best_gain, 2), ms)
         else:
             w[b] = None
     return out
@@ -661,13 +673,25 @@ def make_table(rows):
     half a step beyond)."""
     entries = []
     ws = winners(rows)
-    # Buckets above the largest measured one (its tensors past the plan's
-    # limit: N = 65536 has none above M = 4096) take that bucket's choice:
-    # the kernels are M-agnostic and more rows are more of the same waves,
-    # which the cost model (no entry) serves worse there (bench/RESULTS.md,
-    # N = 65536 at M = 16384: 0.63-0.69x quack).
+    # Buckets above the largest measured one take that bucket's choice
+    # where the plans could not go higher (4 x its largest M would pass
+    # TENSOR_LIMIT: N = 65536 bf16 stops at M = 4096): the kernels are
+    # M-agnostic and more rows are more of the same waves, which the cost
+    # model (no entry) serves worse there (bench/RESULTS.md, N = 65536 at M
+    # = 16384: 0.63-0.69x quack). Where a plan chose to stop lower, nothing
+    # is carried (the forward at N = 7168, measured to M = 1024 only, lost
+    # 10% at M = 65536 with the choice of M = 1024).
+    top_m = {}
+    for r in rows:
+        if "us" in r:
+            k = ("forward" if r["op"] in C.FWD_OPS else r["op"], r["dtype"],
+                 r["N"])
+            top_m[k] = max(top_m.get(k, 0), r["M"])
+    size = {"f32": 4, "f16": 2, "bf16": 2}
     carried = set()
     for key, w in ws.items():
+        if 4 * top_m[key] * key[2] * size[key[1]] <= TENSOR_LIMIT:
+            continue
         top = max(w)
         for b in range(top + 1, len(ROW_EDGES) + 1):
             w[b] = w[top]
@@ -718,6 +742,8 @@ def cmd_table(args):
     for path in args.results:
         with open(path) as f:
             d = json.load(f)
+        for r in d["rows"]:
+            r["run"] = len(sources)  # winners() compares within a run
         rows += d["rows"]
         sources.append("%s (plan %s, %s)" % (os.path.basename(path),
                                              d["plan"], d.get("device", "?")))

@@ -114,6 +114,11 @@ class Table(unittest.TestCase):
                 row(4096, 100, n=65536), row(4096, 101, n=65536, cluster=8)]
         self.assertEqual([e["rows"] for e in T.make_table(rows)],
                          [[513, 2048]])
+        # N = 4096 stopped at M = 4096 by the plan's choice (16384 rows
+        # would fit): the larger M keep the cost model.
+        rows = [row(4096, 100, n=4096), row(4096, 60, n=4096, cluster=8)]
+        self.assertEqual([e["rows"] for e in T.make_table(rows)],
+                         [[2049, 8192]])
 
     def test_forward_of_two_runs(self):
         # The forward's LayerNorm and RMSNorm rows are one kernel; a second
@@ -135,6 +140,21 @@ class Table(unittest.TestCase):
         self.assertEqual(es[0]["kernel"], "forward")
         self.assertEqual((es[0]["threads"], es[0]["max_lanes"]), (1024, 1024))
         self.assertIn("1.50 x", es[0]["measured"])
+
+    def test_gain_within_a_run(self):
+        # Run 0 times the default at 100 and 512 threads at 90 (1.11x); run
+        # 1 times the default again at 88 and a cluster at 87 (1.01x). The
+        # threads win on their own run's default, not against run 1's.
+        r0 = [row(16384, 100, n=4096), row(16384, 90, n=4096, threads=512)]
+        r1 = [row(16384, 88, n=4096), row(16384, 87, n=4096, cluster=2)]
+        for r in r0:
+            r["run"] = 0
+        for r in r1:
+            r["run"] = 1
+        es = T.make_table(r0 + r1)
+        self.assertEqual(len(es), 1)
+        self.assertEqual(es[0]["threads"], 512)
+        self.assertIn("1.11 x", es[0]["measured"])
 
     def test_run_several_plans(self):
         # run --plan a,b: one directory a plan ({plan} in --dir), a packed
