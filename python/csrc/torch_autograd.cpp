@@ -22,17 +22,24 @@
 //
 // The ops themselves (schemas, fakes) are defined by norm_mlir.torch; their
 // bodies (CUDA key) are whichever are registered there, C++ or Python: the
-// kernels here call them through the dispatcher below autograd.
+// kernels here call them below autograd, through the dispatcher, or, where
+// the dispatcher would reach libnormtorch's C++ body and nothing else,
+// through libnormtorch's direct table ("the bodies, directly" below).
 //
 //===----------------------------------------------------------------------===//
 
 #include <ATen/autocast_mode.h>
 #include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/record_function.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
+#include <c10/core/impl/TorchDispatchModeTLS.h>
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/autograd/custom_function.h>
 #include <torch/csrc/autograd/forward_grad.h>
+#include <torch/csrc/inductor/aoti_torch/utils.h>
 #include <torch/library.h>
+
+#include "normtorch_direct.h"
 
 #include <algorithm>
 #include <atomic>
@@ -104,6 +111,168 @@ template <class Sig> c10::TypedOperatorHandle<Sig> findOp(const char *name) {
 Tensor orUndefined(const OptTensor &t) { return t ? *t : Tensor(); }
 OptTensor optional(const Tensor &t) {
   return t.defined() ? OptTensor(t) : std::nullopt;
+}
+
+// ------------------------------------------------ the bodies, directly
+//
+// The kernels below call the op bodies below autograd. Through the
+// dispatcher that is a boxed call into libnormtorch's stable-ABI kernel:
+// an IValue stack, a new at::Tensor and a torch::stable::Tensor (with its
+// shared_ptr) per argument and result, about 15% of a forward's CPU time.
+// Where the dispatcher could only reach those bodies, the kernels call them
+// through libnormtorch's direct table instead (normtorch_direct.h), with
+// borrowed handles of their own tensors: the same code, the same launches,
+// the same errors. "Could only reach": the dispatch key set the call would
+// compute (the tensors' keys with the thread's included and excluded keys
+// applied, less autocast's and BackendSelect's keys, fallthroughs for every
+// op) is exactly one dense backend key, CPU or CUDA, for which
+// libnormtorch's registration is live; the thread includes no key beyond
+// torch's defaults; no TorchDispatchMode is pushed; and no RecordFunction
+// callback (the profiler) would record the op. Anything else (a dispatch
+// mode, fake, meta or subclass tensors, the Python dispatcher,
+// functionalization, functorch's wrappers and layers, the tracer, neg /
+// conj views, tensors on several devices, Python bodies registered
+// instead) goes through the dispatcher as before.
+
+/// libnormtorch's table (normtorch_autograd_set_direct), or null: every
+/// call goes through the dispatcher.
+std::atomic<const NormtorchDirect *> directTable{nullptr};
+/// Calls of the bodies direct and through the dispatcher (the tests).
+std::atomic<uint64_t> directCalls{0}, dispatchedCalls{0};
+
+c10::DispatchKeySet keysOf(const Tensor &t) {
+  return t.defined() ? t.key_set() : c10::DispatchKeySet();
+}
+c10::DispatchKeySet keysOf(const OptTensor &t) {
+  return t ? keysOf(*t) : c10::DispatchKeySet();
+}
+
+/// Keys whose kernels are fallthroughs for every op (so for ours).
+constexpr c10::DispatchKeySet kPassThrough = c10::DispatchKeySet(
+    {c10::DispatchKey::AutocastCPU, c10::DispatchKey::AutocastCUDA,
+     c10::DispatchKey::BackendSelect});
+/// The thread's included keys in plain eager mode (torch's defaults): a
+/// key included beyond them (a mode's Python keys, functorch's layer keys,
+/// the tracer's, the Python dispatcher's...) and the call goes through the
+/// dispatcher, even where it would fall through. (Excluded keys only take
+/// keys out of the set computed: autograd's backward excludes Named, the
+/// kernels exclude autograd's keys.)
+constexpr c10::DispatchKeySet kPlainIncluded = c10::default_included_set;
+
+/// The direct table where a call of a body with these tensors, made now
+/// (below autograd), would reach that body through the dispatcher with
+/// nothing in between; else null (and the call goes through the
+/// dispatcher).
+template <class... T> const NormtorchDirect *directFor(const T &...ts) {
+  const NormtorchDirect *d = directTable.load(std::memory_order_acquire);
+  if (!d)
+    return nullptr;
+  c10::DispatchKeySet ks;
+  ((ks = ks | keysOf(ts)), ...);
+  c10::impl::LocalDispatchKeySet local =
+      c10::impl::tls_local_dispatch_key_set();
+  ks = ((ks | local.included_) - local.excluded_) - kPassThrough;
+  c10::DeviceType type;
+  if (ks == c10::DispatchKeySet(c10::DispatchKey::CUDA))
+    type = c10::DeviceType::CUDA;
+  else if (ks == c10::DispatchKeySet(c10::DispatchKey::CPU))
+    type = c10::DeviceType::CPU;
+  else
+    return nullptr;
+  if (!d->registered(int32_t(type)) ||
+      (local.included_ - kPlainIncluded) != c10::DispatchKeySet() ||
+      c10::impl::TorchDispatchModeTLS::any_modes_set() ||
+      at::getStepCallbacksUnlessEmpty(at::RecordScope::FUNCTION).has_value())
+    return nullptr;
+  return d;
+}
+
+/// A borrowed handle of a tensor (NULL for none): the shim's handle is an
+/// at::Tensor * of this torch.
+AtenTensorHandle borrow(const Tensor &t) {
+  return t.defined() ? torch::aot_inductor::tensor_pointer_to_tensor_handle(
+                           const_cast<Tensor *>(&t))
+                     : nullptr;
+}
+AtenTensorHandle borrow(const OptTensor &t) { return t ? borrow(*t) : nullptr; }
+
+/// The tensor of a handle the body made (undefined for NULL), which is
+/// freed: what the stable ABI's boxed kernel does with its results.
+Tensor adopt(AtenTensorHandle h) {
+  if (!h)
+    return Tensor();
+  std::unique_ptr<Tensor> p(
+      torch::aot_inductor::tensor_handle_to_tensor_pointer(h));
+  return std::move(*p);
+}
+
+/// The forward bodies: y, h (the fused add only), mean (LayerNorm), rstd.
+struct Fwd {
+  Tensor y, h, mean, rstd;
+};
+
+Fwd forwardBody(int32_t op, const Tensor &x, const Tensor &residual,
+                const OptTensor &w, const OptTensor &b, int64_t n, double eps,
+                bool zc) {
+  if (const NormtorchDirect *d = directFor(x, residual, w, b)) {
+    directCalls.fetch_add(1, std::memory_order_relaxed);
+    AtenTensorHandle o[4] = {nullptr, nullptr, nullptr, nullptr};
+    d->forward(op, borrow(x), borrow(residual), borrow(w), borrow(b), n, eps,
+               zc, o);
+    return {adopt(o[0]), adopt(o[1]), adopt(o[2]), adopt(o[3])};
+  }
+  dispatchedCalls.fetch_add(1, std::memory_order_relaxed);
+  Fwd f;
+  if (op == NORMTORCH_LAYER_NORM) {
+    if (residual.defined())
+      std::tie(f.y, f.h, f.mean, f.rstd) =
+          ops->addLnFwd.call(x, residual, w, b, n, eps, zc);
+    else
+      std::tie(f.y, f.mean, f.rstd) = ops->lnFwd.call(x, w, b, n, eps, zc);
+  } else {
+    if (residual.defined())
+      std::tie(f.y, f.h, f.rstd) =
+          ops->addRmsFwd.call(x, residual, w, n, eps, zc);
+    else
+      std::tie(f.y, f.rstd) = ops->rmsFwd.call(x, w, n, eps, zc);
+  }
+  return f;
+}
+
+/// The backward bodies: dx (undefined where it went into dy), dweight,
+/// dbias (LayerNorm).
+struct Bwd {
+  Tensor dx, dw, db;
+};
+
+Bwd backwardBody(int32_t op, const Tensor &dy, const Tensor &x,
+                 const Tensor &mean, const Tensor &rstd, const Tensor &w,
+                 bool hasBias, int64_t n, bool zc, const Tensor &dres,
+                 bool intoDy) {
+  if (const NormtorchDirect *d = directFor(dy, x, mean, rstd, w, dres)) {
+    directCalls.fetch_add(1, std::memory_order_relaxed);
+    AtenTensorHandle o[3] = {nullptr, nullptr, nullptr};
+    d->backward(op, borrow(dy), borrow(x), borrow(mean), borrow(rstd),
+                borrow(w), hasBias, n, zc, borrow(dres), intoDy, o);
+    return {adopt(o[0]), adopt(o[1]), adopt(o[2])};
+  }
+  dispatchedCalls.fetch_add(1, std::memory_order_relaxed);
+  Bwd g;
+  OptTensor wo = optional(w), dro = optional(dres);
+  if (op == NORMTORCH_LAYER_NORM) {
+    if (intoDy)
+      std::tie(g.dw, g.db) =
+          ops->lnBwdIntoDy.call(dy, x, mean, rstd, wo, hasBias, n, zc, dro);
+    else
+      std::tie(g.dx, g.dw, g.db) =
+          ops->lnBwd.call(dy, x, mean, rstd, wo, hasBias, n, zc, dro);
+  } else {
+    if (intoDy)
+      g.dw = ops->rmsBwdIntoDy.call(dy, x, rstd, wo, n, zc, dro);
+    else
+      std::tie(g.dx, g.dw) = ops->rmsBwd.call(dy, x, rstd, wo, n, zc, dro);
+  }
+  return g;
 }
 
 bool requiresGrad(const Tensor &t) { return t.defined() && t.requires_grad(); }
@@ -265,14 +434,12 @@ layerNormGrads(AutogradContext *ctx, const Tensor &dy, const Tensor &dres) {
   }
   {
     at::AutoDispatchBelowADInplaceOrView below;
-    if (canTakeDx(dy, x)) {
-      std::tie(dw, db) = ops->lnBwdIntoDy.call(
-          dy, x, mean, rstd, optional(w), hasBias, n, zc, optional(dres));
-      dx = dy;
-    } else {
-      std::tie(dx, dw, db) = ops->lnBwd.call(dy, x, mean, rstd, optional(w),
-                                             hasBias, n, zc, optional(dres));
-    }
+    bool intoDy = canTakeDx(dy, x);
+    Bwd g = backwardBody(NORMTORCH_LAYER_NORM, dy, x, mean, rstd, w, hasBias, n,
+                         zc, dres, intoDy);
+    dx = intoDy ? dy : std::move(g.dx);
+    dw = std::move(g.dw);
+    db = std::move(g.db);
   }
   return {dx, w.defined() ? asParam(dw, w) : Tensor(),
           hasBias ? asShape(db, bshape) : Tensor()};
@@ -285,7 +452,10 @@ struct LayerNormFunction : torch::autograd::Function<LayerNormFunction> {
     Tensor y;
     {
       at::AutoDispatchBelowADInplaceOrView below;
-      std::tie(y, st->mean, st->rstd) = ops->lnFwd.call(x, w, b, n, eps, zc);
+      Fwd f = forwardBody(NORMTORCH_LAYER_NORM, x, Tensor(), w, b, n, eps, zc);
+      y = std::move(f.y);
+      st->mean = std::move(f.mean);
+      st->rstd = std::move(f.rstd);
     }
     saveLayerNorm(ctx, x, w, b, st->mean, st->rstd, n, eps, zc);
     return {y};
@@ -298,6 +468,18 @@ struct LayerNormFunction : torch::autograd::Function<LayerNormFunction> {
   }
 };
 
+/// The residual-add nodes leave undefined output gradients undefined
+/// (set_materialize_grads(false) in their forwards): with CppNode's
+/// default, h unused (no gradient reaches it) cost an [M, N] zeros tensor
+/// (an allocation and a fill kernel) every backward, then a dresidual
+/// operand the kernel read. Now h's undefined gradient is no dresidual;
+/// y's, where only h was used, is still zeros (made here, as CppNode did).
+void yGradOrZeros(AutogradContext *ctx, variable_list &grads) {
+  if (!grads[0].defined())
+    grads[0] = at::zeros_like(ctx->get_saved_variables()[0],
+                              at::MemoryFormat::Contiguous);
+}
+
 /// add_layer_norm_fwd: h = x + residual is an output; its gradient goes
 /// into the backward kernel as dresidual, and dx to both x and residual.
 struct AddLayerNormFunction
@@ -309,15 +491,20 @@ struct AddLayerNormFunction
     Tensor y, h;
     {
       at::AutoDispatchBelowADInplaceOrView below;
-      std::tie(y, h, st->mean, st->rstd) =
-          ops->addLnFwd.call(x, residual, w, b, n, eps, zc);
+      Fwd f = forwardBody(NORMTORCH_LAYER_NORM, x, residual, w, b, n, eps, zc);
+      y = std::move(f.y);
+      h = std::move(f.h);
+      st->mean = std::move(f.mean);
+      st->rstd = std::move(f.rstd);
     }
     saveLayerNorm(ctx, h, w, b, st->mean, st->rstd, n, eps, zc);
+    ctx->set_materialize_grads(false);
     return {y, h};
   }
 
   static variable_list backward(AutogradContext *ctx,
                                 variable_list &grads) {
+    yGradOrZeros(ctx, grads);
     auto [dx, dw, db] = layerNormGrads(ctx, grads[0], grads[1]);
     return {dx, dx, dw, db, Tensor(), Tensor(), Tensor(), Tensor()};
   }
@@ -328,11 +515,12 @@ layerNormFwdAutograd(const Tensor &x, const OptTensor &w, const OptTensor &b,
                      int64_t n, double eps, bool zc) {
   if (!wantsGrad(x, w, b)) {
     at::AutoDispatchBelowADInplaceOrView below;
-    return ops->lnFwd.call(x, w, b, n, eps, zc);
+    Fwd f = forwardBody(NORMTORCH_LAYER_NORM, x, Tensor(), w, b, n, eps, zc);
+    return {std::move(f.y), std::move(f.mean), std::move(f.rstd)};
   }
   Stats st;
   variable_list out = LayerNormFunction::apply(x, w, b, n, eps, zc, &st);
-  return {out[0], st.mean, st.rstd};
+  return {std::move(out[0]), std::move(st.mean), std::move(st.rstd)};
 }
 
 std::tuple<Tensor, Tensor, Tensor, Tensor>
@@ -342,12 +530,15 @@ addLayerNormFwdAutograd(const Tensor &x, const Tensor &residual,
   if (!wantsGrad(x, w, b) && !(at::GradMode::is_enabled() &&
                                residual.requires_grad())) {
     at::AutoDispatchBelowADInplaceOrView below;
-    return ops->addLnFwd.call(x, residual, w, b, n, eps, zc);
+    Fwd f = forwardBody(NORMTORCH_LAYER_NORM, x, residual, w, b, n, eps, zc);
+    return {std::move(f.y), std::move(f.h), std::move(f.mean),
+            std::move(f.rstd)};
   }
   Stats st;
   variable_list out =
       AddLayerNormFunction::apply(x, residual, w, b, n, eps, zc, &st);
-  return {out[0], out[1], st.mean, st.rstd};
+  return {std::move(out[0]), std::move(out[1]), std::move(st.mean),
+          std::move(st.rstd)};
 }
 
 // --------------------------------------------------------------- RMSNorm
@@ -375,14 +566,11 @@ std::pair<Tensor, Tensor> rmsNormGrads(AutogradContext *ctx, const Tensor &dy,
   }
   {
     at::AutoDispatchBelowADInplaceOrView below;
-    if (canTakeDx(dy, x)) {
-      dw = ops->rmsBwdIntoDy.call(dy, x, rstd, optional(w), n, zc,
-                                  optional(dres));
-      dx = dy;
-    } else {
-      std::tie(dx, dw) =
-          ops->rmsBwd.call(dy, x, rstd, optional(w), n, zc, optional(dres));
-    }
+    bool intoDy = canTakeDx(dy, x);
+    Bwd g = backwardBody(NORMTORCH_RMS_NORM, dy, x, Tensor(), rstd, w, false, n,
+                         zc, dres, intoDy);
+    dx = intoDy ? dy : std::move(g.dx);
+    dw = std::move(g.dw);
   }
   return {dx, w.defined() ? asParam(dw, w) : Tensor()};
 }
@@ -394,7 +582,10 @@ struct RMSNormFunction : torch::autograd::Function<RMSNormFunction> {
     Tensor y;
     {
       at::AutoDispatchBelowADInplaceOrView below;
-      std::tie(y, st->rstd) = ops->rmsFwd.call(x, w, n, eps, zc);
+      Fwd f = forwardBody(NORMTORCH_RMS_NORM, x, Tensor(), w, std::nullopt, n,
+                          eps, zc);
+      y = std::move(f.y);
+      st->rstd = std::move(f.rstd);
     }
     saveRmsNorm(ctx, x, w, st->rstd, n, eps, zc);
     return {y};
@@ -415,15 +606,20 @@ struct AddRMSNormFunction : torch::autograd::Function<AddRMSNormFunction> {
     Tensor y, h;
     {
       at::AutoDispatchBelowADInplaceOrView below;
-      std::tie(y, h, st->rstd) =
-          ops->addRmsFwd.call(x, residual, w, n, eps, zc);
+      Fwd f = forwardBody(NORMTORCH_RMS_NORM, x, residual, w, std::nullopt, n,
+                          eps, zc);
+      y = std::move(f.y);
+      h = std::move(f.h);
+      st->rstd = std::move(f.rstd);
     }
     saveRmsNorm(ctx, h, w, st->rstd, n, eps, zc);
+    ctx->set_materialize_grads(false);
     return {y, h};
   }
 
   static variable_list backward(AutogradContext *ctx,
                                 variable_list &grads) {
+    yGradOrZeros(ctx, grads);
     auto [dx, dw] = rmsNormGrads(ctx, grads[0], grads[1]);
     return {dx, dx, dw, Tensor(), Tensor(), Tensor(), Tensor()};
   }
@@ -434,11 +630,13 @@ std::tuple<Tensor, Tensor> rmsNormFwdAutograd(const Tensor &x,
                                               double eps, bool zc) {
   if (!wantsGrad(x, w, std::nullopt)) {
     at::AutoDispatchBelowADInplaceOrView below;
-    return ops->rmsFwd.call(x, w, n, eps, zc);
+    Fwd f = forwardBody(NORMTORCH_RMS_NORM, x, Tensor(), w, std::nullopt, n,
+                        eps, zc);
+    return {std::move(f.y), std::move(f.rstd)};
   }
   Stats st;
   variable_list out = RMSNormFunction::apply(x, w, n, eps, zc, &st);
-  return {out[0], st.rstd};
+  return {std::move(out[0]), std::move(st.rstd)};
 }
 
 std::tuple<Tensor, Tensor, Tensor>
@@ -447,12 +645,14 @@ addRmsNormFwdAutograd(const Tensor &x, const Tensor &residual,
   if (!wantsGrad(x, w, std::nullopt) &&
       !(at::GradMode::is_enabled() && residual.requires_grad())) {
     at::AutoDispatchBelowADInplaceOrView below;
-    return ops->addRmsFwd.call(x, residual, w, n, eps, zc);
+    Fwd f = forwardBody(NORMTORCH_RMS_NORM, x, residual, w, std::nullopt, n,
+                        eps, zc);
+    return {std::move(f.y), std::move(f.h), std::move(f.rstd)};
   }
   Stats st;
   variable_list out =
       AddRMSNormFunction::apply(x, residual, w, n, eps, zc, &st);
-  return {out[0], out[1], st.rstd};
+  return {std::move(out[0]), std::move(out[1]), std::move(st.rstd)};
 }
 
 // ------------------------------------------------------- the eager calls
@@ -631,7 +831,7 @@ eagerAddLayerNorm(const Tensor &x, const Tensor &residual,
   }
   auto out = addLayerNormFwdAutograd(x, residual, w, b, product(shape), eps,
                                      zc);
-  return {std::get<0>(out), std::get<1>(out)};
+  return {std::move(std::get<0>(out)), std::move(std::get<1>(out))};
 }
 
 /// add_rms_norm() with a residual, as eagerAddLayerNorm.
@@ -647,7 +847,7 @@ eagerAddRmsNorm(const Tensor &x, const Tensor &residual,
   }
   double e = eps ? *eps : double(std::numeric_limits<float>::epsilon());
   auto out = addRmsNormFwdAutograd(x, residual, w, product(shape), e, zc);
-  return {std::get<0>(out), std::get<1>(out)};
+  return {std::move(std::get<0>(out)), std::move(std::get<1>(out))};
 }
 
 void copyError(const char *what, char *err, size_t cap) {
@@ -751,6 +951,32 @@ NORMTORCH_API int normtorch_autograd_set_devices(const char *types, char *err,
     copyError(ex.what(), err, cap);
     return 1;
   }
+}
+
+/// libnormtorch's direct table (normtorch_direct(); normtorch_direct.h), or
+/// NULL: the bodies through the dispatcher only. 0, or 1 with a message in
+/// err (a table of another version).
+NORMTORCH_API int normtorch_autograd_set_direct(const void *table, char *err,
+                                                size_t cap) {
+  auto *d = static_cast<const NormtorchDirect *>(table);
+  if (d && (d->version != NORMTORCH_DIRECT_VERSION ||
+            d->size < sizeof(NormtorchDirect))) {
+    copyError(("libnormtorch's direct table is version " +
+               std::to_string(d->version) + ", this library's " +
+               std::to_string(NORMTORCH_DIRECT_VERSION))
+                  .c_str(),
+              err, cap);
+    return 1;
+  }
+  directTable.store(d, std::memory_order_release);
+  return 0;
+}
+
+/// How many times the kernels called a body directly (out[0]) and through
+/// the dispatcher (out[1]) since the library was loaded.
+NORMTORCH_API void normtorch_autograd_body_calls(uint64_t out[2]) {
+  out[0] = directCalls.load(std::memory_order_relaxed);
+  out[1] = dispatchedCalls.load(std::memory_order_relaxed);
 }
 
 /// What decides whether a CUDA device runs our kernels (asked once per

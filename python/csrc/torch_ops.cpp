@@ -21,7 +21,10 @@
 // The ops are registered for a dispatch key by normtorch_register ("CUDA"
 // when norm_mlir.torch binds the library; "CPU" in the CPU tests, with
 // normtorch_set_mode(1, hook): each launch replaced by normrt_validate and a
-// callback that sees the descriptors).
+// callback that sees the descriptors). The same bodies are also exported
+// without the dispatcher (normtorch_direct, normtorch_direct.h): the C++
+// autograd kernels call them with borrowed handles where the dispatcher
+// would reach nothing else.
 //
 //===----------------------------------------------------------------------===//
 
@@ -33,6 +36,7 @@
 #include <torch/csrc/stable/tensor.h>
 
 #include "norm-c/Runtime.h"
+#include "normtorch_direct.h"
 
 #include <dlfcn.h>
 
@@ -139,7 +143,7 @@ struct Meta {
   int32_t dtype, deviceType, device;
   void *data;
 
-  explicit Meta(const Tensor &t) : h(t.get()) {
+  explicit Meta(AtenTensorHandle t) : h(t) {
     int64_t *sz, *st;
     check(aoti_torch_get_dim(h, &dim), "aoti_torch_get_dim");
     check(aoti_torch_get_sizes(h, &sz), "aoti_torch_get_sizes");
@@ -172,10 +176,46 @@ std::string deviceName(int32_t type, int32_t index) {
   return index >= 0 ? s + ":" + std::to_string(index) : s;
 }
 
+/// A tensor handle owned here, deleted unless released: what the shim's
+/// allocations return, one owner and no shared_ptr (torch::stable::Tensor
+/// makes one per tensor; the boxed ops wrap only what they return).
+class Owned {
+public:
+  Owned() = default;
+  explicit Owned(AtenTensorHandle h) : h_(h) {}
+  Owned(Owned &&o) noexcept : h_(o.h_) { o.h_ = nullptr; }
+  Owned &operator=(Owned &&o) noexcept {
+    if (this != &o) {
+      reset();
+      h_ = o.h_;
+      o.h_ = nullptr;
+    }
+    return *this;
+  }
+  Owned(const Owned &) = delete;
+  Owned &operator=(const Owned &) = delete;
+  ~Owned() { reset(); }
+  AtenTensorHandle get() const { return h_; }
+  explicit operator bool() const { return h_ != nullptr; }
+  AtenTensorHandle release() {
+    AtenTensorHandle h = h_;
+    h_ = nullptr;
+    return h;
+  }
+  void reset() {
+    if (h_)
+      aoti_torch_delete_tensor_object(h_);
+    h_ = nullptr;
+  }
+
+private:
+  AtenTensorHandle h_ = nullptr;
+};
+
 /// A new contiguous tensor from torch's allocator (the caching allocator
 /// on CUDA; a CUDA graph's private pool under capture).
-Tensor emptyContiguous(int64_t dim, const int64_t *sizes, int32_t dtype,
-                       int32_t deviceType, int32_t device) {
+Owned emptyContiguous(int64_t dim, const int64_t *sizes, int32_t dtype,
+                      int32_t deviceType, int32_t device) {
   int64_t strides[16];
   if (dim > 16)
     fail("rank " + std::to_string(dim) + " is above 16");
@@ -188,10 +228,10 @@ Tensor emptyContiguous(int64_t dim, const int64_t *sizes, int32_t dtype,
   check(aoti_torch_empty_strided(dim, sizes, strides, dtype, deviceType,
                                  device, &out),
         "aoti_torch_empty_strided");
-  return Tensor(out);
+  return Owned(out);
 }
 
-Tensor empty1d(int64_t n, int32_t dtype, const Meta &like) {
+Owned empty1d(int64_t n, int32_t dtype, const Meta &like) {
   return emptyContiguous(1, &n, dtype, like.deviceType, like.device);
 }
 
@@ -246,9 +286,8 @@ bool viewStrides(int64_t dim, const int64_t *sizes, const int64_t *strides,
   return viewD == -1;
 }
 
-Tensor contiguousCopy(const Meta &t) {
-  Tensor out = emptyContiguous(t.dim, t.sizes, t.dtype, t.deviceType,
-                               t.device);
+Owned contiguousCopy(const Meta &t) {
+  Owned out = emptyContiguous(t.dim, t.sizes, t.dtype, t.deviceType, t.device);
   AtenTensorHandle src = t.h;
   check(aoti_torch_copy_(out.get(), src, 0), "aoti_torch_copy_");
   return out;
@@ -259,7 +298,7 @@ Tensor contiguousCopy(const Meta &t) {
 struct Rows {
   void *data;
   int64_t m, s0, s1;
-  std::optional<Tensor> copy; // kept alive until the launch is queued
+  Owned copy; // where one was made: kept alive until the launch is queued
 };
 
 /// x as [M, n] rows without a copy where its rows are evenly strided,
@@ -274,12 +313,12 @@ Rows rowsOf(const Meta &x, int64_t n) {
          " elements as rows of " + std::to_string(n));
   if (x.dim == 2 && x.sizes[1] == n &&
       fits(x.sizes[0], x.strides[0], x.strides[1]))
-    return {x.data, x.sizes[0], x.strides[0], x.strides[1], std::nullopt};
+    return {x.data, x.sizes[0], x.strides[0], x.strides[1], Owned()};
   int64_t shape[2] = {numel / n, n}, st[2];
   if (viewStrides(x.dim, x.sizes, x.strides, 2, shape, st) &&
       fits(shape[0], st[0], st[1]))
-    return {x.data, shape[0], st[0], st[1], std::nullopt};
-  Tensor c = contiguousCopy(x);
+    return {x.data, shape[0], st[0], st[1], Owned()};
+  Owned c = contiguousCopy(x);
   void *p = nullptr;
   check(aoti_torch_get_data_ptr(c.get(), &p), "aoti_torch_get_data_ptr");
   return {p, numel / n, n, 1, std::move(c)};
@@ -292,8 +331,8 @@ Rows paramOf(const Meta &p, int64_t n) {
          " elements for rows of " + std::to_string(n));
   int64_t st;
   if (viewStrides(p.dim, p.sizes, p.strides, 1, &n, &st))
-    return {p.data, n, st, 1, std::nullopt};
-  Tensor c = contiguousCopy(p);
+    return {p.data, n, st, 1, Owned()};
+  Owned c = contiguousCopy(p);
   void *ptr = nullptr;
   check(aoti_torch_get_data_ptr(c.get(), &ptr), "aoti_torch_get_data_ptr");
   return {ptr, n, 1, 1, std::move(c)};
@@ -344,16 +383,16 @@ struct Args {
     }
   }
   /// A fresh contiguous output viewed as [m, n].
-  void out2d(const char *name, const Tensor &t, int64_t m, int64_t n,
+  void out2d(const char *name, AtenTensorHandle t, int64_t m, int64_t n,
              int32_t dtype) {
     void *p = nullptr;
-    check(aoti_torch_get_data_ptr(t.get(), &p), "aoti_torch_get_data_ptr");
-    rows(name, Rows{p, m, n, 1, std::nullopt}, n, dtype);
+    check(aoti_torch_get_data_ptr(t, &p), "aoti_torch_get_data_ptr");
+    rows(name, Rows{p, m, n, 1, Owned()}, n, dtype);
   }
-  void out1d(const char *name, const Tensor &t, int64_t len, int32_t dtype) {
+  void out1d(const char *name, AtenTensorHandle t, int64_t len, int32_t dtype) {
     void *p = nullptr;
-    check(aoti_torch_get_data_ptr(t.get(), &p), "aoti_torch_get_data_ptr");
-    vec(name, Rows{p, len, 1, 1, std::nullopt}, dtype);
+    check(aoti_torch_get_data_ptr(t, &p), "aoti_torch_get_data_ptr");
+    vec(name, Rows{p, len, 1, 1, Owned()}, dtype);
   }
 };
 
@@ -442,6 +481,7 @@ std::atomic<Resolver> resolver{nullptr};
 std::atomic<int> mode{0}; // 0: launch, 1: validate (+ hook)
 std::atomic<Hook> hook{nullptr};
 std::atomic<int> cpuAllowed{0}; // a CPU registration is live (tests)
+std::atomic<int> cudaRegistered{0}; // live registrations for CUDA
 
 Entry lookup(const Key &key, double eps) {
   {
@@ -532,12 +572,11 @@ size_t workspaceBytes(const NormrtModule *module, int64_t rows) {
 
 void launch(const Entry &e, const Args &a, int64_t rows, const Meta &x) {
   size_t wsBytes = e.workspace ? workspaceBytes(e.module, rows) : 0;
-  std::optional<Tensor> ws;
+  Owned ws;
   void *wsPtr = nullptr;
   if (wsBytes) {
     ws = empty1d(int64_t(wsBytes), codes().u8, x);
-    check(aoti_torch_get_data_ptr(ws->get(), &wsPtr),
-          "aoti_torch_get_data_ptr");
+    check(aoti_torch_get_data_ptr(ws.get(), &wsPtr), "aoti_torch_get_data_ptr");
   }
   if (mode.load(std::memory_order_relaxed) == 1) {
     if (rt.validate(e.module, a.t, a.count, wsPtr, wsBytes) != 0)
@@ -556,69 +595,18 @@ void launch(const Entry &e, const Args &a, int64_t rows, const Meta &x) {
 }
 
 // ----------------------------------------------------------------- bodies
-
-std::tuple<Tensor, Tensor, Tensor>
-layerNormFwd(Tensor x, std::optional<Tensor> weight, std::optional<Tensor> bias,
-             int64_t n, double eps, bool zc) {
-  Meta xm(x);
-  std::optional<Meta> wm, bm;
-  if (weight)
-    wm.emplace(*weight);
-  if (bias)
-    bm.emplace(*bias);
-  sameDevice(xm, {wm ? &*wm : nullptr, bm ? &*bm : nullptr});
-  Rows xr = rowsOf(xm, n);
-  int64_t m = xr.m;
-  const int32_t f32 = codes().f32;
-  Tensor y = emptyContiguous(xm.dim, xm.sizes, xm.dtype, xm.deviceType,
-                             xm.device);
-  Tensor mean = empty1d(m, f32, xm), rstd = empty1d(m, f32, xm);
-  if (m) {
-    Entry e = lookup(makeKey(LayerNorm, n, m, xm, wm ? &*wm : nullptr,
-                             bm.has_value(), eps, zc),
-                     eps);
-    Args a;
-    a.rows("x", xr, n, xm.dtype);
-    a.out2d("y", y, m, n, xm.dtype);
-    a.out1d("mean", mean, m, f32);
-    a.out1d("rstd", rstd, m, f32);
-    addParams(a, wm, bm, n);
-    launch(e, a, m, xm);
-  }
-  return {y, mean, rstd};
-}
-
-std::tuple<Tensor, Tensor> rmsNormFwd(Tensor x, std::optional<Tensor> weight,
-                                      int64_t n, double eps, bool zc) {
-  Meta xm(x);
-  std::optional<Meta> wm;
-  if (weight)
-    wm.emplace(*weight);
-  sameDevice(xm, {wm ? &*wm : nullptr});
-  Rows xr = rowsOf(xm, n);
-  int64_t m = xr.m;
-  const int32_t f32 = codes().f32;
-  Tensor y = emptyContiguous(xm.dim, xm.sizes, xm.dtype, xm.deviceType,
-                             xm.device);
-  Tensor rstd = empty1d(m, f32, xm);
-  if (m) {
-    Entry e = lookup(
-        makeKey(RmsNorm, n, m, xm, wm ? &*wm : nullptr, false, eps, zc),
-        eps);
-    Args a;
-    a.rows("x", xr, n, xm.dtype);
-    a.out2d("y", y, m, n, xm.dtype);
-    a.out1d("rstd", rstd, m, f32);
-    addParams(a, wm, std::nullopt, n);
-    launch(e, a, m, xm);
-  }
-  return {y, rstd};
-}
+//
+// Each body works on borrowed handles (NULL: an absent optional tensor) and
+// returns the tensors it makes as Owned handles. Two callers: the boxed ops
+// the dispatcher calls (further down: the stable ABI's Tensor in and out),
+// and the direct table (normtorch_direct, normtorch_direct.h), through
+// which the C++ autograd kernels call them with their own tensors where
+// nothing would stand between the dispatcher and these bodies. Both reach
+// the same code, so both launch the same kernels and throw the same errors.
 
 /// A residual's gradient as rows beside x's: x's shape and dtype (the
 /// kernels add it into dx). `name` for the message.
-Rows residualRows(const Meta &r, const Meta &x, int64_t n,
-                  const char *name = "dresidual") {
+Rows residualRows(const Meta &r, const Meta &x, int64_t n, const char *name) {
   bool same = r.dim == x.dim && r.dtype == x.dtype;
   for (int64_t d = 0; same && d < x.dim; ++d)
     same = r.sizes[d] == x.sizes[d];
@@ -627,77 +615,60 @@ Rows residualRows(const Meta &r, const Meta &x, int64_t n,
   return rowsOf(r, n);
 }
 
-/// The fused residual add + norm forward (add_layer_norm_fwd,
-/// add_rms_norm_fwd): one kernel reads x and residual, writes h = x +
-/// residual (contiguous, x's shape) and y, and the statistics of h.
-/// Returns y, h, then [mean,] rstd.
-std::vector<Tensor> residualFwd(Op op, Tensor x, Tensor residual,
-                                std::optional<Tensor> weight,
-                                std::optional<Tensor> bias, int64_t n,
-                                double eps, bool zc) {
-  Meta xm(x), rsm(residual);
-  std::optional<Meta> wm, bm;
+/// A forward's outputs; h (the fused residual add's sum) and mean
+/// (LayerNorm) only where made.
+struct FwdOut {
+  Owned y, h, mean, rstd;
+};
+
+/// The forwards: op LayerNorm or RmsNorm; with the fused residual add
+/// where residual is not NULL (the kernel reads x and residual, writes h =
+/// x + residual, contiguous with x's shape, and normalises h).
+FwdOut forward(Op op, AtenTensorHandle x, AtenTensorHandle residual,
+               AtenTensorHandle weight, AtenTensorHandle bias, int64_t n,
+               double eps, bool zc) {
+  Meta xm(x);
+  std::optional<Meta> rsm, wm, bm;
+  if (residual)
+    rsm.emplace(residual);
   if (weight)
-    wm.emplace(*weight);
+    wm.emplace(weight);
   if (bias)
-    bm.emplace(*bias);
-  sameDevice(xm, {&rsm, wm ? &*wm : nullptr, bm ? &*bm : nullptr});
+    bm.emplace(bias);
+  sameDevice(xm,
+             {rsm ? &*rsm : nullptr, wm ? &*wm : nullptr, bm ? &*bm : nullptr});
   Rows xr = rowsOf(xm, n);
-  Rows rr = residualRows(rsm, xm, n, "residual");
+  std::optional<Rows> rr;
+  if (rsm)
+    rr.emplace(residualRows(*rsm, xm, n, "residual"));
   int64_t m = xr.m;
   const int32_t f32 = codes().f32;
-  Tensor y = emptyContiguous(xm.dim, xm.sizes, xm.dtype, xm.deviceType,
-                             xm.device);
-  Tensor h = emptyContiguous(xm.dim, xm.sizes, xm.dtype, xm.deviceType,
-                             xm.device);
-  Tensor rstd = empty1d(m, f32, xm);
-  std::optional<Tensor> mean;
+  FwdOut o;
+  o.y = emptyContiguous(xm.dim, xm.sizes, xm.dtype, xm.deviceType, xm.device);
+  if (rsm)
+    o.h = emptyContiguous(xm.dim, xm.sizes, xm.dtype, xm.deviceType, xm.device);
   if (op == LayerNorm)
-    mean = empty1d(m, f32, xm);
+    o.mean = empty1d(m, f32, xm);
+  o.rstd = empty1d(m, f32, xm);
   if (m) {
-    Entry e = lookup(makeKey(op, n, m, xm, wm ? &*wm : nullptr,
-                             bm.has_value(), eps, zc, /*residual=*/true),
+    Entry e = lookup(makeKey(op, n, m, xm, wm ? &*wm : nullptr, bm.has_value(),
+                             eps, zc, rsm.has_value()),
                      eps);
     Args a;
     a.rows("x", xr, n, xm.dtype);
-    a.rows("residual", rr, n, rsm.dtype);
-    a.out2d("y", y, m, n, xm.dtype);
-    a.out2d("h", h, m, n, xm.dtype);
-    if (mean)
-      a.out1d("mean", *mean, m, f32);
-    a.out1d("rstd", rstd, m, f32);
+    if (rr)
+      a.rows("residual", *rr, n, rsm->dtype);
+    a.out2d("y", o.y.get(), m, n, xm.dtype);
+    if (o.h)
+      a.out2d("h", o.h.get(), m, n, xm.dtype);
+    if (o.mean)
+      a.out1d("mean", o.mean.get(), m, f32);
+    a.out1d("rstd", o.rstd.get(), m, f32);
     addParams(a, wm, bm, n);
     launch(e, a, m, xm);
   }
-  std::vector<Tensor> out = {y, h};
-  if (mean)
-    out.push_back(*mean);
-  out.push_back(rstd);
-  return out;
+  return o;
 }
-
-std::tuple<Tensor, Tensor, Tensor, Tensor>
-addLayerNormFwd(Tensor x, Tensor residual, std::optional<Tensor> weight,
-                std::optional<Tensor> bias, int64_t n, double eps, bool zc) {
-  std::vector<Tensor> o =
-      residualFwd(LayerNorm, x, residual, weight, bias, n, eps, zc);
-  return {o[0], o[1], o[2], o[3]};
-}
-
-std::tuple<Tensor, Tensor, Tensor>
-addRmsNormFwd(Tensor x, Tensor residual, std::optional<Tensor> weight,
-              int64_t n, double eps, bool zc) {
-  std::vector<Tensor> o =
-      residualFwd(RmsNorm, x, residual, weight, std::nullopt, n, eps, zc);
-  return {o[0], o[1], o[2]};
-}
-
-/// The backward's common part: rows of x and dy, dx, dweight.
-struct Grad {
-  Rows xr, dyr;
-  Tensor dx, dw;
-  int32_t wDtype;
-};
 
 /// Whether dy can take dx in place: contiguous, with x's shape and dtype
 /// (the kernels' in-place backward: dx is dy itself).
@@ -713,111 +684,135 @@ bool fitsDx(const Meta &dy, const Meta &x) {
   return true;
 }
 
-/// dy's rows, and dx: a new tensor, or dy itself (intoDy).
-Grad gradRows(const Tensor &dy, const Meta &dym, const Meta &xm,
-              const Meta *wm, int64_t n, bool intoDy) {
+/// A backward's outputs: dx (not made where it went into dy), dweight
+/// (empty without a weight), dbias (LayerNorm; empty without a bias).
+struct BwdOut {
+  Owned dx, dw, db;
+};
+
+/// The backwards: op LayerNorm (mean given) or RmsNorm (mean NULL);
+/// dresidual (may be NULL) is added into dx; intoDy: dx is written over dy.
+BwdOut backward(Op op, AtenTensorHandle dy, AtenTensorHandle x,
+                AtenTensorHandle mean, AtenTensorHandle rstd,
+                AtenTensorHandle weight, bool hasBias, int64_t n, bool zc,
+                AtenTensorHandle dresidual, bool intoDy) {
+  Meta dym(dy), xm(x);
+  std::optional<Meta> mm;
+  if (mean)
+    mm.emplace(mean);
+  Meta rm(rstd);
+  std::optional<Meta> wm, rsm;
+  if (weight)
+    wm.emplace(weight);
+  if (dresidual)
+    rsm.emplace(dresidual);
+  sameDevice(xm, {&dym, mm ? &*mm : nullptr, &rm, wm ? &*wm : nullptr,
+                  rsm ? &*rsm : nullptr});
   Rows xr = rowsOf(xm, n), dyr = rowsOf(dym, n);
   if (intoDy && !fitsDx(dym, xm))
     fail("dx goes into dy only where dy is contiguous with x's shape and "
          "dtype");
-  Tensor dx = intoDy ? dy
-                     : emptyContiguous(xm.dim, xm.sizes, xm.dtype,
-                                       xm.deviceType, xm.device);
+  BwdOut o;
+  if (!intoDy)
+    o.dx =
+        emptyContiguous(xm.dim, xm.sizes, xm.dtype, xm.deviceType, xm.device);
   int32_t wdt = wm ? wm->dtype : xm.dtype;
-  Tensor dw = empty1d(wm ? n : 0, wdt, xm);
-  return {std::move(xr), std::move(dyr), dx, dw, wdt};
+  o.dw = empty1d(wm ? n : 0, wdt, xm);
+  bool ln = op == LayerNorm;
+  if (ln)
+    o.db = empty1d(hasBias ? n : 0, wdt, xm);
+  int64_t m = xr.m;
+  Entry e = lookup(makeKey(ln ? LayerNormGrad : RmsNormGrad, n, m, xm,
+                           wm ? &*wm : nullptr, ln && hasBias, 0.0, zc,
+                           rsm.has_value()),
+                   0.0);
+  Args a;
+  a.rows("dy", dyr, n, dym.dtype);
+  a.rows("x", xr, n, xm.dtype);
+  if (mm)
+    a.whole("mean", *mm);
+  a.whole("rstd", rm);
+  std::optional<Rows> rr;
+  if (rsm) {
+    rr.emplace(residualRows(*rsm, xm, n, "dresidual"));
+    a.rows("dresidual", *rr, n, rsm->dtype);
+  }
+  a.out2d("dx", intoDy ? dy : o.dx.get(), m, n, xm.dtype);
+  std::optional<Rows> wr;
+  if (wm) {
+    wr.emplace(paramOf(*wm, n));
+    a.vec("weight", *wr, wm->dtype);
+    a.out1d("dweight", o.dw.get(), n, wdt);
+  }
+  if (ln && hasBias)
+    a.out1d("dbias", o.db.get(), n, wdt);
+  launch(e, a, m, xm);
+  return o;
 }
+
+// ------------------------------------------------------ the boxed ops
+//
+// What the dispatcher calls (registered by normtorch_register through the
+// stable ABI's boxed kernels): the stable Tensor in and out.
+
+AtenTensorHandle handleOf(const std::optional<Tensor> &t) {
+  return t ? t->get() : nullptr;
+}
+
+Tensor out(Owned &t) { return Tensor(t.release()); }
 
 std::tuple<Tensor, Tensor, Tensor>
-layerNormBwdImpl(const Tensor &dy, const Tensor &x, const Tensor &mean,
-                 const Tensor &rstd, const std::optional<Tensor> &weight,
-                 bool hasBias, int64_t n, bool zc,
-                 const std::optional<Tensor> &dresidual, bool intoDy) {
-  Meta dym(dy), xm(x), mm(mean), rm(rstd);
-  std::optional<Meta> wm, rsm;
-  if (weight)
-    wm.emplace(*weight);
-  if (dresidual)
-    rsm.emplace(*dresidual);
-  sameDevice(xm, {&dym, &mm, &rm, wm ? &*wm : nullptr, rsm ? &*rsm : nullptr});
-  Grad g = gradRows(dy, dym, xm, wm ? &*wm : nullptr, n, intoDy);
-  int64_t m = g.xr.m;
-  Tensor db = empty1d(hasBias ? n : 0, g.wDtype, xm);
-  Entry e = lookup(makeKey(LayerNormGrad, n, m, xm, wm ? &*wm : nullptr,
-                           hasBias, 0.0, zc, rsm.has_value()),
-                   0.0);
-  Args a;
-  a.rows("dy", g.dyr, n, dym.dtype);
-  a.rows("x", g.xr, n, xm.dtype);
-  a.whole("mean", mm);
-  a.whole("rstd", rm);
-  std::optional<Rows> rr;
-  if (rsm) {
-    rr = residualRows(*rsm, xm, n);
-    a.rows("dresidual", *rr, n, rsm->dtype);
-  }
-  a.out2d("dx", g.dx, m, n, xm.dtype);
-  std::optional<Rows> wr;
-  if (wm) {
-    wr = paramOf(*wm, n);
-    a.vec("weight", *wr, wm->dtype);
-    a.out1d("dweight", g.dw, n, g.wDtype);
-  }
-  if (hasBias)
-    a.out1d("dbias", db, n, g.wDtype);
-  launch(e, a, m, xm);
-  return {g.dx, g.dw, db};
+layerNormFwd(Tensor x, std::optional<Tensor> weight, std::optional<Tensor> bias,
+             int64_t n, double eps, bool zc) {
+  FwdOut o = forward(LayerNorm, x.get(), nullptr, handleOf(weight),
+                     handleOf(bias), n, eps, zc);
+  return {out(o.y), out(o.mean), out(o.rstd)};
 }
 
-std::tuple<Tensor, Tensor>
-rmsNormBwdImpl(const Tensor &dy, const Tensor &x, const Tensor &rstd,
-               const std::optional<Tensor> &weight, int64_t n, bool zc,
-               const std::optional<Tensor> &dresidual, bool intoDy) {
-  Meta dym(dy), xm(x), rm(rstd);
-  std::optional<Meta> wm, rsm;
-  if (weight)
-    wm.emplace(*weight);
-  if (dresidual)
-    rsm.emplace(*dresidual);
-  sameDevice(xm, {&dym, &rm, wm ? &*wm : nullptr, rsm ? &*rsm : nullptr});
-  Grad g = gradRows(dy, dym, xm, wm ? &*wm : nullptr, n, intoDy);
-  int64_t m = g.xr.m;
-  Entry e = lookup(makeKey(RmsNormGrad, n, m, xm, wm ? &*wm : nullptr, false,
-                           0.0, zc, rsm.has_value()),
-                   0.0);
-  Args a;
-  a.rows("dy", g.dyr, n, dym.dtype);
-  a.rows("x", g.xr, n, xm.dtype);
-  a.whole("rstd", rm);
-  std::optional<Rows> rr;
-  if (rsm) {
-    rr = residualRows(*rsm, xm, n);
-    a.rows("dresidual", *rr, n, rsm->dtype);
-  }
-  a.out2d("dx", g.dx, m, n, xm.dtype);
-  std::optional<Rows> wr;
-  if (wm) {
-    wr = paramOf(*wm, n);
-    a.vec("weight", *wr, wm->dtype);
-    a.out1d("dweight", g.dw, n, g.wDtype);
-  }
-  launch(e, a, m, xm);
-  return {g.dx, g.dw};
+std::tuple<Tensor, Tensor> rmsNormFwd(Tensor x, std::optional<Tensor> weight,
+                                      int64_t n, double eps, bool zc) {
+  FwdOut o =
+      forward(RmsNorm, x.get(), nullptr, handleOf(weight), nullptr, n, eps, zc);
+  return {out(o.y), out(o.rstd)};
+}
+
+/// The fused residual add + norm forwards (add_layer_norm_fwd,
+/// add_rms_norm_fwd): y, h, then [mean,] rstd.
+std::tuple<Tensor, Tensor, Tensor, Tensor>
+addLayerNormFwd(Tensor x, Tensor residual, std::optional<Tensor> weight,
+                std::optional<Tensor> bias, int64_t n, double eps, bool zc) {
+  FwdOut o = forward(LayerNorm, x.get(), residual.get(), handleOf(weight),
+                     handleOf(bias), n, eps, zc);
+  return {out(o.y), out(o.h), out(o.mean), out(o.rstd)};
+}
+
+std::tuple<Tensor, Tensor, Tensor> addRmsNormFwd(Tensor x, Tensor residual,
+                                                 std::optional<Tensor> weight,
+                                                 int64_t n, double eps,
+                                                 bool zc) {
+  FwdOut o = forward(RmsNorm, x.get(), residual.get(), handleOf(weight),
+                     nullptr, n, eps, zc);
+  return {out(o.y), out(o.h), out(o.rstd)};
 }
 
 std::tuple<Tensor, Tensor, Tensor>
 layerNormBwd(Tensor dy, Tensor x, Tensor mean, Tensor rstd,
              std::optional<Tensor> weight, bool hasBias, int64_t n, bool zc,
              std::optional<Tensor> dresidual) {
-  return layerNormBwdImpl(dy, x, mean, rstd, weight, hasBias, n, zc,
-                          dresidual, false);
+  BwdOut o =
+      backward(LayerNorm, dy.get(), x.get(), mean.get(), rstd.get(),
+               handleOf(weight), hasBias, n, zc, handleOf(dresidual), false);
+  return {out(o.dx), out(o.dw), out(o.db)};
 }
 
 std::tuple<Tensor, Tensor> rmsNormBwd(Tensor dy, Tensor x, Tensor rstd,
                                       std::optional<Tensor> weight, int64_t n,
                                       bool zc,
                                       std::optional<Tensor> dresidual) {
-  return rmsNormBwdImpl(dy, x, rstd, weight, n, zc, dresidual, false);
+  BwdOut o =
+      backward(RmsNorm, dy.get(), x.get(), nullptr, rstd.get(),
+               handleOf(weight), false, n, zc, handleOf(dresidual), false);
+  return {out(o.dx), out(o.dw)};
 }
 
 /// layer_norm_bwd_into_dy: dx written into dy (Tensor(a!)); returns
@@ -826,17 +821,65 @@ std::tuple<Tensor, Tensor>
 layerNormBwdIntoDy(Tensor dy, Tensor x, Tensor mean, Tensor rstd,
                    std::optional<Tensor> weight, bool hasBias, int64_t n,
                    bool zc, std::optional<Tensor> dresidual) {
-  auto [dx, dw, db] = layerNormBwdImpl(dy, x, mean, rstd, weight, hasBias, n,
-                                       zc, dresidual, true);
-  return {dw, db};
+  BwdOut o =
+      backward(LayerNorm, dy.get(), x.get(), mean.get(), rstd.get(),
+               handleOf(weight), hasBias, n, zc, handleOf(dresidual), true);
+  return {out(o.dw), out(o.db)};
 }
 
 Tensor rmsNormBwdIntoDy(Tensor dy, Tensor x, Tensor rstd,
                         std::optional<Tensor> weight, int64_t n, bool zc,
                         std::optional<Tensor> dresidual) {
-  return std::get<1>(
-      rmsNormBwdImpl(dy, x, rstd, weight, n, zc, dresidual, true));
+  BwdOut o =
+      backward(RmsNorm, dy.get(), x.get(), nullptr, rstd.get(),
+               handleOf(weight), false, n, zc, handleOf(dresidual), true);
+  return out(o.dw);
 }
+
+// ------------------------------------------------------ the direct table
+
+/// Whether the bodies are the kernels a device type's tensors reach (a
+/// registration of them for its key is live: CUDA, or the CPU in tests).
+int directRegistered(int32_t deviceType) {
+  const Codes &c = codes();
+  if (deviceType == c.cuda)
+    return cudaRegistered.load(std::memory_order_relaxed) > 0;
+  if (deviceType == c.cpu)
+    return cpuAllowed.load(std::memory_order_relaxed) > 0;
+  return 0;
+}
+
+void directForward(int32_t op, AtenTensorHandle x, AtenTensorHandle residual,
+                   AtenTensorHandle weight, AtenTensorHandle bias, int64_t n,
+                   double eps, bool zc, AtenTensorHandle out[4]) {
+  if (op != LayerNorm && op != RmsNorm)
+    fail("no such forward");
+  FwdOut o = forward(Op(op), x, residual, weight,
+                     op == LayerNorm ? bias : nullptr, n, eps, zc);
+  out[0] = o.y.release();
+  out[1] = o.h.release();
+  out[2] = o.mean.release();
+  out[3] = o.rstd.release();
+}
+
+void directBackward(int32_t op, AtenTensorHandle dy, AtenTensorHandle x,
+                    AtenTensorHandle mean, AtenTensorHandle rstd,
+                    AtenTensorHandle weight, bool hasBias, int64_t n, bool zc,
+                    AtenTensorHandle dresidual, bool intoDy,
+                    AtenTensorHandle out[3]) {
+  if (op != LayerNorm && op != RmsNorm)
+    fail("no such backward");
+  BwdOut o =
+      backward(Op(op), dy, x, op == LayerNorm ? mean : nullptr, rstd, weight,
+               op == LayerNorm && hasBias, n, zc, dresidual, intoDy);
+  out[0] = o.dx.release();
+  out[1] = o.dw.release();
+  out[2] = o.db.release();
+}
+
+const NormtorchDirect directTable = {NORMTORCH_DIRECT_VERSION,
+                                     sizeof(NormtorchDirect), &directRegistered,
+                                     &directForward, &directBackward};
 
 void copyError(const std::exception &ex, char *err, size_t cap) {
   if (err && cap) {
@@ -922,6 +965,8 @@ NORMTORCH_API void *normtorch_register(const char *key, char *err,
     lib->impl("add_rms_norm_fwd", TORCH_BOX(&addRmsNormFwd));
     if (std::strcmp(key, "CPU") == 0)
       cpuAllowed.fetch_add(1);
+    else if (std::strcmp(key, "CUDA") == 0)
+      cudaRegistered.fetch_add(1);
     return lib;
   } catch (const std::exception &ex) {
     copyError(ex, err, cap);
@@ -933,6 +978,14 @@ NORMTORCH_API void normtorch_unregister(void *lib, const char *key) {
   delete static_cast<StableLibrary *>(lib);
   if (key && std::strcmp(key, "CPU") == 0)
     cpuAllowed.fetch_sub(1);
+  else if (key && std::strcmp(key, "CUDA") == 0)
+    cudaRegistered.fetch_sub(1);
+}
+
+/// The bodies without the dispatcher, for libnormtorch_autograd.so
+/// (normtorch_direct.h): norm_mlir.torch hands this table to it.
+NORMTORCH_API const NormtorchDirect *normtorch_direct(void) {
+  return &directTable;
 }
 
 /// The stable ABI version this library was built for (TORCH_TARGET_VERSION)

@@ -22,7 +22,9 @@ CUDA autocast layer_norm runs in f32 and returns f32, as torch's does.
 The op bodies (rows, outputs, workspace, launch) are C++ where the wheel
 carries libnormtorch.so (python/csrc/torch_ops.cpp), else Python; the
 autograd kernels are C++ where it carries libnormtorch_autograd.so built
-for the running torch (python/csrc/torch_autograd.cpp), else Python.
+for the running torch (python/csrc/torch_autograd.cpp), else Python; with
+both in C++, the autograd kernels call the bodies without the dispatcher
+where it would reach them and nothing else (python/csrc/normtorch_direct.h).
 
     y, h = nt.add_layer_norm(x, residual, 4096, w, b)   # h = x + residual
 
@@ -725,6 +727,14 @@ class _Native:
                 ("normtorch_build_version", [], ctypes.c_uint64)):
             f = getattr(lib, name)
             f.argtypes, f.restype = args, res
+        # The bodies without the dispatcher (normtorch_direct.h), for the
+        # C++ autograd kernels; None in a library without the table.
+        direct = getattr(lib, "normtorch_direct", None)
+        if direct is not None:
+            direct.argtypes, direct.restype = [], vp
+            self.direct = direct()
+        else:
+            self.direct = None
         self.lib, self.path = lib, path
         self.modules = {}  # what the C++ table holds, kept alive here
         self._lock = threading.Lock()
@@ -738,6 +748,7 @@ class _Native:
     def bind(cls, path):
         if cls.instance is None:
             cls.instance = cls(path)
+            _connect_direct()
         return cls.instance
 
     def _resolve(self, op, n, rows, xdt, wdt, flags, eps, dev_type, dev,
@@ -786,6 +797,40 @@ class _Native:
         self.lib.normtorch_clear()
         with self._lock:
             self.modules.clear()
+
+
+# Whether the C++ autograd kernels call the C++ bodies through
+# libnormtorch's direct table where the dispatcher could reach nothing else
+# (normtorch_direct.h; docs/Python.md, "The bodies without the
+# dispatcher"); NORM_MLIR_DIRECT=0, or _use_direct(False): always through
+# the dispatcher.
+_direct_on = os.environ.get("NORM_MLIR_DIRECT", "1") != "0"
+
+
+def _connect_direct():
+    """Hands libnormtorch's direct table to the C++ autograd kernels where
+    both are bound and _direct_on, else takes it back."""
+    ag = globals().get("_CppAutograd")  # not yet defined at import
+    ag = ag.instance if ag is not None else None
+    if ag is None:
+        return
+    native = _Native.instance
+    table = native.direct if native is not None and _direct_on else None
+    try:
+        ag.set_direct(table)
+    except OSError as ex:
+        warnings.warn("norm_mlir: the autograd kernels call the op bodies "
+                      "through the dispatcher (%s)" % ex, RuntimeWarning)
+        ag.set_direct(None)
+
+
+def _use_direct(on):
+    """Switches the direct calls on or off (tests, benchmarks); returns
+    the previous setting."""
+    global _direct_on
+    before, _direct_on = _direct_on, bool(on)
+    _connect_direct()
+    return before
 
 
 def _torch_version():
@@ -932,17 +977,26 @@ def _rms_setup(ctx, inputs, output):
     ctx.wshape = None if weight is None else weight.shape
 
 
+# The residual-add forms' backwards get None for an unused output's
+# gradient (set_materialize_grads(False)): h unused costs no zeros tensor
+# and no dresidual operand; y unused (h alone used) gets zeros here, as
+# autograd made them (the C++ kernels' yGradOrZeros).
+
 def _add_ln_setup(ctx, inputs, output):
     x, residual, weight, bias, n, eps, zc = inputs
     _, h, mean, rstd = output
     _ln_setup(ctx, (h, weight, bias, n, eps, zc), (None, mean, rstd))
+    ctx.set_materialize_grads(False)
 
 
 def _add_ln_backward(ctx, dy, dh, dmean, drstd):
     h, weight, mean, rstd = ctx.saved_tensors
+    if dy is None:
+        dy = torch.zeros_like(h, memory_format=torch.contiguous_format)
     if _building_graph(dy, h, weight, dh):
         dx, dw, db = _ln_backward(ctx, dy, None, None)[:3]
-        dx = dh if dx is None else dx + dh
+        if dh is not None:
+            dx = dh if dx is None else dx + dh
         return dx, dx, dw, db, None, None, None
     bwd = _ln_bwd_body if _direct(dy, h) else _ln_bwd
     dx, dw, db = bwd(dy, h, mean, rstd, weight, ctx.has_bias, ctx.n, ctx.zc,
@@ -958,13 +1012,17 @@ def _add_rms_setup(ctx, inputs, output):
     x, residual, weight, n, eps, zc = inputs
     _, h, rstd = output
     _rms_setup(ctx, (h, weight, n, eps, zc), (None, rstd))
+    ctx.set_materialize_grads(False)
 
 
 def _add_rms_backward(ctx, dy, dh, drstd):
     h, weight, rstd = ctx.saved_tensors
+    if dy is None:
+        dy = torch.zeros_like(h, memory_format=torch.contiguous_format)
     if _building_graph(dy, h, weight, dh):
         dx, dw = _rms_backward(ctx, dy, None)[:2]
-        dx = dh if dx is None else dx + dh
+        if dh is not None:
+            dx = dh if dx is None else dx + dh
         return dx, dx, dw, None, None, None
     bwd = _rms_bwd_body if _direct(dy, h) else _rms_bwd
     dx, dw = bwd(dy, h, rstd, weight, ctx.n, ctx.zc, dh)
@@ -1023,6 +1081,12 @@ class _CppAutograd:
         lib.normtorch_autograd_set_support.restype = None
         lib.normtorch_autograd_forget_support.argtypes = []
         lib.normtorch_autograd_forget_support.restype = None
+        lib.normtorch_autograd_set_direct.argtypes = [
+            ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t]
+        lib.normtorch_autograd_set_direct.restype = ctypes.c_int
+        lib.normtorch_autograd_body_calls.argtypes = [
+            ctypes.POINTER(ctypes.c_uint64 * 2)]
+        lib.normtorch_autograd_body_calls.restype = None
         built = lib.normtorch_autograd_torch_version().decode()
         if built != _torch_build():
             raise OSError("built for torch %s, running %s" % (
@@ -1035,6 +1099,7 @@ class _CppAutograd:
     def bind(cls, path):
         if cls.instance is None:
             cls.instance = cls(path)
+            _connect_direct()
         return cls.instance
 
     @staticmethod
@@ -1064,6 +1129,20 @@ class _CppAutograd:
 
     def forget_support(self):
         self.lib.normtorch_autograd_forget_support()
+
+    def set_direct(self, table):
+        """libnormtorch's direct table (an address), or None: the bodies
+        only through the dispatcher."""
+        err = ctypes.create_string_buffer(_ERR)
+        if self.lib.normtorch_autograd_set_direct(table, err, _ERR):
+            raise OSError(err.value.decode("utf-8", "replace"))
+
+    def body_calls(self):
+        """(direct, dispatched): how many times the kernels called an op
+        body without and with the dispatcher."""
+        out = (ctypes.c_uint64 * 2)()
+        self.lib.normtorch_autograd_body_calls(ctypes.byref(out))
+        return out[0], out[1]
 
     def unregister(self, handle):
         self.lib.normtorch_autograd_unregister(handle)

@@ -1566,8 +1566,43 @@ def test_add_norm_forward_is_one_fused_launch(emulated, norm, dtype):
 
 
 @pytest.mark.parametrize("norm", ["layer_norm", "rms_norm"])
+def test_add_norm_unused_output_costs_no_zeros(emulated, autograd, norm):
+    """h unused: no gradient reaches it, and the backward launch has no
+    dresidual (autograd used to materialize h's gradient as an [M, N]
+    zeros tensor, an allocation and a fill, and the kernel read it as
+    dresidual); y unused, h used: y's gradient is zeros, as before. The
+    gradients are the composition's (float64 torch) either way."""
+    torch.manual_seed(12)
+    n = 48
+    x0, w0, b0 = _make((5, n), (n,), "f32", "f32", "f32")
+    r0, g = torch.randn(5, n), torch.randn(5, n)
+    for used in ("y", "h"):
+        emulated.clear()
+        ours = [_leaf(t) for t in (x0, r0, w0, b0)]
+        y, h = _add_norm(norm, *ours, n)
+        (y if used == "y" else h).backward(g)
+        ref = [t.double().requires_grad_() for t in (x0, r0, w0, b0)]
+        h64 = ref[0] + ref[1]
+        y64 = _ref_ln(h64, (n,), ref[2], ref[3], 1e-5) \
+            if norm == "layer_norm" else _ref_rms(h64, (n,), ref[2], 1e-6)
+        (y64 if used == "y" else h64).backward(g.double())
+        for a, r in zip(ours[:2], ref[:2]):
+            _close(a.grad, r.grad)
+        if used == "y":
+            for a, r in zip(ours[2:3 if norm == "rms_norm" else 4],
+                            ref[2:]):
+                _close(a.grad, r.grad)
+        ops = [c[0]["op"] for c in emulated]
+        assert ops == [norm, norm + "_grad"], ops
+        bspec, bnames, _ = emulated[1]
+        # h's gradient is the kernel's dresidual only where h was used.
+        assert bool(bspec.get("dresidual")) == (used == "h"), bspec
+        assert ("dresidual" in bnames) == (used == "h"), bnames
+
+
+@pytest.mark.parametrize("norm", ["layer_norm", "rms_norm"])
 def test_add_norm_with_h_unused_and_without_grad(emulated, autograd, norm):
-    """Only y used (h's gradient is zeros), and no grad at all: the same
+    """Only y used (no gradient reaches h), and no grad at all: the same
     numbers, one forward launch without grad."""
     torch.manual_seed(4)
     n = 32
@@ -2200,3 +2235,253 @@ def test_train_step_cpu_validation_runs():
         y2, h = nt.add_rms_norm(x, r, (n,), w)
         (y.float().sum() + y2.float().sum()).backward()
     assert x.grad is not None and w.grad is not None
+
+
+# ------------------------- the C++ bodies without the dispatcher (direct)
+
+@contextlib.contextmanager
+def direct_calls(on):
+    """The C++ autograd kernels with libnormtorch's direct table handed
+    over (on) or not; yields a function giving the (direct, dispatched)
+    body calls the kernels made since entry."""
+    ag = _autograd_ext()
+    if ag is None:
+        pytest.skip("libnormtorch_autograd.so not available")
+    _needs_native()
+    before = nt._use_direct(on)
+    try:
+        with autograd_kernels("cpp"):
+            start = ag.body_calls()
+            yield lambda: tuple(a - b for a, b in zip(ag.body_calls(), start))
+    finally:
+        nt._use_direct(before)
+
+
+def _four_forms(g_scale=2):
+    """Forward and backward of layer_norm, rms_norm, add_layer_norm and
+    add_rms_norm (dy made by the graph, so dx goes into dy; h's gradient as
+    dresidual), then two forwards without grad: 10 body calls. Returns
+    every output and gradient."""
+    torch.manual_seed(21)
+    n = 96
+    x0, r0 = torch.randn(4, 5, n).bfloat16(), torch.randn(4, 5, n).bfloat16()
+    w0, b0 = torch.randn(n), torch.randn(n)
+    g = torch.randn(4, 5, n).bfloat16()
+    out = []
+    for form in ("layer_norm", "rms_norm", "add_layer_norm", "add_rms_norm"):
+        x, r, w, b = (_leaf(t) for t in (x0, r0, w0, b0))
+        h = None
+        if form == "layer_norm":
+            y = nt.layer_norm(x, n, w, b)
+        elif form == "rms_norm":
+            y = nt.rms_norm(x, n, w)
+        elif form == "add_layer_norm":
+            y, h = nt.add_layer_norm(x, r, n, w, b)
+        else:
+            y, h = nt.add_rms_norm(x, r, n, w)
+        ys, gs = [y * g_scale], [g]
+        if h is not None:
+            ys.append(h)
+            gs.append(g)
+        torch.autograd.backward(ys, gs)
+        out += [y, x.grad, w.grad]
+        if form.endswith("layer_norm"):
+            out.append(b.grad)
+        if h is not None:
+            out += [h, r.grad]
+    with torch.no_grad():
+        out += [nt.layer_norm(x0, n, w0, b0), nt.rms_norm(x0, n, w0)]
+    return out
+
+
+def test_direct_calls_in_plain_eager_mode(monkeypatch):
+    """In plain eager mode the C++ autograd kernels call every body (four
+    forms, forward and backward, dx into dy, no grad) through libnormtorch's
+    direct table, none through the dispatcher; with the table taken back,
+    all through the dispatcher. The launches (dry-run plans) and, with the
+    kernels emulated, every output and gradient are the same bit for bit."""
+    runs = {}
+    for on in (True, False):
+        with monkeypatch.context() as mp, validation("native", mp) as calls:
+            calls.after.append(_emulate)
+            with direct_calls(on) as counted:
+                out = _four_forms()
+                runs[on] = (counted(), list(calls),
+                            [normalized(d["plan"]) for d in calls.details],
+                            out)
+    assert runs[True][0] == (10, 0)
+    assert runs[False][0] == (0, 10)
+    assert runs[True][1] == runs[False][1]
+    assert runs[True][2] == runs[False][2]
+    for a, b in zip(runs[True][3], runs[False][3]):
+        assert a.shape == b.shape and a.dtype == b.dtype and \
+            a.stride() == b.stride()
+        assert torch.equal(a, b)
+
+
+def _outcome(fn):
+    """fn()'s result, or its exception's type and message."""
+    try:
+        return fn()
+    except Exception as ex:  # noqa: BLE001 (compared)
+        return (type(ex), str(ex))
+
+
+def test_direct_calls_raise_what_the_dispatcher_raises(monkeypatch):
+    """A body's error (rows that do not divide, a dtype without kernels, a
+    kernel that does not compile) is the same exception with the same
+    message whether the kernels call the body directly or through the
+    dispatcher; tensors on two device types are not called directly."""
+    n = 64
+    x = torch.randn(4, n, requires_grad=True)
+    cases = {
+        "rows": lambda: nt._ln_fwd_c(x, None, None, n + 1, 1e-5, False),
+        "rows, no grad": lambda: nt._rms_fwd_c(x.detach(), None, n + 1, 1e-5,
+                                               False),
+        "dtype": lambda: nt._ln_fwd_c(x.double(), None, None, n, 1e-5,
+                                      False),
+        "backward": lambda: nt._rms_bwd_body(torch.randn(4, n), x.detach(),
+                                             torch.rand(3), None, n, False),
+        "two device types": lambda: nt._rms_fwd_c(
+            x.detach(), torch.empty(n, device="meta"), n, 1e-5, False)[0],
+    }
+    got = {}
+    for on in (True, False):
+        with monkeypatch.context() as mp, validation("native", mp):
+            with direct_calls(on) as counted:
+                for what, call in cases.items():
+                    r = _outcome(call)
+                    got[(on, what)] = (r if isinstance(r, tuple) else
+                                       (r.shape, r.dtype, r.device))
+                got[(on, "calls")] = counted()
+
+                def broken(spec, device):
+                    raise norm_mlir.CompileError("no kernels for this one")
+
+                mp.setattr(nt, "_module", broken)
+                got[(on, "compile")] = _outcome(
+                    lambda: nt.layer_norm(torch.randn(3, 32), 32))
+    for what in list(cases) + ["compile"]:
+        assert got[(True, what)] == got[(False, what)], what
+    for what in ("rows", "rows, no grad", "dtype", "compile"):
+        assert got[(True, what)][0] is RuntimeError, got[(True, what)]
+    assert "rows of 65" in got[(True, "rows")][1]
+    assert "CompileError: no kernels for this one" in \
+        got[(True, "compile")][1]
+    # rows, rows no grad, dtype direct (they reach the body and fail
+    # there); the two device types through the dispatcher (to the Meta
+    # kernel, our fake, whose outputs are x's device's).
+    # ("backward" calls the body from Python: no kernel of ours.)
+    assert got[(True, "calls")] == (3, 1)
+    assert got[(False, "calls")] == (0, 4)
+
+
+class _Recorder(torch.utils._python_dispatch.TorchDispatchMode):
+    def __init__(self):
+        super().__init__()
+        self.ops = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.ops.append(str(func))
+        return func(*args, **(kwargs or {}))
+
+
+def test_no_direct_calls_under_modes_fakes_transforms_or_the_profiler(
+        monkeypatch):
+    """Where the dispatcher would not go straight to libnormtorch's body
+    the kernels call the ops through it, as before: a TorchDispatchMode
+    (it sees our ops, and the numbers are plain eager's), FakeTensorMode
+    (fake outputs), meta tensors, the profiler (it records our ops), the
+    Python bodies registered instead (validation "python"), and torch.func
+    transforms (the eager calls take torch's functions; an op called
+    under vmap runs per example below the transform, where the dispatcher
+    would reach the body too, and the result is the same either way)."""
+    import torch.func as tf
+    n = 64
+    torch.manual_seed(3)
+    x0 = torch.randn(3, n)
+    w0, b0 = torch.randn(n), torch.randn(n)
+    with monkeypatch.context() as mp, validation("native", mp) as calls:
+        calls.after.append(_emulate)
+        with direct_calls(True) as counted:
+            x, w, b = _leaf(x0), _leaf(w0), _leaf(b0)
+            plain = nt.layer_norm(x, n, w, b)
+            plain.backward(torch.ones_like(plain))
+            plain_grads = [t.grad for t in (x, w, b)]
+            assert counted() == (2, 0)
+
+            with _Recorder() as rec:
+                x, w, b = _leaf(x0), _leaf(w0), _leaf(b0)
+                y = nt.layer_norm(x, n, w, b)
+                y.backward(torch.ones_like(y))
+            assert "norm_mlir.layer_norm_fwd.default" in rec.ops, rec.ops
+            assert any(o.startswith("norm_mlir.layer_norm_bwd")
+                       for o in rec.ops), rec.ops
+            assert torch.equal(y, plain)
+            for a, p in zip((x.grad, w.grad, b.grad), plain_grads):
+                assert torch.equal(a, p)
+            assert counted() == (2, 2)
+
+            with FakeTensorMode():
+                xf = torch.empty(3, n, requires_grad=True)
+                wf = torch.empty(n, requires_grad=True)
+                yf = nt.rms_norm(xf, n, wf)
+                yf.sum().backward()
+            assert yf.shape == (3, n) and xf.grad.shape == (3, n)
+            assert counted() == (2, 4)
+
+            xm = torch.empty(3, n, device="meta", requires_grad=True)
+            ym = nt.layer_norm(xm, n)
+            assert ym.is_meta and counted() == (2, 5)
+
+            with torch.profiler.profile() as prof:
+                nt.rms_norm(x0, n, w0)
+            assert "norm_mlir::rms_norm_fwd" in [e.name for e in
+                                                 prof.events()]
+            assert counted() == (2, 6)
+
+            before = counted()
+            got = tf.vmap(lambda t: nt.layer_norm(t, n, w0, b0))(x0)
+            assert torch.equal(got, torch.nn.functional.layer_norm(
+                x0, (n,), w0, b0))
+            assert counted() == before  # torch's function, no op of ours
+
+            def per_example(t):
+                return nt._ln_fwd(t, w0, b0, n, 1e-5, False)[0]
+
+            xs = x0.reshape(3, 1, n)
+            on = tf.vmap(per_example)(xs)
+            nt._use_direct(False)
+            off = tf.vmap(per_example)(xs)
+            assert torch.equal(on, off)
+    with monkeypatch.context() as mp, validation("python", mp):
+        with direct_calls(True) as counted:
+            x, w = _leaf(x0), _leaf(w0)
+            nt.rms_norm(x, n, w).sum().backward()
+            assert counted() == (0, 2)  # the Python bodies are the CPU's
+
+
+def test_cpp_bodies_are_the_kernels_the_direct_table_stands_for(
+        monkeypatch):
+    """The direct table calls libnormtorch's bodies where its registration
+    for the device type is live: the dispatcher's CPU kernels are then
+    torch_ops.cpp's (the CPU tests' registration), and CUDA's where the
+    package registered them; a CPU registration that ends ends the direct
+    calls on CPU tensors."""
+    ext = _needs_native()
+    with monkeypatch.context() as mp, validation("native", mp):
+        for op in ("layer_norm_fwd", "rms_norm_bwd", "add_rms_norm_fwd",
+                   "layer_norm_bwd_into_dy"):
+            table = torch._C._dispatch_dump_table("norm_mlir::" + op)
+            cpu = [ln for ln in table.splitlines() if ln.startswith("CPU:")]
+            assert cpu and "torch_ops.cpp" in cpu[0], table
+        table = ctypes.cast(ext.direct, ctypes.POINTER(ctypes.c_uint32 * 2))
+        assert tuple(table.contents)[1] >= 8  # version, size: a table
+        with direct_calls(True) as counted:
+            nt.rms_norm(torch.randn(2, 32), 32)
+            assert counted() == (1, 0)
+    with accepting(["*"]):
+        with direct_calls(True) as counted:
+            with pytest.raises(NotImplementedError):
+                nt.rms_norm(torch.randn(2, 32), 32)  # no CPU kernel now
+            assert counted() == (0, 1)
