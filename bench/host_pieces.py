@@ -72,6 +72,8 @@ def rows(calls, repeat, m=8, n=1024):
         ("RMSNorm module", lambda: rms_t(x), lambda: rms_o(x)),
         ("add_layer_norm()", lambda: F.layer_norm(x + r, (n,), w, b),
          lambda: nt.add_layer_norm(x, r, (n,), w, b)[0]),
+        ("add_rms_norm()", lambda: F.rms_norm(x + r, (n,), w, 1e-6),
+         lambda: nt.add_rms_norm(x, r, (n,), w, 1e-6)[0]),
     ]
     out = []
     for name, theirs, ours in cases:
@@ -91,6 +93,12 @@ def rows(calls, repeat, m=8, n=1024):
                          repeat)))
         out.append(("layer_norm()", "ours", "forward, no grad",
                     best(lambda: nt.layer_norm(xd, (n,), w, b), calls,
+                         repeat)))
+        out.append(("rms_norm()", "torch", "forward, no grad",
+                    best(lambda: F.rms_norm(xd, (n,), w, 1e-6), calls,
+                         repeat)))
+        out.append(("rms_norm()", "ours", "forward, no grad",
+                    best(lambda: nt.rms_norm(xd, (n,), w, 1e-6), calls,
                          repeat)))
     # The op alone (its C++ callable: dispatcher, autograd kernel, body).
     op = torch.ops.norm_mlir.layer_norm_fwd.default._op

@@ -353,9 +353,11 @@ def host_rows(device, m=8, n=1024, calls=200):
     requiring grad; "backward, dy from the graph": the backward of
     f() * 2, whose upstream gradient autograd makes and holds alone, as
     in a model): torch's functions, ours, ours with the Python autograd
-    formulas where the C++ autograd kernels are loaded, and ours with the
-    Python bodies (and Python autograd: the first route) where the C++
-    ones are. add_layer_norm: torch's add then
+    formulas where the C++ autograd kernels are loaded, ours with those
+    calling the C++ bodies through the dispatcher only (NORM_MLIR_DIRECT=0:
+    "The bodies without the dispatcher" in docs/Python.md) where both are
+    C++, and ours with the Python bodies (and Python autograd: the first
+    route) where the C++ ones are. add_layer_norm: torch's add then
     F.layer_norm against ours (h unused by the backward)."""
     import norm_mlir.torch as nt
     torch.manual_seed(0)
@@ -379,6 +381,8 @@ def host_rows(device, m=8, n=1024, calls=200):
     impls = ["torch", "ours"]
     if nt._cpp_autograd:
         impls.append("ours, Python autograd")
+        if nt._native is not None and getattr(nt._native, "direct", None):
+            impls.append("ours, via the dispatcher")
     if nt._default_keys is not None:
         impls.append("ours, Python bodies")
     rows = []
@@ -391,6 +395,8 @@ def host_rows(device, m=8, n=1024, calls=200):
                 nt._use_bodies(None)
             if impl in ("ours, Python autograd", "ours, Python bodies"):
                 nt._use_autograd(None)
+            direct = nt._use_direct(False) \
+                if impl == "ours, via the dispatcher" else None
             try:
                 got["forward"][impl] = per_call(f, device, calls)
                 got["backward"][impl] = backward_only(f, g, device, calls)
@@ -402,6 +408,8 @@ def host_rows(device, m=8, n=1024, calls=200):
                 got["backward, dy from the graph"][impl] = backward_only(
                     lambda: f() * 2, g, device, calls)
             finally:
+                if direct is not None:
+                    nt._use_direct(direct)
                 nt._use_bodies(nt._default_keys)
                 nt._use_autograd(nt._autograd_ext)
         rows += [(op, phase, v) for phase, v in got.items()]
