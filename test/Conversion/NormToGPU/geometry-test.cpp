@@ -24,6 +24,7 @@
 
 #include <cstdio>
 #include <optional>
+#include <tuple>
 #include <string>
 #include <vector>
 
@@ -575,45 +576,29 @@ int main() {
       if (!m)
         llvm::consumeError(m.takeError());
     }
-    {
+    // The bit-neutral knobs, each alone.
+    for (auto [key, value, field] :
+         {std::tuple{"prefetch", 2, &TuningEntry::prefetch},
+          std::tuple{"partial_vector", 4, &TuningEntry::partialVector},
+          std::tuple{"pipeline", 1, &TuningEntry::pipeline},
+          std::tuple{"narrow_cache", 1, &TuningEntry::narrowCache}}) {
       llvm::Expected<std::vector<TuningEntry>> m = parseTuningTable(
-          "{\"entries\": [{\"kernel\": \"dx\", \"n\": [1, 2], "
-          "\"prefetch\": 2}]}");
-      check(m && m->size() == 1 && (*m)[0].prefetch == 2,
-            "prefetch alone is a knob");
+          "{\"entries\": [{\"kernel\": \"dx\", \"n\": [1, 2], \"" +
+          std::string(key) + "\": " + std::to_string(value) + "}]}");
+      check(m && m->size() == 1 && (*m)[0].*field == value,
+            std::string(key) + " alone is a knob");
       if (!m)
         llvm::consumeError(m.takeError());
     }
     refused("{\"entries\": [{\"kernel\": \"dx\", \"n\": [1, 2], "
             "\"prefetch\": 5}]}",
             "\"prefetch\" must be at most 4");
-    {
-      llvm::Expected<std::vector<TuningEntry>> m = parseTuningTable(
-          "{\"entries\": [{\"kernel\": \"dx\", \"n\": [1, 2], "
-          "\"partial_vector\": 4}]}");
-      check(m && m->size() == 1 && (*m)[0].partialVector == 4,
-            "partial_vector alone is a knob");
-      if (!m)
-        llvm::consumeError(m.takeError());
-    }
     refused("{\"entries\": [{\"kernel\": \"dx\", \"n\": [1, 2], "
             "\"partial_vector\": 3}]}",
             "\"partial_vector\" must be 1, 2 or 4");
     refused("{\"entries\": [{\"kernel\": \"dx\", \"n\": [1, 2], "
             "\"partial_vector\": 1}]}",
             "no knob");
-    for (const char *key : {"pipeline", "narrow_cache"}) {
-      llvm::Expected<std::vector<TuningEntry>> m = parseTuningTable(
-          std::string("{\"entries\": [{\"kernel\": \"dx\", \"n\": [1, 2], "
-                      "\"") +
-          key + "\": 1}]}");
-      check(m && m->size() == 1 &&
-                (std::string(key) == "pipeline" ? (*m)[0].pipeline
-                                                : (*m)[0].narrowCache) == 1,
-            std::string(key) + " alone is a knob");
-      if (!m)
-        llvm::consumeError(m.takeError());
-    }
     refused("{\"entries\": [{\"kernel\": \"dx\", \"n\": [1, 2], "
             "\"pipeline\": 2}]}",
             "\"pipeline\" must be at most 1");
