@@ -421,13 +421,15 @@ int main() {
     both.narrowCache = 1;
     check(why(both, 4096).empty(),
           "pipeline and narrow_cache refused: " + why(both, 4096));
-    Geometry two = both;
-    two.pipeline = 2;
-    refuses(why(two, 4096), "pipeline: 0 to 1", "pipeline 2");
-    Geometry vectorOnly = g;
-    vectorOnly.pipeline = 1;
-    refuses(why(vectorOnly, 4096), "pipeline: the loads ahead are the "
-                                   "aligned body's own",
+    // `h` with one field set.
+    auto with = [](Geometry h, int64_t Geometry::*field, int64_t v) {
+      h.*field = v;
+      return h;
+    };
+    refuses(why(with(both, &Geometry::pipeline, 2), 4096), "pipeline: 0 to 1",
+            "pipeline 2");
+    refuses(why(with(g, &Geometry::pipeline, 1), 4096),
+            "pipeline: the loads ahead are the aligned body's own",
             "pipeline with layout vector");
     Geometry interleaved = both;
     interleaved.layouts = RowLayouts::Interleaved;
@@ -435,24 +437,17 @@ int main() {
             "pipeline with layout interleaved");
     Geometry looped = geometry(262144, bf16.bytes, layer, hopper);
     check(!looped.registers, "N = 262144 bf16: looped: " + show(looped));
-    Geometry loopedPipe = looped;
-    loopedPipe.pipeline = 1;
-    refuses(why(loopedPipe, 262144), "pipeline: the next row is loaded into "
-                                     "registers",
+    refuses(why(with(looped, &Geometry::pipeline, 1), 262144),
+            "pipeline: the next row is loaded into registers",
             "pipeline looped");
-    Geometry loopedNarrow = looped;
-    loopedNarrow.narrowCache = 1;
-    refuses(why(loopedNarrow, 262144), "narrow_cache: only the register "
-                                       "regime",
-            "narrow_cache looped");
-    Geometry rowsF32 = geometry(4096, f32.bytes, layer, hopper);
-    rowsF32.narrowCache = 1;
-    refuses(why(rowsF32, 4096, f32.bytes), "narrow_cache: the rows are f32",
-            "narrow_cache f32");
-    Geometry narrowThree = g;
-    narrowThree.narrowCache = 2;
-    refuses(why(narrowThree, 4096), "narrow_cache: 0 or 1",
-            "narrow_cache 2");
+    refuses(why(with(looped, &Geometry::narrowCache, 1), 262144),
+            "narrow_cache: only the register regime", "narrow_cache looped");
+    refuses(why(with(geometry(4096, f32.bytes, layer, hopper),
+                     &Geometry::narrowCache, 1),
+                4096, f32.bytes),
+            "narrow_cache: the rows are f32", "narrow_cache f32");
+    refuses(why(with(g, &Geometry::narrowCache, 2), 4096),
+            "narrow_cache: 0 or 1", "narrow_cache 2");
   }
 
   // The cluster regime (sm_90, threads and cluster chosen): where a block
