@@ -173,6 +173,14 @@ bool RowContext::isRowAccess(Operation *op, scf::ForOp loop, Value memref,
          indices[0] == loop.getInductionVar();
 }
 
+Value RowContext::loadChunk(OpBuilder &rb, Value mem, ValueRange at) {
+  auto type = cast<MemRefType>(mem.getType());
+  return vector::LoadOp::create(
+      rb, loc, VectorType::get({g.vec}, type.getElementType()),
+      unitInnerStride(rb, base.lookupOrDefault(mem)), at,
+      /*nontemporal=*/false, llvm::MaybeAlign(g.vectorBytes));
+}
+
 /// `mem` with a static unit innermost stride. A 16-byte access runs only
 /// when the block's `aligned` check found every innermost stride to be 1,
 /// so a memref whose type leaves it dynamic is viewed as one that says so

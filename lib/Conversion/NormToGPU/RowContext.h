@@ -91,6 +91,10 @@ struct RowContext {
   bool chunkAlwaysInRow(int64_t k) const;
   /// `chunk` of the block's slice as a chunk of the whole row.
   Value rowChunk(OpBuilder &rb, Value chunk);
+  /// The 16-byte access of V elements of row memref `mem` (of the row
+  /// body) at `at` ([r, j0], or [j0] for a column vector): the vector
+  /// body's one load of a chunk.
+  Value loadChunk(OpBuilder &rb, Value mem, ValueRange at);
   /// `mem`, cast to a static unit innermost stride if its type leaves it
   /// dynamic (for 16-byte accesses, which run only when it is 1).
   Value unitInnerStride(OpBuilder &rb, Value mem);

@@ -154,14 +154,9 @@ void RowEmitter::emitChunk(OpBuilder &rb, scf::ForOp loop,
               ctx.preloaded(rb, load.getMemRef(), *k);
           continue;
         }
-        Value mem = ctx.unitInnerStride(
-            rb, ctx.base.lookupOrDefault(load.getMemRef()));
-        auto vt = VectorType::get({g.vec}, load.getType());
         SmallVector<Value> at =
             column ? SmallVector<Value>{j0} : SmallVector<Value>{r, j0};
-        Value v =
-            vector::LoadOp::create(rb, loc, vt, mem, at, /*nontemporal=*/false,
-                                   llvm::MaybeAlign(g.vectorBytes));
+        Value v = ctx.loadChunk(rb, load.getMemRef(), at);
         vectors[i][load.getMemRef()] = v;
         if (column)
           columnVectors[load.getMemRef()] = v;

@@ -27,7 +27,6 @@
 #include "RowContext.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
@@ -116,20 +115,14 @@ void RowContext::preloadRow(OpBuilder &rb, Value row, Value when) {
           arith::AddIOp::create(ib, loc, lane, cIndex(ib, loc, k * g.lanes));
       Value j0 = arith::MulIOp::create(ib, loc, rowChunk(ib, chunk),
                                        cIndex(ib, loc, g.vec));
-      auto loadChunk = [&](OpBuilder &cb) {
-        for (auto [mem, buf] : pipeRows) {
-          auto type = cast<MemRefType>(mem.getType());
-          Value v = vector::LoadOp::create(
-              cb, loc, VectorType::get({g.vec}, type.getElementType()),
-              unitInnerStride(cb, base.lookupOrDefault(mem)),
-              ValueRange{row, j0}, /*nontemporal=*/false,
-              llvm::MaybeAlign(g.vectorBytes));
-          memref::StoreOp::create(cb, loc, v, buf,
+      auto loadGroup = [&](OpBuilder &cb) {
+        for (auto [mem, buf] : pipeRows)
+          memref::StoreOp::create(cb, loc,
+                                  loadChunk(cb, mem, ValueRange{row, j0}), buf,
                                   ValueRange{cIndex(cb, loc, k)});
-        }
       };
       if (chunkAlwaysInRow(k)) {
-        loadChunk(ib);
+        loadGroup(ib);
         continue;
       }
       // The walk visits this chunk only where it is in the row.
@@ -137,7 +130,7 @@ void RowContext::preloadRow(OpBuilder &rb, Value row, Value when) {
           ib, loc, arith::CmpIPredicate::ult, rowChunk(ib, chunk),
           cIndex(ib, loc, numChunks));
       scf::IfOp::create(ib, loc, inRow, [&](OpBuilder &cb, Location) {
-        loadChunk(cb);
+        loadGroup(cb);
         scf::YieldOp::create(cb, loc);
       });
     }
