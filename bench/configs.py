@@ -398,6 +398,38 @@ def _pipe_cases():
             for (op, n, dt, p, nc, kw), m, layout in PIPE_CASES]
 
 
+# A forward row split over a cluster (the `cluster` option; the table's
+# knob where rows are few and wide): slices that cover N exactly and not
+# (N = 7168 in 2 x 4096, 5000 in 2), rows aligned and not (the element
+# path), xhat, a residual-free RMSNorm f32, cluster 8 at N = 65536, the
+# looped slice (N = 262144, max_register_elements 32), f16 with an f32
+# weight, one row and more rows than SMs.
+FWD_CLUSTER_CASES = ((("layer_norm", 7168, "bf16", {"cluster": 2}), 64,
+                      "contig"),
+                     (("rms_norm", 7168, "bf16", {"cluster": 2}), 300,
+                      "offset"),
+                     (("layer_norm", 5000, "bf16", {"cluster": 2,
+                                                    "xhat": True}), 33,
+                      "strided"),
+                     (("rms_norm", 16384, "f32", {"cluster": 4}), 1,
+                      "contig"),
+                     (("layer_norm", 65536, "bf16", {"cluster": 8}), 130,
+                      "contig"),
+                     (("rms_norm", 262144, "bf16", {"cluster": 8, "mre": 32}),
+                      3, "contig"),
+                     (("layer_norm", 4095, "f16", {"cluster": 2,
+                                                   "wdtype": "f32"}), 77,
+                      "offset"),
+                     (("layer_norm", 12288, "bf16", {"cluster": 4,
+                                                     "threads": 256}), 1000,
+                      "contig"))
+
+
+def _fwd_cluster_cases():
+    return [Case(Cfg(op, n, dt, **kw), m, layout)
+            for (op, n, dt, kw), m, layout in FWD_CLUSTER_CASES]
+
+
 def _tuned_cases():
     cases = []
     for op, dt, n, m in TUNED_CASES:
@@ -423,7 +455,7 @@ def check_cases(subset="full"):
             for dt in DTYPES:
                 cases += _fwd_cases(op, dt)
         cases += (_tuned_cases() + _prefetch_cases() + _pv_cases() +
-                  _pipe_cases())
+                  _pipe_cases() + _fwd_cluster_cases())
     elif subset == "quick":
         for op in GRAD_OPS:
             for dt in DTYPES:

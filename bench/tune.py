@@ -273,6 +273,31 @@ def fwd_few_plan():
                       knobs=FWD_FEW_KNOBS, ms=FWD_FEW_M)
 
 
+# "fwd-cluster": the forward's row split over a thread-block cluster
+# (the cluster knob; the cost model never splits a forward row) where rows
+# are too few to give every SM a block (M = 1-1024) and where a wide row
+# loops over one block (N >= 32768 at M = 4096-16384: quack's forward led
+# ours 1.45x at RMSNorm 16384 x 65536), N = 2048-262144, bf16
+# and f32, clusters of 2, 4 and 8 with the cost model's threads or 256 /
+# 512, against the default and plan fwd-few's best knob (a row over every
+# lane of 512 threads). At N = 131072-262144 a slice may not fit the
+# register share: the looped slice (max_register_elements 32 forces it).
+FWD_CLUSTER_N = (2048, 4096, 7168, 12288, 16384, 32768, 65536, 131072,
+                 262144)
+FWD_CLUSTER_M = (1, 16, 64, 256, 1024, 4096, 16384)
+# (threads, cluster, max_lanes, max_register_elements)
+FWD_CLUSTER_KNOBS = ((0, 2, 0, 0), (0, 4, 0, 0), (0, 8, 0, 0),
+                     (256, 2, 0, 0), (256, 4, 0, 0), (512, 2, 0, 0),
+                     (512, 4, 0, 0), (512, 0, 512, 0), (0, 8, 0, 32))
+
+
+def fwd_cluster_plan():
+    return table_plan(dtypes=("bf16", "f32"), ops=C.FWD_OPS,
+                      ns=FWD_CLUSTER_N, knobs=FWD_CLUSTER_KNOBS,
+                      ms=FWD_CLUSTER_M,
+                      fields=("threads", "cluster", "lanes", "mre"))
+
+
 # "pipe": the next row's loads issued into registers before the in-row
 # sums (geometry pipeline) and the row caches of 16-bit rows in the loaded
 # type (narrow_cache), alone, together, and with the knobs the table took
@@ -298,7 +323,7 @@ def pipe_plan():
 PLANS = dict(TABLE_PLANS, explore=explore_plan, grid=grid_plan,
              groups=groups_plan, fma=fma_plan, wide=wide_plan,
              prefetch=prefetch_plan, pvec=pvec_plan, pipe=pipe_plan,
-             **{"fwd-few": fwd_few_plan},
+             **{"fwd-few": fwd_few_plan, "fwd-cluster": fwd_cluster_plan},
              **{"grid-cfgs": grid_cfgs_plan,
                 "grid-cfgs-f32": lambda: grid_cfgs_plan(("bf16", "f32"))})
 

@@ -386,7 +386,7 @@ inline std::string keyIn(const Field &f, Syntax syntax) {
 
 /// The checks of one record that are not a single field's: `columns` only
 /// with grid `columns`, grid `row_blocks` with `rows`, `cluster` above 1
-/// only with grid `programs` (the first and last also with a constant grid,
+/// only with grid `programs` or `row_blocks` (the first and last also with a constant grid,
 /// which the writer puts for any rule it could fold). Empty if none fails,
 /// else the message.
 inline std::string checkKernelRecord(const KernelRecord &record,
@@ -408,13 +408,14 @@ inline std::string checkKernelRecord(const KernelRecord &record,
   if (record.grid == GridRule::RowBlocks && !record.rows)
     return grid(GridRule::RowBlocks) + " needs " +
            keyIn(field::kKernelRows, syntax);
-  // Clusters split a program's rows across blocks: only the `programs`
-  // rule, or a constant number of programs (a fixed G), launches G of them
-  // (G * cluster blocks).
+  // Clusters split a program's rows across blocks: the `programs` rule (a
+  // dx kernel's G groups), `row_blocks` (a forward kernel's row a
+  // program) or a constant number of programs launches that many of them
+  // (programs * cluster blocks).
   if (record.cluster > 1 && record.grid != GridRule::Programs &&
-      record.grid != GridRule::Constant)
+      record.grid != GridRule::RowBlocks && record.grid != GridRule::Constant)
     return value(field::kKernelCluster, record.cluster) + " needs " +
-           grid(GridRule::Programs) +
+           grid(GridRule::Programs) + ", " + grid(GridRule::RowBlocks) +
            " or a constant number of programs (clusters of blocks), got " +
            grid(record.grid);
   return "";

@@ -231,9 +231,12 @@ Geometry mlir::norm::chooseRowGeometry(const RowShape &s,
   // over the row or, by the estimate, spill more than kClusterSpillArrays
   // of its arrays. Only ever where the unsplit geometry takes one row at a
   // time (Geometry.h).
+  // A forward row only when forced (the option, or a tuning entry: the
+  // split pays where rows are too few to fill the chip, which the row
+  // shape does not know).
   bool mayCluster = s.splittable && s.n && target.maxClusterBlocks > 1 &&
                     s.cluster != 1 &&
-                    (s.cluster > 1 || s.threads == 0);
+                    (s.cluster > 1 || (s.threads == 0 && !s.forward));
   if (mayCluster) {
     RowShape unsplit = s;
     unsplit.cluster = 1;
@@ -241,7 +244,8 @@ Geometry mlir::norm::chooseRowGeometry(const RowShape &s,
     bool wanted = s.cluster > 1 || !g.registers ||
                   registerEstimate(g, s.partialRows) - maxRegisters(g) >
                       kClusterSpillArrays * g.chunksPerLane * g.vec;
-    if (g.rows == 1 && wanted)
+    // (A forward block of several rows has no partial-row order to keep.)
+    if ((g.rows == 1 || s.forward) && wanted)
       if (std::optional<Geometry> split = chooseCluster(s, target))
         return *split;
     return g;
@@ -489,8 +493,9 @@ std::string mlir::norm::checkGeometry(const Geometry &g, const RowShape &s,
                                         "(sm_90 and newer do)")))
           .text;
     if (!s.splittable)
-      return "cluster: only a dx kernel of the deterministic strategy (or "
-             "without dweight/dbias) may split its rows over a cluster";
+      return "cluster: only a forward kernel or a dx kernel of the "
+             "deterministic strategy (or without dweight/dbias) may split its "
+             "rows over a cluster";
   }
   // The partial rows' home follows the strategy and the regime.
   if (!deterministic && g.partials != PartialsHome::None)

@@ -105,10 +105,11 @@ void norm::buildRowKernel(RowNest &rn, StringRef name) {
     grid = arith::CeilDivUIOp::create(b, loc, m, cIndex(b, loc, g.rows));
   } else {
     grid = nest.getUpperBound();
-    // A cluster of C consecutive blocks per program.
-    if (g.cluster > 1)
-      grid = arith::MulIOp::create(b, loc, grid, cIndex(b, loc, g.cluster));
   }
+  // A cluster of C consecutive blocks per program (a dx program's group of
+  // rows, a forward block's row).
+  if (g.cluster > 1)
+    grid = arith::MulIOp::create(b, loc, grid, cIndex(b, loc, g.cluster));
   createLaunch(
       b, loc, grid, g.threads, name,
       [&](OpBuilder &kb, gpu::LaunchOp launch) {

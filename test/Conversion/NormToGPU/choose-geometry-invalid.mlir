@@ -38,7 +38,7 @@ func.func @cluster_too_small(%dy: memref<?x65536xbf16>, %x: memref<?x65536xbf16>
 // -----
 
 func.func @cluster_not_splittable(%dy: memref<?x65536xbf16>, %x: memref<?x65536xbf16>, %mean: memref<?xf32>, %rstd: memref<?xf32>, %w: memref<65536xbf16>, %dx: memref<?x65536xbf16>, %dw: memref<65536xbf16>, %db: memref<65536xbf16>) {
-  // expected-error @+1 {{cluster: only a dx kernel of the deterministic strategy (or without dweight/dbias) may split its rows over a cluster}}
+  // expected-error @+1 {{cluster: only a forward kernel or a dx kernel of the deterministic strategy (or without dweight/dbias) may split its rows over a cluster}}
   norm.layer_norm_grad dy(%dy : memref<?x65536xbf16>) x(%x : memref<?x65536xbf16>) mean(%mean : memref<?xf32>) rstd(%rstd : memref<?xf32>) weight(%w : memref<65536xbf16>) outs dx(%dx : memref<?x65536xbf16>) dweight(%dw : memref<65536xbf16>) dbias(%db : memref<65536xbf16>) {strategy = #norm.strategy<atomic>, norm.geometry = #norm.row_geometry<regime = registers, threads = 512, lanes = 512, rows = 1, vector = 8, chunks = 2, cluster = 8>}
   return
 }
@@ -104,6 +104,16 @@ func.func @shared_written_wrong(%dy: memref<?x4096xbf16>, %x: memref<?x4096xbf16
 func.func @forward_chunks(%x: memref<?x1000xbf16>, %y: memref<?x1000xbf16>, %rstd: memref<?xf32>) {
   // expected-error @+1 {{chunks: N = 1000 is 125 chunks over 64 lanes, 2 a lane; got chunks = 1}}
   norm.rms_norm x(%x : memref<?x1000xbf16>) outs y(%y : memref<?x1000xbf16>) rstd(%rstd : memref<?xf32>) {norm.geometry = #norm.row_geometry<regime = registers, threads = 256, lanes = 64, rows = 4, vector = 8, chunks = 1>}
+  return
+}
+
+// -----
+
+// A forward row split over a cluster takes a block a row (the cluster's
+// sums go one row at a time): the attribute's own rule.
+func.func @forward_cluster_rows(%x: memref<?x4096xbf16>, %y: memref<?x4096xbf16>, %rstd: memref<?xf32>) {
+  // expected-error @+1 {{#norm.row_geometry: a row split over a cluster takes one row in flight (rows = 1), got rows = 2}}
+  norm.rms_norm x(%x : memref<?x4096xbf16>) outs y(%y : memref<?x4096xbf16>) rstd(%rstd : memref<?xf32>) {norm.geometry = #norm.row_geometry<regime = registers, threads = 256, lanes = 128, rows = 2, vector = 8, chunks = 2, cluster = 2>}
   return
 }
 

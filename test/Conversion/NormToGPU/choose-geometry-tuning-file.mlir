@@ -49,6 +49,22 @@ func.func @forward(%x: memref<?x4096xbf16>, %y: memref<?x4096xbf16>, %r: memref<
 
 // -----
 
+// The forward bf16 at N = 7000-7500 and M <= 128: its row split over a
+// cluster of 2 (only ever a table's or the option's choice); on sm_80 (no
+// clusters) and above the entry's rows, the cost model's block a row.
+// CHECK-LABEL: func.func @forward_split
+// CHECK: norm.geometry = #norm.row_geometry<regime = registers, threads = 256, lanes = 256, rows = 1, vector = 8, chunks = 2, cluster = 2, shared = 96>
+// SM80-LABEL: func.func @forward_split
+// SM80: norm.geometry = #norm.row_geometry<regime = registers, threads = 128, lanes = 128, rows = 1, vector = 8, chunks = 7, layout = both, shared = 32>
+// ABOVE-LABEL: func.func @forward_split
+// ABOVE: norm.geometry = #norm.row_geometry<regime = registers, threads = 128, lanes = 128, rows = 1, vector = 8, chunks = 7, layout = both, shared = 32>
+func.func @forward_split(%x: memref<?x7168xbf16>, %y: memref<?x7168xbf16>, %r: memref<?xf32>) {
+  norm.rms_norm x(%x : memref<?x7168xbf16>) outs y(%y : memref<?x7168xbf16>) rstd(%r : memref<?xf32>)
+  return
+}
+
+// -----
+
 // LayerNorm backward bf16 N = 3000-3500 at M <= 128: pipeline 1 and
 // narrow_cache 1 over the cost model's geometry (layout = both already), on
 // any chip. Above the entry's rows (M = 4096, no entry): the cost model's.

@@ -30,10 +30,12 @@ func.func @records() attributes {norm.kernels = [
 // other optional keys wherever it was written.
 // CHECK-LABEL: func @clustered
 // CHECK-SAME: #norm.kernel<name = "f_dx_1", kind = dx, block = 512, grid = programs, lanes = 512, rows = 1, vector = 8, registers = true, cluster = 4>,
-// CHECK-SAME: #norm.kernel<name = "f_dx_2", kind = dx, block = 256, grid = programs, cluster = 8>]
+// CHECK-SAME: #norm.kernel<name = "f_dx_2", kind = dx, block = 256, grid = programs, cluster = 8>,
+// CHECK-SAME: #norm.kernel<name = "g_forward_0", kind = forward, block = 256, grid = row_blocks, lanes = 256, rows = 1, vector = 8, registers = true, cluster = 2>]
 func.func @clustered() attributes {norm.kernels = [
     #norm.kernel<name = "f_dx_1", kind = dx, block = 512, grid = programs, lanes = 512, rows = 1, vector = 8, registers = true, cluster = 4>,
-    #norm.kernel<cluster = 8, name = "f_dx_2", kind = dx, block = 256, grid = programs>]} {
+    #norm.kernel<cluster = 8, name = "f_dx_2", kind = dx, block = 256, grid = programs>,
+    #norm.kernel<name = "g_forward_0", kind = forward, block = 256, grid = row_blocks, lanes = 256, rows = 1, vector = 8, registers = true, cluster = 2>]} {
   return
 }
 
@@ -49,8 +51,8 @@ func.func @cluster_negative() attributes {k = #norm.kernel<name = "k", kind = dx
 
 // -----
 
-// expected-error @+1 {{#norm.kernel: cluster = 2 needs grid = programs or a constant number of programs (clusters of blocks), got grid = row_blocks}}
-func.func @cluster_without_programs() attributes {k = #norm.kernel<name = "k", kind = forward, block = 32, grid = row_blocks, rows = 4, cluster = 2>}
+// expected-error @+1 {{#norm.kernel: cluster = 2 needs grid = programs, grid = row_blocks or a constant number of programs (clusters of blocks), got grid = columns}}
+func.func @cluster_without_programs() attributes {k = #norm.kernel<name = "k", kind = reduce, block = 32, grid = columns, columns = 32, cluster = 2>}
 
 // -----
 

@@ -229,8 +229,10 @@ struct RowShape {
   PartialSums partials = PartialSums::None;
   /// f32 partial rows the kernel accumulates (dweight, dbias): 0, 1 or 2.
   int64_t partialRows = 0;
-  /// Whether the kernel may split its rows over a cluster: a `dx` kernel
-  /// of the `deterministic` strategy or without dweight/dbias.
+  /// Whether the kernel may split its rows over a cluster: a forward
+  /// kernel, or a `dx` kernel of the `deterministic` strategy or without
+  /// dweight/dbias (a forward kernel only where `cluster` forces it: the
+  /// cost model never splits a forward row).
   bool splittable = false;
   /// The pass's `cluster` option: 0 chosen (when `threads` is 0 too), 1
   /// never, C in [2, 8] a cluster of C (or fewer, as the slices need)

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+#===- scripts/gpu-call-fwd-cluster.sh - one device call: the forward split --===#
+#
+# Runs ON THE GPU MACHINE (carry .dev/gpu without kernels-sm80, and
+# .dev/tune-fwd-cluster.tar.gz): gpu_check over every case (the forward
+# row split over a cluster among them: configs.FWD_CLUSTER_CASES), memcheck
+# and racecheck over the cluster cases, then bench/tune.py plan
+# fwd-cluster. Logs in $OUT (check.log, memcheck.log, racecheck.log,
+# tune-fwd-cluster.json, tune.md).
+#
+#===----------------------------------------------------------------------===#
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-.dev/gpu/out}
+mkdir -p "$OUT"
+T0=$(date +%s)
+CS=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+python3 bench/gpu_check.py --budget-s 80 >"$OUT/check.log" 2>&1
+echo "check rc=$? $(( $(date +%s) - T0 )) s" | tee -a "$OUT/summary.txt"
+timeout 200 python3 bench/tune.py run --plan fwd-cluster \
+  --dir .dev/tune-fwd-cluster --out "$OUT" --deadline $(( $(date +%s) + 190 )) \
+  >"$OUT/tune.md" 2>&1
+echo "tune rc=$? $(( $(date +%s) - T0 )) s" | tee -a "$OUT/summary.txt"
+export PYTORCH_NO_CUDA_MEMORY_CACHING=1
+timeout 120 "$CS" --tool memcheck --error-exitcode 99 --print-limit 50 \
+  python3 bench/gpu_check.py --sanitizer full --tool memcheck \
+  --filter '-c[248]' >"$OUT/memcheck.log" 2>&1
+echo "memcheck rc=$? $(( $(date +%s) - T0 )) s" | tee -a "$OUT/summary.txt"
+timeout 150 "$CS" --tool racecheck --error-exitcode 99 --print-limit 50 \
+  python3 bench/gpu_check.py --sanitizer rows --tool racecheck \
+  --filter '-c[248]' >"$OUT/racecheck.log" 2>&1
+echo "racecheck rc=$? $(( $(date +%s) - T0 )) s" | tee -a "$OUT/summary.txt"
+tail -4 "$OUT/check.log" "$OUT/memcheck.log" "$OUT/racecheck.log"
+tail -30 "$OUT/tune.md"
+cat "$OUT/summary.txt"

@@ -1,0 +1,90 @@
+// RUN: norm-opt %s --norm-lower-to-loops --norm-choose-geometry="chip=sm_90 cluster=2" --norm-map-to-gpu=chip=sm_90 | FileCheck %s
+// RUN: norm-opt %s --norm-lower-to-loops --norm-choose-geometry=chip=sm_90 --norm-map-to-gpu=chip=sm_90 | FileCheck %s --check-prefix=MODEL
+// RUN: norm-opt %s --norm-lower-to-loops --norm-choose-geometry=chip=sm_80 --norm-map-to-gpu=chip=sm_80 | FileCheck %s --check-prefix=MODEL
+// RUN: norm-opt %s --norm-lower-to-loops --norm-choose-geometry="chip=sm_90 cluster=8" --norm-map-to-gpu=chip=sm_90 | FileCheck %s --check-prefix=EIGHT
+
+// A forward row split over a thread-block cluster (sm_90): with cluster=2,
+// LayerNorm bf16 N = 7168 goes to 2 blocks of 256 threads, 4096 columns
+// each (2 chunks of 8 a lane; the second block's last 1024 columns past N).
+// One block a row (rows = 1): the launch is ceil(M / 1) * 2 blocks in
+// clusters of 2; block b is row b / 2, slice b % 2. Both of the row's sums
+// (the mean's, then the centred second moment's) go across the block, then
+// across the cluster (thread 0's slots, a cluster barrier, every thread
+// adds rank 0's and rank 1's slots); the row's mean and rstd are stored by
+// lane 0 of the first block only. A last cluster barrier: no block leaves
+// while its slots may be read.
+// CHECK-LABEL: func @layer_norm_n7168
+// CHECK-SAME: #norm.kernel<name = "layer_norm_n7168_forward_0", kind = forward, block = 256, grid = row_blocks, lanes = 256, rows = 1, vector = 8, registers = true, cluster = 2>
+// CHECK: %[[ROWS:.*]] = arith.ceildivui %{{.*}}, %c1
+// CHECK: %[[G:.*]] = arith.muli %[[ROWS]], %c2{{(_[0-9]+)?}} : index
+// CHECK: gpu.launch clusters({{.*}}) in ({{.*}} = %c2{{.*}}, {{.*}} = %c1{{.*}}, {{.*}} = %c1{{.*}}) blocks(%[[B:[a-z0-9]+]], {{.*}}) in ({{.*}} = %[[G]], {{.*}}) threads({{.*}}) in ({{.*}} = %c256{{.*}}, {{.*}}) module(@layer_norm_n7168_kernels) function(@layer_norm_n7168_forward_0) workgroup({{.*}}, %[[SLOTS1:[a-z0-9]+]] : memref<8xf32, #gpu.address_space<workgroup>>, %[[SLOTS2:[a-z0-9]+]] : memref<8xf32, #gpu.address_space<workgroup>>)
+// CHECK:   %[[SLICE:.*]] = arith.remui %[[B]], %c2
+// CHECK:   %[[ROW0:.*]] = arith.divui %[[B]], %c2
+// CHECK:   %[[BASE:.*]] = arith.muli %[[SLICE]], %c4096
+// CHECK:   scf.for %[[R:.*]] = %{{.*}} to %{{.*}} step
+// CHECK:     %[[ROW:.*]] = arith.addi %[[R]],
+// CHECK:     %[[LANE0:.*]] = arith.cmpi eq, %{{.*}}, %c0
+// CHECK:     %[[FIRST:.*]] = arith.cmpi eq, %[[SLICE]], %c0
+// CHECK:     %[[STATS:.*]] = arith.andi %[[LANE0]], %[[FIRST]] : i1
+// The mean's sum over the slice's chunks: 16-byte loads from chunk
+// (lane + BASE / 8).
+// CHECK:     arith.divui %[[BASE]], %c8
+// CHECK:     vector.load
+// CHECK:     gpu.shuffle  xor
+// CHECK:     memref.store %{{.*}}, %[[SLOTS1]]
+// CHECK:     nvvm.cluster.arrive {aligned}
+// CHECK:     nvvm.cluster.wait {aligned}
+// CHECK:     nvvm.mapa %{{.*}}, %c0_i32{{.*}} : !llvm.ptr<3> -> !llvm.ptr<7>
+// CHECK:     llvm.load %{{.*}} : !llvm.ptr<7> -> f32
+// CHECK:     nvvm.mapa %{{.*}}, %c1_i32{{.*}} : !llvm.ptr<3> -> !llvm.ptr<7>
+// CHECK:     llvm.load %{{.*}} : !llvm.ptr<7> -> f32
+// The second moment's sums, through the second slots.
+// CHECK:     gpu.shuffle  xor
+// CHECK:     memref.store %{{.*}}, %[[SLOTS2]]
+// CHECK:     nvvm.cluster.arrive {aligned}
+// CHECK:     nvvm.cluster.wait {aligned}
+// CHECK:     nvvm.mapa
+// The statistics: the first block's lane 0.
+// CHECK:     %[[ST:.*]] = arith.andi %{{.*}}, %[[STATS]] : i1
+// CHECK:     scf.if %[[ST]] {
+// CHECK:       memref.store %{{.*}}, %arg4[%[[ROW]]] : memref<?xf32>
+// CHECK:     %[[ST2:.*]] = arith.andi %{{.*}}, %[[STATS]] : i1
+// CHECK:     scf.if %[[ST2]] {
+// CHECK:       math.rsqrt
+// CHECK:       memref.store %{{.*}}, %arg5[%[[ROW]]] : memref<?xf32>
+// The output row, at the slice's columns.
+// CHECK:     vector.store
+// CHECK:   }
+// CHECK:   nvvm.cluster.arrive {aligned}
+// CHECK:   nvvm.cluster.wait {aligned}
+// CHECK: gpu.terminator
+
+// The cost model never splits a forward row (rows few or many: the row
+// shape does not know M), on sm_90 as on sm_80: one block a row.
+// MODEL-LABEL: func @layer_norm_n7168
+// MODEL-SAME: #norm.kernel<name = "layer_norm_n7168_forward_0", kind = forward, block = 128, grid = row_blocks, lanes = 128, rows = 1, vector = 8, registers = true>
+// MODEL-NOT: clusters
+// MODEL-NOT: nvvm.mapa
+// MODEL-LABEL: func @rms_norm_n65536
+// MODEL-SAME: kind = forward
+// MODEL-NOT: cluster
+// MODEL: return
+
+// cluster=8 at N = 65536: 8 blocks of 8192 columns (RMSNorm f32: 2048
+// chunks of 4, 512 lanes of 4 chunks).
+// EIGHT-LABEL: func @rms_norm_n65536
+// EIGHT-SAME: #norm.kernel<name = "rms_norm_n65536_forward_0", kind = forward, {{.*}}, rows = 1, vector = 4, registers = true, cluster = 8>
+// EIGHT: gpu.launch clusters({{.*}}) in ({{.*}} = %c8
+func.func @layer_norm_n7168(%x: memref<?x7168xbf16>, %w: memref<7168xbf16>, %b: memref<7168xbf16>,
+                            %y: memref<?x7168xbf16>, %mean: memref<?xf32>, %rstd: memref<?xf32>) {
+  norm.layer_norm x(%x : memref<?x7168xbf16>) weight(%w : memref<7168xbf16>) bias(%b : memref<7168xbf16>)
+      outs y(%y : memref<?x7168xbf16>) mean(%mean : memref<?xf32>) rstd(%rstd : memref<?xf32>)
+  return
+}
+
+func.func @rms_norm_n65536(%x: memref<?x65536xf32>, %w: memref<65536xf32>,
+                           %y: memref<?x65536xf32>, %rstd: memref<?xf32>) {
+  norm.rms_norm x(%x : memref<?x65536xf32>) weight(%w : memref<65536xf32>)
+      outs y(%y : memref<?x65536xf32>) rstd(%rstd : memref<?xf32>)
+  return
+}
