@@ -24,11 +24,11 @@ echo "tune rc=$? $(( $(date +%s) - T0 )) s" | tee -a "$OUT/summary.txt"
 export PYTORCH_NO_CUDA_MEMORY_CACHING=1
 timeout 120 "$CS" --tool memcheck --error-exitcode 99 --print-limit 50 \
   python3 bench/gpu_check.py --sanitizer full --tool memcheck \
-  --filter '-c[248]' >"$OUT/memcheck.log" 2>&1
+  --filter='-c[248]' >"$OUT/memcheck.log" 2>&1
 echo "memcheck rc=$? $(( $(date +%s) - T0 )) s" | tee -a "$OUT/summary.txt"
 timeout 150 "$CS" --tool racecheck --error-exitcode 99 --print-limit 50 \
   python3 bench/gpu_check.py --sanitizer rows --tool racecheck \
-  --filter '-c[248]' >"$OUT/racecheck.log" 2>&1
+  --filter='-c[248]' >"$OUT/racecheck.log" 2>&1
 echo "racecheck rc=$? $(( $(date +%s) - T0 )) s" | tee -a "$OUT/summary.txt"
 tail -4 "$OUT/check.log" "$OUT/memcheck.log" "$OUT/racecheck.log"
 tail -30 "$OUT/tune.md"

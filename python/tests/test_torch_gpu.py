@@ -815,16 +815,20 @@ def test_add_norm_grads(dtype, norm):
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("norm", ["layer_norm", "rms_norm"])
-@pytest.mark.parametrize("n", [1000, 1024, 4096, 8192, 32768, 65536])
-def test_add_norm_fused_forward_matches_torch(dtype, norm, n):
+@pytest.mark.parametrize("n", [1000, 1024, 4096, 8192, 32768, 65536,
+                               131072])
+@pytest.mark.parametrize("m", [5, 257])
+def test_add_norm_fused_forward_matches_torch(dtype, norm, n, m):
     """The fused forward (one kernel: x and residual read once, h written
     once, y from h in registers): h is torch's x + residual bitwise, y
     is torch's own F.layer_norm / F.rms_norm of that sum (torch's kernel,
     same dtype) within the dtype's tolerance, and the statistics match
-    the unfused path's (our norm of h) exactly."""
+    the unfused path's (our norm of h) exactly. Few rows and wide ones
+    take the sm_90 table's row split over a cluster (N >= 32768 at M <=
+    128, N = 131072 at every M)."""
     torch.manual_seed(14)
-    x = torch.randn(257, n, device=DEV, dtype=dtype)
-    r = torch.randn(257, n, device=DEV, dtype=dtype)
+    x = torch.randn(m, n, device=DEV, dtype=dtype)
+    r = torch.randn(m, n, device=DEV, dtype=dtype)
     w = torch.randn(n, device=DEV, dtype=dtype)
     b = torch.randn(n, device=DEV, dtype=dtype)
     with torch.no_grad():

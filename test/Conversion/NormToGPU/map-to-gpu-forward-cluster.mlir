@@ -1,5 +1,5 @@
 // RUN: norm-opt %s --norm-lower-to-loops --norm-choose-geometry="chip=sm_90 cluster=2" --norm-map-to-gpu=chip=sm_90 | FileCheck %s
-// RUN: norm-opt %s --norm-lower-to-loops --norm-choose-geometry=chip=sm_90 --norm-map-to-gpu=chip=sm_90 | FileCheck %s --check-prefix=MODEL
+// RUN: norm-opt %s --norm-lower-to-loops --norm-choose-geometry="chip=sm_90 tuning=false" --norm-map-to-gpu=chip=sm_90 | FileCheck %s --check-prefix=MODEL
 // RUN: norm-opt %s --norm-lower-to-loops --norm-choose-geometry=chip=sm_80 --norm-map-to-gpu=chip=sm_80 | FileCheck %s --check-prefix=MODEL
 // RUN: norm-opt %s --norm-lower-to-loops --norm-choose-geometry="chip=sm_90 cluster=8" --norm-map-to-gpu=chip=sm_90 | FileCheck %s --check-prefix=EIGHT
 
@@ -86,5 +86,28 @@ func.func @rms_norm_n65536(%x: memref<?x65536xf32>, %w: memref<65536xf32>,
                            %y: memref<?x65536xf32>, %rstd: memref<?xf32>) {
   norm.rms_norm x(%x : memref<?x65536xf32>) weight(%w : memref<65536xf32>)
       outs y(%y : memref<?x65536xf32>) rstd(%rstd : memref<?xf32>)
+  return
+}
+
+// The fused residual add split over a cluster of 8 (as the sm_90 table
+// splits forward bf16 rows of N = 92683-185364): each block loads its slice's
+// chunks of x and residual and stores h there (16-byte accesses at the
+// slice's chunk), and y at the same columns.
+// EIGHT-LABEL: func @layer_norm_residual_n131072
+// EIGHT-SAME: (%[[X:[^:]+]]: memref<?x131072xbf16>, %[[RES:[^:]+]]: memref<?x131072xbf16>, %[[Y:[^:]+]]: memref<?x131072xbf16>, %{{[^:]+}}: memref<?xf32>, %{{[^:]+}}: memref<?xf32>, %[[H:[^:]+]]: memref<?x131072xbf16>)
+// EIGHT-SAME: cluster = 8>
+// EIGHT: %[[SLICE:.*]] = arith.remui %{{.*}}, %c8
+// EIGHT: %[[BASE:.*]] = arith.muli %[[SLICE]], %c16384
+// EIGHT: arith.divui %[[BASE]], %c8
+// EIGHT: vector.load %[[X]][%[[ROW:.*]], %[[J:.*]]] {alignment = 16 : i64}
+// EIGHT: vector.load %[[RES]][%[[ROW]], %[[J]]] {alignment = 16 : i64}
+// EIGHT: vector.store %{{.*}}, %[[H]][%[[ROW]], %[[J]]] {alignment = 16 : i64}
+// EIGHT: nvvm.cluster.arrive
+// EIGHT: vector.store %{{.*}}, %[[Y]][%[[ROW]], %{{.*}}] {alignment = 16 : i64}
+func.func @layer_norm_residual_n131072(%x: memref<?x131072xbf16>, %res: memref<?x131072xbf16>,
+                                       %y: memref<?x131072xbf16>, %mean: memref<?xf32>, %rstd: memref<?xf32>,
+                                       %h: memref<?x131072xbf16>) {
+  norm.layer_norm x(%x : memref<?x131072xbf16>) residual(%res : memref<?x131072xbf16>)
+      outs y(%y : memref<?x131072xbf16>) mean(%mean : memref<?xf32>) rstd(%rstd : memref<?xf32>) h(%h : memref<?x131072xbf16>)
   return
 }

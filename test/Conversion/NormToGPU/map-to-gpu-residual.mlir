@@ -1,4 +1,4 @@
-// RUN: norm-opt %s --split-input-file --norm-lower-to-loops --norm-choose-geometry --norm-map-to-gpu --canonicalize --cse | FileCheck %s
+// RUN: norm-opt %s --split-input-file --norm-lower-to-loops --norm-choose-geometry=tuning=false --norm-map-to-gpu --canonicalize --cse | FileCheck %s
 
 // The fused residual add in the row kernel (registers): per chunk, one
 // 16-byte load of x and one of residual, h = x + residual added in f32 and
