@@ -23,7 +23,7 @@ GRID=${GRID:-gridk3}
 SETS=${SETS:-a b c}
 [[ -d .dev/$GRID ]] || tar -xJf ".dev/$GRID.tar.xz" -C .dev
 Q=$(pwd)/.dev/quack/site
-pip install -q --target /tmp/site .dev/gpu/wheels/*.whl 2>&1 | tail -2
+pip install -q --no-deps --target /tmp/site .dev/gpu/wheels/*.whl 2>&1 | tail -2
 export PYTHONPATH=/tmp/site:$Q:$Q/nvidia_cutlass_dsl/dsl_packages
 T0=$(date +%s)
 for s in $SETS; do

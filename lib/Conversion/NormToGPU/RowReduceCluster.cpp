@@ -9,9 +9,9 @@
 // rows' worth, by the row's parity), a cluster barrier (release / acquire),
 // and every thread adds the C blocks' slots in rank order through
 // distributed shared memory. A row's side effects (none in a dx kernel of
-// the strategies that may split) are the first block's; one more cluster
-// barrier after the last row, so no block leaves while its slots may still
-// be read. The chip's emitter (TargetCodegen) emits the barrier and the
+// the strategies that may split; a forward kernel's statistics) are the
+// first block's; one more cluster barrier after the last row (a relaxed
+// arrival), so no block leaves while its slots may still be read. The chip's emitter (TargetCodegen) emits the barrier and the
 // distributed shared memory accesses.
 //
 //===----------------------------------------------------------------------===//
@@ -40,7 +40,14 @@ public:
   void allocate() override { block->allocate(); }
   Value beginRow(Value wave, Value lo, Value laneZero) override;
   SmallVector<Value> reduce(ValueRange partials) override;
-  void endRows() override { ctx.codegen.clusterBarrier(ctx.b, ctx.loc); }
+  /// The last barrier only keeps this block's slots alive until every
+  /// block has read them, which each did before using the sums (before
+  /// its outputs' stores): a relaxed arrival, which does not wait for the
+  /// block's own stores of the last row to complete (a release arrival
+  /// did: ncu showed membar stalls of 3 cycles an issue in the forward).
+  void endRows() override {
+    ctx.codegen.clusterBarrier(ctx.b, ctx.loc, /*release=*/false);
+  }
 
 private:
   RowContext &ctx;

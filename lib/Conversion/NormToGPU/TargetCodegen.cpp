@@ -26,9 +26,13 @@ constexpr unsigned kClusterSharedAddressSpace = 7;
 
 class NVVMCodegen : public TargetCodegen {
 public:
-  void clusterBarrier(OpBuilder &b, Location loc) const override {
+  void clusterBarrier(OpBuilder &b, Location loc,
+                      bool release) const override {
     UnitAttr aligned = b.getUnitAttr();
-    NVVM::ClusterArriveOp::create(b, loc, aligned);
+    if (release)
+      NVVM::ClusterArriveOp::create(b, loc, aligned);
+    else
+      NVVM::ClusterArriveRelaxedOp::create(b, loc, aligned);
     NVVM::ClusterWaitOp::create(b, loc, aligned);
   }
 

@@ -41,7 +41,7 @@
 // CHECK:     nvvm.mapa %{{.*}}, %c1_i32{{.*}} : !llvm.ptr<3> -> !llvm.ptr<7>
 // CHECK:     vector.store
 // CHECK:   }
-// CHECK:   nvvm.cluster.arrive {aligned}
+// CHECK:   nvvm.cluster.arrive.relaxed {aligned}
 // CHECK:   nvvm.cluster.wait {aligned}
 // The partial rows: each thread stores its slice's columns (from BASE) of
 // the program's row P, whole (2 x 4096 = N: no bound check).

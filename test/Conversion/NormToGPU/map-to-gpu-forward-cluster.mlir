@@ -55,7 +55,7 @@
 // The output row, at the slice's columns.
 // CHECK:     vector.store
 // CHECK:   }
-// CHECK:   nvvm.cluster.arrive {aligned}
+// CHECK:   nvvm.cluster.arrive.relaxed {aligned}
 // CHECK:   nvvm.cluster.wait {aligned}
 // CHECK: gpu.terminator
 

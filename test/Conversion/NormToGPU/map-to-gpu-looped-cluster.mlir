@@ -32,7 +32,7 @@
 // CHECK:     nvvm.cluster.wait {aligned}
 // CHECK-COUNT-8: nvvm.mapa
 // CHECK:   }
-// CHECK:   nvvm.cluster.arrive {aligned}
+// CHECK:   nvvm.cluster.arrive.relaxed {aligned}
 // CHECK:   nvvm.cluster.wait {aligned}
 // A program without rows writes zeros to its partial row, each block only
 // its slice's columns.

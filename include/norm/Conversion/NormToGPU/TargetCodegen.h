@@ -30,8 +30,13 @@ public:
   static const TargetCodegen &forTarget(const TargetInfo &target);
 
   /// Every thread of every block of the cluster arrives (release) and
-  /// waits for the others (acquire).
-  virtual void clusterBarrier(OpBuilder &b, Location loc) const = 0;
+  /// waits for the others (acquire). With `release` false the arrival is
+  /// relaxed: it orders none of the thread's earlier memory operations (so
+  /// it does not wait for its global stores to complete), for a barrier
+  /// that only keeps a block's shared memory alive while the others may
+  /// still read it (their reads are complete once their values are used).
+  virtual void clusterBarrier(OpBuilder &b, Location loc,
+                              bool release = true) const = 0;
 
   /// A pointer to this block's shared memory at byte address `address`
   /// (i64, from memref.extract_aligned_pointer_as_index).
