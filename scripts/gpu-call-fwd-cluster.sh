@@ -18,7 +18,7 @@ CS=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 python3 bench/gpu_check.py --budget-s 80 >"$OUT/check.log" 2>&1
 echo "check rc=$? $(( $(date +%s) - T0 )) s" | tee -a "$OUT/summary.txt"
 timeout 200 python3 bench/tune.py run --plan fwd-cluster \
-  --dir .dev/tune-fwd-cluster --out "$OUT" --deadline $(( $(date +%s) + 190 )) \
+  --dir "${TUNE_DIR:-.dev/tune-fwd-cluster}" --out "$OUT" --deadline $(( $(date +%s) + 190 )) \
   >"$OUT/tune.md" 2>&1
 echo "tune rc=$? $(( $(date +%s) - T0 )) s" | tee -a "$OUT/summary.txt"
 export PYTORCH_NO_CUDA_MEMORY_CACHING=1
@@ -30,6 +30,8 @@ timeout 150 "$CS" --tool racecheck --error-exitcode 99 --print-limit 50 \
   python3 bench/gpu_check.py --sanitizer rows --tool racecheck \
   --filter='-c[248]' >"$OUT/racecheck.log" 2>&1
 echo "racecheck rc=$? $(( $(date +%s) - T0 )) s" | tee -a "$OUT/summary.txt"
-tail -4 "$OUT/check.log" "$OUT/memcheck.log" "$OUT/racecheck.log"
-tail -30 "$OUT/tune.md"
+# PROFILE (scripts/gpu-profile.sh's CONFIG:M list): ncu on those too.
+[[ -z ${PROFILE:-} ]] || PROFILE_CAP_S=100 bash scripts/gpu-profile.sh 2>&1 | tail -6
+for f in check memcheck racecheck; do tail -n 4 "$OUT/$f.log"; done
+tail -n 30 "$OUT/tune.md"
 cat "$OUT/summary.txt"
