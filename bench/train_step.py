@@ -216,8 +216,14 @@ def run_config(width, norm, precision, mode, args, device):
         # Rounds alternate which model goes first (torch's, ours; ours,
         # torch's; ...); each model's j-th timed step gets batch j.
         times, losses, done = ([], []), ([], []), [0, 0]
-        per_round = -(-args.steps // args.rounds)
-        for rnd in range(args.rounds):
+        n_steps, rounds = args.steps, args.rounds
+        if mode == "eager" and not (args.quick or args.cpu):
+            # Host-bound eager steps move between rounds: more rounds
+            # (alternating) and steps, which cost a second or two here.
+            n_steps, rounds = args.eager_steps, args.eager_rounds
+        per_round = -(-n_steps // rounds)
+        res["timed"] = "%d x %d" % (rounds, per_round)
+        for rnd in range(rounds):
             for k in ((0, 1) if rnd % 2 == 0 else (1, 0)):
                 for _ in range(per_round):
                     data = batch(args.warmup + done[k], b, t, device)
@@ -581,6 +587,11 @@ def parse(argv=None):
                     "--norms x --precisions x --modes, each a pattern whose "
                     "fields may be 'all' (or empty): 512:all:bf16:all "
                     "4096:all:bf16:all 1024:all:autocast:eager")
+    ap.add_argument("--eager-steps", type=int, default=60,
+                    help="timed steps per model of an eager configuration "
+                    "(not --quick)")
+    ap.add_argument("--eager-rounds", type=int, default=6,
+                    help="its alternating rounds")
     ap.add_argument("--budget-s", type=float, default=None,
                     help="start no configuration that would end after "
                     "this many seconds (its time guessed from the longest "
@@ -724,8 +735,10 @@ def main(argv=None):
                 print("\n".join(profile_table(r)), flush=True)
         table = training_table(results)
         md += ["## ms per training step (median over %d timed steps a "
-               "model in %d alternating rounds, after %d of warm-up; %s)" % (
+               "model in %d alternating rounds, eager %d in %d, after %d of "
+               "warm-up; %s)" % (
                    -(-args.steps // args.rounds) * args.rounds, args.rounds,
+                   args.eager_steps, args.eager_rounds,
                    args.warmup, "wall clock" if args.cpu else "CUDA events"),
                ""] + table
     if args.out:
