@@ -34,7 +34,7 @@ many seconds from the start (host rows included), its time taken as the
 longest of its mode so far, else --guess-s; the ones left are listed as
 skipped. The issue's most informative subset in about 300 s of an H200:
 
-    python3 bench/train_step.py --budget-s 290 --config \
+    python3 bench/train_step.py --budget-s 270 --config \
         512:all:bf16:eager 4096:all:bf16:eager 1024:all:autocast:eager \
         512:all:bf16:compile 512:all:bf16:reduce-overhead \
         4096:all:bf16:compile 4096:all:bf16:reduce-overhead \
@@ -609,7 +609,7 @@ def parse(argv=None):
                     help="start no configuration that would end after "
                     "this many seconds (its time guessed from the longest "
                     "of its mode so far, else --guess-s)")
-    ap.add_argument("--guess-s", nargs=3, type=float, default=(15, 75, 85),
+    ap.add_argument("--guess-s", nargs=3, type=float, default=(10, 30, 40),
                     metavar=("EAGER", "COMPILE", "RO"),
                     help="seconds a configuration of each mode is taken to "
                     "need before one has run (H200 guesses)")
