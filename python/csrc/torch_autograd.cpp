@@ -1069,13 +1069,17 @@ template <class F> PyObject *runPlain(F &&f) {
   }
   if (ts)
     PyEval_RestoreThread(ts);
+  // Not with an exception set (torch's bindings then leave them to C++'s
+  // handler; they are dropped here), and no more after one that a warning
+  // filter turned into an error.
   for (const c10::Warning &w : warnings.got) {
+    if (failed)
+      break;
     PyObject *cat = std::holds_alternative<c10::DeprecationWarning>(w.type())
                         ? PyExc_DeprecationWarning
                         : PyExc_UserWarning;
-    if (PyErr_WarnEx(cat, w.msg().c_str(), 1) < 0 && !failed) {
+    if (PyErr_WarnEx(cat, w.msg().c_str(), 1) < 0)
       failed = true; // a warning turned into an error
-    }
   }
   if (failed)
     return nullptr;
