@@ -1173,6 +1173,9 @@ class _CppAutograd:
         if self._entries is None or os.environ.get(
                 "NORM_MLIR_PY_ENTRY", "1") == "0":
             return None
+        import sysconfig
+        if sysconfig.get_config_var("Py_GIL_DISABLED"):
+            return None  # a free-threaded CPython: not the limited API's
         probe = torch.empty(0)
         try:
             return self._entries(
