@@ -27,8 +27,20 @@ markdown, to --out.
                                           and the op bodies' host time with
                                           launches replaced by validation)
 
---budget-s stops starting configurations after that many seconds (the
-ones left are listed as skipped). scripts/gpu-python.sh runs --quick.
+--config picks configurations by pattern (W:NORM:PREC:MODE, 'all' for any
+field) instead of the cross product of --widths, --norms, --precisions and
+--modes. --budget-s starts no configuration that would end after that
+many seconds from the start (host rows included), its time taken as the
+longest of its mode so far, else --guess-s; the ones left are listed as
+skipped. The issue's most informative subset in about 300 s of an H200:
+
+    python3 bench/train_step.py --budget-s 270 --config \
+        512:all:bf16:eager 4096:all:bf16:eager 1024:all:autocast:eager \
+        512:all:bf16:compile 512:all:bf16:reduce-overhead \
+        4096:all:bf16:compile 4096:all:bf16:reduce-overhead \
+        --out train_step.md
+
+scripts/gpu-python.sh runs --quick.
 
 --profile K (GPU) also runs K more steps of each model of every
 configuration under torch.profiler and prints, per model, the GPU time a
@@ -204,8 +216,14 @@ def run_config(width, norm, precision, mode, args, device):
         # Rounds alternate which model goes first (torch's, ours; ours,
         # torch's; ...); each model's j-th timed step gets batch j.
         times, losses, done = ([], []), ([], []), [0, 0]
-        per_round = -(-args.steps // args.rounds)
-        for rnd in range(args.rounds):
+        n_steps, rounds = args.steps, args.rounds
+        if mode == "eager" and not (args.quick or args.cpu):
+            # Host-bound eager steps move between rounds: more rounds
+            # (alternating) and steps, which cost a second or two here.
+            n_steps, rounds = args.eager_steps, args.eager_rounds
+        per_round = -(-n_steps // rounds)
+        res["timed"] = "%d x %d" % (rounds, per_round)
+        for rnd in range(rounds):
             for k in ((0, 1) if rnd % 2 == 0 else (1, 0)):
                 for _ in range(per_round):
                     data = batch(args.warmup + done[k], b, t, device)
@@ -253,9 +271,20 @@ def kernel_times(step, count, first, b, t, device):
     {"kernels": {name: (GPU us a step, launches a step)}, "runtime":
     {CUDA runtime / driver call: (host us a step, calls a step)},
     "host_ms": the wall time a step takes to queue (no synchronization
-    between steps)}. A step whose host time reaches its GPU time, or a
+    between steps), "host_ms_plain": the same without the profiler}. A step whose host time reaches its GPU time, or a
     synchronizing call among the runtime's, leaves the GPU idle."""
     from torch.profiler import ProfilerActivity, profile
+    # The same without the profiler first: under it our eager calls take
+    # the dispatcher's route (its RecordFunction callbacks turn off the
+    # Python entry's fast route and the direct bodies, so that its trace
+    # keeps our ops), which torch's calls do not.
+    plain = []
+    sync(device)
+    for i in range(count):
+        t0 = time.perf_counter()
+        step(*batch(first + count + i, b, t, device))
+        plain.append(time.perf_counter() - t0)
+    sync(device)
     host = []
     with profile(activities=[ProfilerActivity.CPU,
                              ProfilerActivity.CUDA]) as prof:
@@ -277,7 +306,8 @@ def kernel_times(step, count, first, b, t, device):
             runtime[ev.name] = (us + ev.cpu_time_total, n + 1)
     per = lambda d: {k: (us / count, n / count) for k, (us, n) in d.items()}
     return {"kernels": per(kernels), "runtime": per(runtime),
-            "host_ms": statistics.median(host) * 1e3}
+            "host_ms": statistics.median(host) * 1e3,
+            "host_ms_plain": statistics.median(plain) * 1e3}
 
 
 def profile_table(res, top=12):
@@ -291,9 +321,10 @@ def profile_table(res, top=12):
         ks = p["kernels"]
         total = sum(us for us, _ in ks.values())
         out.append("  %s: %.1f us of kernels a step, %d launches; host "
-                   "%.2f ms a step to queue" % (
+                   "%.2f ms a step to queue under the profiler, %.2f ms "
+                   "without" % (
                        label, total, round(sum(n for _, n in ks.values())),
-                       p["host_ms"]))
+                       p["host_ms"], p.get("host_ms_plain", float("nan"))))
         for name, (us, n) in sorted(ks.items(), key=lambda kv: -kv[1][0])[
                 :top]:
             out.append("    %8.1f us %4.0fx  %s" % (us, n, name[:110]))
@@ -348,7 +379,7 @@ def backward_only(make, g, device, calls=200, batches=5):
     return statistics.median(ts[1:])
 
 
-def host_rows(device, m=8, n=1024, calls=200):
+def host_rows(device, m=8, n=1024, calls=200, all_impls=True):
     """(op, phase, {impl: us}) at m x n bf16 (weight and bias bf16, all
     requiring grad; "backward, dy from the graph": the backward of
     f() * 2, whose upstream gradient autograd makes and holds alone, as
@@ -357,7 +388,10 @@ def host_rows(device, m=8, n=1024, calls=200):
     calling the C++ bodies through the dispatcher only (NORM_MLIR_DIRECT=0:
     "The bodies without the dispatcher" in docs/Python.md) where both are
     C++, and ours with the Python bodies (and Python autograd: the first
-    route) where the C++ ones are. add_layer_norm: torch's add then
+    route) where the C++ ones are; "ours via op": the eager calls
+    through the eager ops' callables (the Python entry's fast route off,
+    as before it: docs/Python.md, "The Python entry"). all_impls False:
+    torch, ours and ours via op only. add_layer_norm: torch's add then
     F.layer_norm against ours (h unused by the backward)."""
     import norm_mlir.torch as nt
     torch.manual_seed(0)
@@ -379,11 +413,16 @@ def host_rows(device, m=8, n=1024, calls=200):
             "ours": lambda: nt.add_layer_norm(x, r, (n,), w, b)[0]},
     }
     impls = ["torch", "ours"]
-    if nt._cpp_autograd:
+    ag = nt._autograd_ext if nt._cpp_autograd else None
+    if ag is not None and getattr(ag, "_entries", None) is not None and \
+            nt._ln_eager is not torch.ops.norm_mlir._eager_layer_norm \
+            .default._op:
+        impls.append("ours via op")
+    if nt._cpp_autograd and all_impls:
         impls.append("ours, Python autograd")
         if nt._native is not None and getattr(nt._native, "direct", None):
             impls.append("ours, via the dispatcher")
-    if nt._default_keys is not None:
+    if nt._default_keys is not None and all_impls:
         impls.append("ours, Python bodies")
     rows = []
     for op, by in fns.items():
@@ -397,6 +436,7 @@ def host_rows(device, m=8, n=1024, calls=200):
                 nt._use_autograd(None)
             direct = nt._use_direct(False) \
                 if impl == "ours, via the dispatcher" else None
+            entry = ag.entry_on(False) if impl == "ours via op" else None
             try:
                 got["forward"][impl] = per_call(f, device, calls)
                 got["backward"][impl] = backward_only(f, g, device, calls)
@@ -408,6 +448,8 @@ def host_rows(device, m=8, n=1024, calls=200):
                 got["backward, dy from the graph"][impl] = backward_only(
                     lambda: f() * 2, g, device, calls)
             finally:
+                if entry is not None:
+                    ag.entry_on(entry)
                 if direct is not None:
                     nt._use_direct(direct)
                 nt._use_bodies(nt._default_keys)
@@ -553,8 +595,27 @@ def parse(argv=None):
     ap.add_argument("--steps", type=int, help="timed steps per model")
     ap.add_argument("--rounds", type=int, default=None,
                     help="alternations torch/ours per configuration")
+    ap.add_argument("--config", nargs="+", metavar="W:NORM:PREC:MODE",
+                    help="configurations to run instead of --widths x "
+                    "--norms x --precisions x --modes, each a pattern whose "
+                    "fields may be 'all' (or empty): 512:all:bf16:all "
+                    "4096:all:bf16:all 1024:all:autocast:eager")
+    ap.add_argument("--eager-steps", type=int, default=60,
+                    help="timed steps per model of an eager configuration "
+                    "(not --quick)")
+    ap.add_argument("--eager-rounds", type=int, default=6,
+                    help="its alternating rounds")
     ap.add_argument("--budget-s", type=float, default=None,
-                    help="start no configuration after this many seconds")
+                    help="start no configuration that would end after "
+                    "this many seconds (its time guessed from the longest "
+                    "of its mode so far, else --guess-s)")
+    ap.add_argument("--guess-s", nargs=3, type=float, default=(10, 30, 40),
+                    metavar=("EAGER", "COMPILE", "RO"),
+                    help="seconds a configuration of each mode is taken to "
+                    "need before one has run (H200 guesses)")
+    ap.add_argument("--host-all", action="store_true",
+                    help="host time also of the Python autograd formulas, "
+                    "the dispatcher-only route and the Python bodies")
     ap.add_argument("--no-host", action="store_true",
                     help="leave out the per-call host times")
     ap.add_argument("--no-train", action="store_true",
@@ -575,7 +636,44 @@ def parse(argv=None):
     args.steps = args.steps if args.steps is not None else (
         4 if args.cpu else 10 if quick else 30)
     args.rounds = args.rounds or (1 if quick else 2)
+    args.configs = configurations(args)
     return args
+
+
+def configurations(args):
+    """[(mode, width, norm, precision)] to run: from --widths ... eager
+    first, then compiled, then reduce-overhead (a budget cuts the slow
+    ones first); from --config in the order of its patterns (each
+    pattern's eager first), so that they say what a budget keeps."""
+    if not args.config:
+        return [(mode, w, norm, prec) for mode in args.modes
+                for w in args.widths for prec in args.precisions
+                for norm in args.norms]
+    fields = (sorted(SHAPES), NORMS, PRECISIONS, MODES)
+    picked = []
+    for pat in args.config:
+        parts = pat.split(":")
+        if len(parts) != 4:
+            raise SystemExit("train_step: --config %r is not "
+                             "W:NORM:PREC:MODE" % pat)
+        choices = []
+        for part, values in zip(parts, fields):
+            if part in ("", "*", "all"):
+                choices.append(list(values))
+                continue
+            v = int(part) if values is fields[0] else part
+            if v not in values:
+                raise SystemExit("train_step: --config %r: %r is not one "
+                                 "of %s" % (pat, part, list(values)))
+            choices.append([v])
+        for mode in choices[3]:
+            for w in choices[0]:
+                for prec in choices[2]:
+                    for norm in choices[1]:
+                        c = (mode, w, norm, prec)
+                        if c not in picked:
+                            picked.append(c)
+    return picked
 
 
 def main(argv=None):
@@ -605,7 +703,8 @@ def main(argv=None):
                     "CPU, so only ours against ours compares" % (
                         "in" if native else "absent"))
         else:
-            impls, rows = host_rows(device, m, n)
+            impls, rows = host_rows(device, m, n,
+                                    all_impls=args.host_all)
             note = "GPU"
         host = host_table(impls, rows, m, n)
         md += ["## Host time per call (us; %s)" % note, ""] + host + [""]
@@ -616,19 +715,26 @@ def main(argv=None):
     if not args.no_train:
         # Eager first for every shape, then compile, then reduce-overhead:
         # a budget cuts the slow ones first.
-        configs = [(mode, w, norm, prec) for mode in args.modes
-                   for w in args.widths for prec in args.precisions
-                   for norm in args.norms]
-        for mode, w, norm, prec in configs:
-            if args.budget_s and time.perf_counter() - t_start > \
-                    args.budget_s:
+        # The time a configuration of each mode takes: a guess until one
+        # has run, then the longest seen.
+        need, seen = dict(zip(MODES, args.guess_s)), {}
+        for mode, w, norm, prec in args.configs:
+            left = args.budget_s - (time.perf_counter() - t_start) \
+                if args.budget_s else None
+            if left is not None and need[mode] > left:
                 b, t, layers = SHAPES[w]
                 results.append({"width": w, "shape": "%dx%dx%d" % (
                     b, t, layers), "norm": norm, "precision": prec,
-                    "mode": mode, "skipped": "skipped (budget)"})
+                    "mode": mode, "skipped": "skipped (budget: %.0f s "
+                    "left, about %.0f s needed)" % (max(left, 0),
+                                                    need[mode])})
                 continue
             t0 = time.perf_counter()
             r = run_config(w, norm, prec, mode, args, device)
+            if "error" not in r:
+                seen[mode] = max(seen.get(mode, 0.0),
+                                 time.perf_counter() - t0)
+                need[mode] = seen[mode]
             results.append(r)
             failed |= "error" in r
             print("%-5d %-10s %-8s %-15s (%3.0f s) %s" % (
@@ -642,8 +748,10 @@ def main(argv=None):
                 print("\n".join(profile_table(r)), flush=True)
         table = training_table(results)
         md += ["## ms per training step (median over %d timed steps a "
-               "model in %d alternating rounds, after %d of warm-up; %s)" % (
+               "model in %d alternating rounds, eager %d in %d, after %d of "
+               "warm-up; %s)" % (
                    -(-args.steps // args.rounds) * args.rounds, args.rounds,
+                   args.eager_steps, args.eager_rounds,
                    args.warmup, "wall clock" if args.cpu else "CUDA events"),
                ""] + table
     if args.out:

@@ -89,6 +89,15 @@ print("autograd kernels: %s" % (
         "the wheel has no %s" % nt._AUTOGRAD_LIB if ag is None else
         "%s is for torch %s, this is %s" % (
             ag, nt._autograd_stamp(ag), nt._torch_build()))))
+# The eager calls' Python entry (docs/Python.md, "The Python entry").
+if nt._cpp_autograd:
+    print("eager calls: %s" % (
+        "the Python entry (python %s)" % sys.version.split()[0]
+        if nt._ln_eager is not torch.ops.norm_mlir._eager_layer_norm.default._op
+        else "the ops' callables (%s)" % (
+            "NORM_MLIR_PY_ENTRY=0" if os.environ.get("NORM_MLIR_PY_ENTRY")
+            == "0" else "the library has no Python entry: built without "
+            "Python's headers, or its layout check failed")))
 EOF
 check=$?
 ((check == 0 || check == 2)) || exit 1

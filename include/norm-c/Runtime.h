@@ -171,7 +171,9 @@ NORMRT_API int normrt_workspace_bytes(const NormrtModule *module, int64_t rows,
 /// The launch runs in the module's context: if it is not current on the
 /// calling thread, it is made current for the call and the previous one
 /// restored. A module does not change after its load, so threads may launch
-/// from one module concurrently.
+/// from one module concurrently. Each thread plans its launches into
+/// storage of its own that it keeps, so a launch (or validate) allocates
+/// nothing once the thread has launched as large a one.
 NORMRT_API int normrt_launch(const NormrtModule *module,
                              const NormrtTensor *tensors, int32_t num_tensors,
                              void *workspace, size_t workspace_size,

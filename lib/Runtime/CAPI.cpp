@@ -141,7 +141,7 @@ int normrt_validate(const NormrtModule *module, const NormrtTensor *tensors,
                     size_t workspace_size) {
   if (!module)
     return invalid("module is NULL");
-  LaunchPlan plan;
+  thread_local LaunchPlan plan; // as launchModule's: no allocation a call
   if (Status s = planLaunch(module->manifest, tensors, num_tensors, workspace,
                             workspace_size, plan);
       s.failed())

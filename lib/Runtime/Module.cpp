@@ -258,7 +258,10 @@ Status mlir::norm::runtime::launchModule(const NormrtModule &module,
                                          const NormrtTensor *tensors,
                                          int32_t numTensors, void *workspace,
                                          size_t workspaceSize, void *stream) {
-  LaunchPlan plan;
+  // The thread's own plan and pointer array, used again at every launch:
+  // planLaunch empties them without freeing their storage.
+  thread_local LaunchPlan plan;
+  thread_local std::vector<void *> pointers;
   if (Status s = planLaunch(module.manifest, tensors, numTensors, workspace,
                             workspaceSize, plan);
       s.failed())
@@ -278,7 +281,6 @@ Status mlir::norm::runtime::launchModule(const NormrtModule &module,
   for (const auto &[address, bytes] : plan.clears)
     if (CUresult r = d.cuMemsetD8Async(address, 0, bytes, cuStream))
       return driverError(d, "cuMemsetD8Async", r, "clearing a workspace");
-  std::vector<void *> pointers;
   for (KernelLaunch &l : plan.launches) {
     pointers.clear();
     for (uint64_t &p : l.params)

@@ -22,7 +22,12 @@ int64_t mlir::norm::runtime::groupsFor(const Manifest &manifest, int64_t m) {
 
 Status mlir::norm::runtime::planWorkspaces(const Manifest &manifest, int64_t m,
                                            WorkspaceLayout &layout) {
-  layout = WorkspaceLayout();
+  // Emptied, not replaced: a layout used again keeps its vectors' storage
+  // (the launch path plans into a thread's own plan at every call).
+  layout.groups = 0;
+  layout.offsets.clear();
+  layout.bytes.clear();
+  layout.total = 0;
   if (m < 0)
     return Status::error(NORMRT_ERROR_INVALID_ARGUMENT,
                          "rows must be >= 0, got " + std::to_string(m));
@@ -132,12 +137,20 @@ Status mlir::norm::runtime::planLaunch(const Manifest &manifest,
                                        const NormrtTensor *tensors,
                                        int32_t numTensors, void *workspace,
                                        size_t workspaceSize, LaunchPlan &plan) {
-  plan = LaunchPlan();
-  std::vector<const NormrtTensor *> bound;
+  // Emptied, not replaced, and the bound tensors in a thread's own vector:
+  // a plan used again (the launch path keeps one per thread) allocates
+  // nothing once its vectors have grown, where a fresh one made about ten
+  // allocations a launch (docs/NOTES.md, "Issue 22: host time, third
+  // pass"). Every field is written again below before it is read.
+  plan.m = 0;
+  plan.clears.clear();
+  thread_local std::vector<const NormrtTensor *> bound;
   if (Status s = bindTensors(manifest, tensors, numTensors, bound, plan.m);
       s.failed())
     return s;
   if (plan.m == 0) {
+    plan.launches.clear();
+    plan.workspace = WorkspaceLayout();
     // No rows: no kernel runs and no workspace is used, but dweight / dbias
     // are sums over zero rows, so the outputs that do not follow M are
     // cleared (as PyTorch returns zeros). Row outputs have no elements.
@@ -184,9 +197,11 @@ Status mlir::norm::runtime::planLaunch(const Manifest &manifest,
                                plan.workspace.bytes[k]);
 
   int64_t groups = plan.workspace.groups;
+  plan.launches.resize(manifest.kernels.size());
   for (size_t k = 0; k < manifest.kernels.size(); ++k) {
     const KernelSpec &spec = manifest.kernels[k];
-    KernelLaunch launch;
+    KernelLaunch &launch = plan.launches[k];
+    launch.params.clear();
     launch.kernel = k;
     launch.block = uint32_t(spec.block);
     if (Status s = gridOf(manifest, spec, plan.m, groups, launch.grid);
@@ -214,7 +229,6 @@ Status mlir::norm::runtime::planLaunch(const Manifest &manifest,
       appendMemref(launch.params, base + plan.workspace.offsets[p.index], sizes,
                    strides, p.rank);
     }
-    plan.launches.push_back(std::move(launch));
   }
   return Status::success();
 }

@@ -258,7 +258,8 @@ ByteRange mlir::norm::runtime::byteRange(const ArgumentSpec &a,
 Status mlir::norm::runtime::checkOverlaps(
     const Manifest &manifest, const std::vector<const NormrtTensor *> &bound) {
   size_t count = manifest.arguments.size();
-  std::vector<ByteRange> ranges(count);
+  thread_local std::vector<ByteRange> ranges; // kept: no allocation a call
+  ranges.resize(count);
   for (size_t i = 0; i < count; ++i)
     ranges[i] = byteRange(manifest.arguments[i], *bound[i]);
   int32_t dx = manifest.findKind(ArgumentKind::Dx),
@@ -322,7 +323,8 @@ Status mlir::norm::runtime::bindTensors(
 
   size_t numArguments = manifest.arguments.size();
   bound.assign(numArguments, nullptr);
-  std::vector<int32_t> source(numArguments, -1);
+  thread_local std::vector<int32_t> source; // kept: no allocation a call
+  source.assign(numArguments, -1);
   for (int32_t j = 0; j < numTensors; ++j) {
     const NormrtTensor &t = tensors[j];
     int32_t index;

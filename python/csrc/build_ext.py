@@ -108,9 +108,24 @@ def torch_version(tdir):
     return "%s %s" % (out[0].split("+")[0], out[1]), out[2]
 
 
-def autograd_command(out, tdir, cxx, version, abi):
+def python_include():
+    """CPython's include directory (Python.h), or None: the autograd
+    library's Python entry (torch_autograd.cpp, the limited API of 3.10) is
+    compiled in only where it is found."""
+    import sysconfig
+    d = sysconfig.get_paths().get("include")
+    return d if d and os.path.isfile(os.path.join(d, "Python.h")) else None
+
+
+def autograd_command(out, tdir, cxx, version, abi, pyinc=None):
     inc = os.path.join(tdir, "include")
-    return cxx + [
+    # With the Python entry, CPython's symbols come from the interpreter
+    # the library is loaded into (as an extension module's do): no -z defs,
+    # and libtorch_python.so (loaded by `import torch`) for
+    # THPVariable_Wrap.
+    py = ["-DNORMTORCH_PYTHON_ENTRY", "-isystem", pyinc] if pyinc else []
+    link = ["-ltorch_python"] if pyinc else []
+    return cxx + py + [
         "-O2", "-std=c++17", "-fPIC", "-shared", "-fvisibility=hidden",
         "-fvisibility-inlines-hidden", "-Wall", "-Wno-unused-function",
         "-D_GLIBCXX_USE_CXX11_ABI=" + abi,
@@ -119,7 +134,8 @@ def autograd_command(out, tdir, cxx, version, abi):
         "-isystem", os.path.join(inc, "torch", "csrc", "api", "include"),
         AUTOGRAD_SOURCE, "-o", out,
         "-L", os.path.join(tdir, "lib"), "-Wl,--no-as-needed", "-lc10",
-        "-ltorch_cpu", "-Wl,--as-needed", "-Wl,-z,defs"]
+        "-ltorch_cpu"] + link + ["-Wl,--as-needed"] + (
+            [] if pyinc else ["-Wl,-z,defs"])
 
 
 def build_autograd(out_dir, quiet=False):
@@ -138,7 +154,8 @@ def build_autograd(out_dir, quiet=False):
     out = os.path.join(out_dir, AUTOGRAD_NAME)
     tmp = out + ".%d.tmp" % os.getpid()
     try:
-        subprocess.check_call(autograd_command(tmp, tdir, cxx, version, abi))
+        subprocess.check_call(autograd_command(tmp, tdir, cxx, version, abi,
+                                               python_include()))
     except (OSError, subprocess.CalledProcessError) as ex:
         if os.path.exists(tmp):
             os.remove(tmp)

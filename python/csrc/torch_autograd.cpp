@@ -41,6 +41,23 @@
 
 #include "normtorch_direct.h"
 
+#ifdef NORMTORCH_PYTHON_ENTRY
+// CPython's limited API (3.10): the library fits every CPython its torch
+// runs on. Nothing of torch's Python headers (they need the full API):
+// the two functions of libtorch_python.so used are declared as
+// torch/csrc/autograd/python_variable.h and torch/csrc/Exceptions.h do.
+#define PY_SSIZE_T_CLEAN
+#define Py_LIMITED_API 0x030A0000
+#include <Python.h>
+#include <ATen/PythonTorchFunctionTLS.h>
+#include <variant>
+PyObject *THPVariable_Wrap(const at::TensorBase &var);
+PyObject *THPVariable_Wrap(at::TensorBase &&var);
+namespace torch {
+std::string processErrorMsg(std::string str);
+} // namespace torch
+#endif
+
 #include <algorithm>
 #include <atomic>
 #include <cstring>
@@ -850,6 +867,340 @@ eagerAddRmsNorm(const Tensor &x, const Tensor &residual,
   return {std::move(std::get<0>(out)), std::move(std::get<1>(out))};
 }
 
+// ------------------------------------------------- the Python entry
+//
+// What Python calls for the eager calls instead of the ops' C++ callables
+// (OpOverload._op): on the CPU that entry cost about 1.2 us of a 4.7 us
+// forward over a generated torch binding (pybind11's dispatch, a
+// __torch_function__ check of every argument, each argument converted to
+// an IValue by the schema, a boxed call through the dispatcher, the result
+// converted back). These functions take the arguments as they come
+// (METH_FASTCALL), and where the call is plain eager (x, weight, bias,
+// residual exact torch.Tensor / Parameter objects; no torch function mode;
+// no dispatch mode, profiler callback or dispatch key beyond torch's
+// defaults: exactly where the dispatcher would call the eager op's
+// CompositeImplicitAutograd kernel with nothing around it) call that
+// kernel (eagerLayerNorm...) directly, with the GIL released as the op
+// call releases it; anything else calls the op's callable (`fallback`), as
+// before. Errors become the exceptions torch's bindings raise, C++
+// warnings Python warnings.
+//
+// Built only where Python's headers are found (build_ext.py defines
+// NORMTORCH_PYTHON_ENTRY), with the limited API of CPython 3.10, so the
+// library still fits every CPython of its torch. A tensor's at::Tensor is
+// read from torch's THPVariable layout (PyObject_HEAD, then the
+// at::Tensor: torch/csrc/autograd/python_variable.h), which
+// normtorch_autograd_python_entries checks against a probe tensor before
+// handing the functions out.
+
+#ifdef NORMTORCH_PYTHON_ENTRY
+
+struct PyTensor {
+  PyObject_HEAD at::Tensor cdata;
+};
+
+struct PyEntry {
+  PyObject *tensorType = nullptr, *parameterType = nullptr;
+  PyObject *fallback[4] = {nullptr, nullptr, nullptr, nullptr};
+  PyObject *oomError = nullptr; // torch.OutOfMemoryError
+};
+PyEntry pyEntry;
+std::atomic<int> pyEntryOn{1};
+std::atomic<uint64_t> pyFastCalls{0}, pyFallbackCalls{0};
+
+bool plainTensor(PyObject *o) {
+  PyObject *t = reinterpret_cast<PyObject *>(Py_TYPE(o));
+  return t == pyEntry.tensorType || t == pyEntry.parameterType;
+}
+
+const Tensor *tensorArg(PyObject *o) {
+  return plainTensor(o) ? &reinterpret_cast<PyTensor *>(o)->cdata : nullptr;
+}
+
+/// An optional tensor: None or a plain tensor; false for anything else.
+bool optTensorArg(PyObject *o, OptTensor &out) {
+  if (o == Py_None)
+    return true;
+  const Tensor *t = tensorArg(o);
+  if (!t)
+    return false;
+  out = *t;
+  return true;
+}
+
+/// int[]: a tuple (torch.Size too) or list of exact ints.
+bool shapeArg(PyObject *o, c10::SmallVector<int64_t, 4> &out) {
+  bool tuple = PyTuple_Check(o), list = !tuple && PyList_Check(o);
+  if (!tuple && !list)
+    return false;
+  Py_ssize_t n = tuple ? PyTuple_Size(o) : PyList_Size(o);
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    PyObject *d = tuple ? PyTuple_GetItem(o, i) : PyList_GetItem(o, i);
+    if (!d || !PyLong_CheckExact(d))
+      return false;
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(d, &overflow);
+    if (overflow || (v == -1 && PyErr_Occurred())) {
+      PyErr_Clear();
+      return false;
+    }
+    out.push_back(v);
+  }
+  return true;
+}
+
+bool doubleArg(PyObject *o, double &out) {
+  if (PyFloat_CheckExact(o)) {
+    out = PyFloat_AsDouble(o);
+    return true;
+  }
+  if (PyLong_CheckExact(o)) {
+    out = PyLong_AsDouble(o);
+    if (out == -1.0 && PyErr_Occurred()) {
+      PyErr_Clear();
+      return false;
+    }
+    return true;
+  }
+  return false;
+}
+
+bool optDoubleArg(PyObject *o, std::optional<double> &out) {
+  if (o == Py_None)
+    return true;
+  double d;
+  if (!doubleArg(o, d))
+    return false;
+  out = d;
+  return true;
+}
+
+bool boolArg(PyObject *o, bool &out) {
+  if (o != Py_True && o != Py_False)
+    return false;
+  out = o == Py_True;
+  return true;
+}
+
+/// Whether the dispatcher would call the eager op's kernel
+/// (CompositeImplicitAutograd) for these tensors now with nothing before
+/// it: the highest key of the set it computes, less the keys that fall
+/// through for every op (autocast's, BackendSelect, ADInplaceOrView), is
+/// the CPU's or CUDA's autograd or dense key (where that kernel is
+/// registered), and the thread includes no key beyond torch's defaults;
+/// no dispatch mode; no profiler callback (its trace keeps the op); no
+/// torch function mode (which the op's callable consults).
+template <class... T> bool plainCall(const T &...ts) {
+  c10::DispatchKeySet ks;
+  ((ks = ks | keysOf(ts)), ...);
+  c10::impl::LocalDispatchKeySet local =
+      c10::impl::tls_local_dispatch_key_set();
+  if ((local.included_ - kPlainIncluded) != c10::DispatchKeySet())
+    return false;
+  constexpr auto skip = c10::DispatchKeySet(
+      {c10::DispatchKey::AutocastCPU, c10::DispatchKey::AutocastCUDA,
+       c10::DispatchKey::BackendSelect, c10::DispatchKey::ADInplaceOrView});
+  ks = ((ks | local.included_) - local.excluded_) - skip;
+  c10::DispatchKey top = ks.highestPriorityTypeId();
+  if (top != c10::DispatchKey::AutogradCPU &&
+      top != c10::DispatchKey::AutogradCUDA &&
+      top != c10::DispatchKey::CPU && top != c10::DispatchKey::CUDA)
+    return false;
+  return !c10::impl::TorchDispatchModeTLS::any_modes_set() &&
+         !at::impl::torch_function_mode_enabled() &&
+         !at::getStepCallbacksUnlessEmpty(at::RecordScope::FUNCTION)
+              .has_value();
+}
+
+/// Collects C++ warnings of the call, raised as Python warnings after it.
+struct CollectWarnings : c10::WarningHandler {
+  std::vector<c10::Warning> got;
+  void process(const c10::Warning &w) override { got.push_back(w); }
+};
+
+/// Sets the Python exception torch's bindings set for a C++ exception
+/// (torch/csrc/Exceptions.h: CATCH_ALL_ERRORS); the GIL is held.
+void setPythonError() {
+  try {
+    throw;
+  } catch (const c10::IndexError &e) {
+    PyErr_SetString(PyExc_IndexError, torch::processErrorMsg(
+                                          e.what_without_backtrace()).c_str());
+  } catch (const c10::ValueError &e) {
+    PyErr_SetString(PyExc_ValueError, torch::processErrorMsg(
+                                          e.what_without_backtrace()).c_str());
+  } catch (const c10::TypeError &e) {
+    PyErr_SetString(PyExc_TypeError, torch::processErrorMsg(
+                                         e.what_without_backtrace()).c_str());
+  } catch (const c10::NotImplementedError &e) {
+    PyErr_SetString(PyExc_NotImplementedError,
+                    torch::processErrorMsg(e.what_without_backtrace()).c_str());
+  } catch (const c10::OutOfMemoryError &e) {
+    PyErr_SetString(pyEntry.oomError ? pyEntry.oomError : PyExc_RuntimeError,
+                    torch::processErrorMsg(e.what_without_backtrace()).c_str());
+  } catch (const c10::Error &e) {
+    PyErr_SetString(PyExc_RuntimeError, torch::processErrorMsg(
+                                            e.what_without_backtrace()).c_str());
+  } catch (const std::exception &e) {
+    PyErr_SetString(PyExc_RuntimeError,
+                    torch::processErrorMsg(e.what()).c_str());
+  } catch (...) {
+    PyErr_SetString(PyExc_RuntimeError, "norm_mlir: unknown C++ exception");
+  }
+}
+
+/// Runs f (returning a Tensor or a tuple of two) without the GIL; its
+/// result as Python objects, or NULL with the exception set.
+template <class F> PyObject *runPlain(F &&f) {
+  pyFastCalls.fetch_add(1, std::memory_order_relaxed);
+  CollectWarnings warnings;
+  PyObject *result = nullptr;
+  bool failed = false;
+  decltype(f()) out;
+  PyThreadState *ts = PyEval_SaveThread();
+  try {
+    c10::WarningUtils::WarningHandlerGuard guard(&warnings);
+    out = f();
+  } catch (...) {
+    PyEval_RestoreThread(ts);
+    ts = nullptr;
+    setPythonError();
+    failed = true;
+  }
+  if (ts)
+    PyEval_RestoreThread(ts);
+  // Not with an exception set (torch's bindings then leave them to C++'s
+  // handler; they are dropped here), and no more after one that a warning
+  // filter turned into an error.
+  for (const c10::Warning &w : warnings.got) {
+    if (failed)
+      break;
+    PyObject *cat = std::holds_alternative<c10::DeprecationWarning>(w.type())
+                        ? PyExc_DeprecationWarning
+                        : PyExc_UserWarning;
+    if (PyErr_WarnEx(cat, w.msg().c_str(), 1) < 0)
+      failed = true; // a warning turned into an error
+  }
+  if (failed)
+    return nullptr;
+  if constexpr (std::is_same_v<decltype(out), Tensor>) {
+    result = THPVariable_Wrap(std::move(out));
+  } else {
+    PyObject *a = THPVariable_Wrap(std::move(std::get<0>(out)));
+    PyObject *b = a ? THPVariable_Wrap(std::move(std::get<1>(out))) : nullptr;
+    if (!b) {
+      Py_XDECREF(a);
+      return nullptr;
+    }
+    result = PyTuple_Pack(2, a, b);
+    Py_DECREF(a);
+    Py_DECREF(b);
+  }
+  return result;
+}
+
+/// The op's callable with the same arguments (the dispatcher's route).
+PyObject *viaOp(int which, PyObject *const *args, Py_ssize_t nargs) {
+  pyFallbackCalls.fetch_add(1, std::memory_order_relaxed);
+  PyObject *fn = pyEntry.fallback[which];
+  if (!fn) {
+    PyErr_SetString(PyExc_RuntimeError, "norm_mlir: no eager op");
+    return nullptr;
+  }
+  PyObject *tuple = PyTuple_New(nargs);
+  if (!tuple)
+    return nullptr;
+  for (Py_ssize_t i = 0; i < nargs; ++i) {
+    Py_INCREF(args[i]);
+    PyTuple_SetItem(tuple, i, args[i]);
+  }
+  PyObject *r = PyObject_Call(fn, tuple, nullptr);
+  Py_DECREF(tuple);
+  return r;
+}
+
+bool entryOn() { return pyEntryOn.load(std::memory_order_relaxed) != 0; }
+
+// layer_norm(x, normalized_shape, weight, bias, eps, zero_centered)
+PyObject *pyLayerNorm(PyObject *, PyObject *const *args, Py_ssize_t nargs) {
+  const Tensor *x;
+  c10::SmallVector<int64_t, 4> shape;
+  OptTensor w, b;
+  double eps;
+  bool zc;
+  if (entryOn() && nargs == 6 && (x = tensorArg(args[0])) &&
+      shapeArg(args[1], shape) && optTensorArg(args[2], w) &&
+      optTensorArg(args[3], b) && doubleArg(args[4], eps) &&
+      boolArg(args[5], zc) && plainCall(*x, w, b))
+    return runPlain([&] { return eagerLayerNorm(*x, shape, w, b, eps, zc); });
+  return viaOp(0, args, nargs);
+}
+
+// rms_norm(x, normalized_shape, weight, eps, zero_centered)
+PyObject *pyRmsNorm(PyObject *, PyObject *const *args, Py_ssize_t nargs) {
+  const Tensor *x;
+  c10::SmallVector<int64_t, 4> shape;
+  OptTensor w;
+  std::optional<double> eps;
+  bool zc;
+  if (entryOn() && nargs == 5 && (x = tensorArg(args[0])) &&
+      shapeArg(args[1], shape) && optTensorArg(args[2], w) &&
+      optDoubleArg(args[3], eps) && boolArg(args[4], zc) && plainCall(*x, w))
+    return runPlain([&] { return eagerRmsNorm(*x, shape, w, eps, zc); });
+  return viaOp(1, args, nargs);
+}
+
+// add_layer_norm(x, residual, normalized_shape, weight, bias, eps, zc)
+PyObject *pyAddLayerNorm(PyObject *, PyObject *const *args,
+                         Py_ssize_t nargs) {
+  const Tensor *x, *r;
+  c10::SmallVector<int64_t, 4> shape;
+  OptTensor w, b;
+  double eps;
+  bool zc;
+  if (entryOn() && nargs == 7 && (x = tensorArg(args[0])) &&
+      (r = tensorArg(args[1])) && shapeArg(args[2], shape) &&
+      optTensorArg(args[3], w) && optTensorArg(args[4], b) &&
+      doubleArg(args[5], eps) && boolArg(args[6], zc) &&
+      plainCall(*x, *r, w, b))
+    return runPlain(
+        [&] { return eagerAddLayerNorm(*x, *r, shape, w, b, eps, zc); });
+  return viaOp(2, args, nargs);
+}
+
+// add_rms_norm(x, residual, normalized_shape, weight, eps, zc)
+PyObject *pyAddRmsNorm(PyObject *, PyObject *const *args, Py_ssize_t nargs) {
+  const Tensor *x, *r;
+  c10::SmallVector<int64_t, 4> shape;
+  OptTensor w;
+  std::optional<double> eps;
+  bool zc;
+  if (entryOn() && nargs == 6 && (x = tensorArg(args[0])) &&
+      (r = tensorArg(args[1])) && shapeArg(args[2], shape) &&
+      optTensorArg(args[3], w) && optDoubleArg(args[4], eps) &&
+      boolArg(args[5], zc) && plainCall(*x, *r, w))
+    return runPlain(
+        [&] { return eagerAddRmsNorm(*x, *r, shape, w, eps, zc); });
+  return viaOp(3, args, nargs);
+}
+
+PyMethodDef pyEntryDefs[] = {
+    {"layer_norm", reinterpret_cast<PyCFunction>(
+                       reinterpret_cast<void (*)()>(&pyLayerNorm)),
+     METH_FASTCALL, "norm_mlir::_eager_layer_norm, eager"},
+    {"rms_norm", reinterpret_cast<PyCFunction>(
+                     reinterpret_cast<void (*)()>(&pyRmsNorm)),
+     METH_FASTCALL, "norm_mlir::_eager_rms_norm, eager"},
+    {"add_layer_norm", reinterpret_cast<PyCFunction>(
+                           reinterpret_cast<void (*)()>(&pyAddLayerNorm)),
+     METH_FASTCALL, "norm_mlir::_eager_add_layer_norm, eager"},
+    {"add_rms_norm", reinterpret_cast<PyCFunction>(
+                         reinterpret_cast<void (*)()>(&pyAddRmsNorm)),
+     METH_FASTCALL, "norm_mlir::_eager_add_rms_norm, eager"},
+};
+
+#endif // NORMTORCH_PYTHON_ENTRY
+
 void copyError(const char *what, char *err, size_t cap) {
   if (err && cap) {
     std::strncpy(err, what, cap - 1);
@@ -989,3 +1340,85 @@ NORMTORCH_API void normtorch_autograd_forget_support(void) {
   for (auto &s : cudaSupport)
     s.store(0);
 }
+
+#ifdef NORMTORCH_PYTHON_ENTRY
+/// The eager calls' Python entry (above): a new tuple of four functions
+/// (layer_norm, rms_norm, add_layer_norm, add_rms_norm), or NULL with a
+/// Python exception. types: (torch.Tensor, torch.nn.Parameter,
+/// torch.OutOfMemoryError); fallbacks: the four eager ops' callables;
+/// probe: a tensor and probe_impl its `_cdata` (its TensorImpl's address),
+/// which must be what this library reads from it and wraps back to it.
+/// Called through ctypes.PyDLL (the GIL held).
+NORMTORCH_API PyObject *normtorch_autograd_python_entries(
+    PyObject *types, PyObject *fallbacks, PyObject *probe,
+    int64_t probeImpl) {
+  if (!PyTuple_Check(types) || PyTuple_Size(types) != 3 ||
+      !PyTuple_Check(fallbacks) || PyTuple_Size(fallbacks) != 4) {
+    PyErr_SetString(PyExc_TypeError, "norm_mlir: bad entry arguments");
+    return nullptr;
+  }
+  PyObject *tensorType = PyTuple_GetItem(types, 0);
+  if (reinterpret_cast<PyObject *>(Py_TYPE(probe)) != tensorType ||
+      reinterpret_cast<PyTensor *>(probe)->cdata.unsafeGetTensorImpl() !=
+          reinterpret_cast<void *>(probeImpl)) {
+    PyErr_SetString(PyExc_RuntimeError,
+                    "norm_mlir: torch's Python tensor layout is not the one "
+                    "this library was built for");
+    return nullptr;
+  }
+  PyObject *back =
+      THPVariable_Wrap(reinterpret_cast<PyTensor *>(probe)->cdata);
+  bool same = back == probe;
+  Py_XDECREF(back);
+  if (!same) {
+    if (!PyErr_Occurred())
+      PyErr_SetString(PyExc_RuntimeError,
+                      "norm_mlir: THPVariable_Wrap does not give the probe "
+                      "tensor back");
+    return nullptr;
+  }
+  PyEntry e;
+  e.tensorType = tensorType;
+  e.parameterType = PyTuple_GetItem(types, 1);
+  e.oomError = PyTuple_GetItem(types, 2);
+  Py_INCREF(e.tensorType);
+  Py_INCREF(e.parameterType);
+  Py_INCREF(e.oomError);
+  for (int i = 0; i < 4; ++i) {
+    e.fallback[i] = PyTuple_GetItem(fallbacks, i);
+    Py_INCREF(e.fallback[i]);
+  }
+  PyEntry old = pyEntry;
+  pyEntry = e;
+  Py_XDECREF(old.tensorType);
+  Py_XDECREF(old.parameterType);
+  Py_XDECREF(old.oomError);
+  for (PyObject *f : old.fallback)
+    Py_XDECREF(f);
+  PyObject *out = PyTuple_New(4);
+  if (!out)
+    return nullptr;
+  for (int i = 0; i < 4; ++i) {
+    PyObject *f = PyCFunction_NewEx(&pyEntryDefs[i], nullptr, nullptr);
+    if (!f) {
+      Py_DECREF(out);
+      return nullptr;
+    }
+    PyTuple_SetItem(out, i, f);
+  }
+  return out;
+}
+
+/// Turns the fast route of the Python entry on (1) or off (0: every call
+/// through the ops' callables); the previous setting.
+NORMTORCH_API int normtorch_autograd_python_entry_on(int on) {
+  return pyEntryOn.exchange(on);
+}
+
+/// How many calls of the Python entry took the fast route (out[0]) and the
+/// ops' callables (out[1]).
+NORMTORCH_API void normtorch_autograd_python_entry_calls(uint64_t out[2]) {
+  out[0] = pyFastCalls.load(std::memory_order_relaxed);
+  out[1] = pyFallbackCalls.load(std::memory_order_relaxed);
+}
+#endif // NORMTORCH_PYTHON_ENTRY

@@ -1087,6 +1087,24 @@ class _CppAutograd:
         lib.normtorch_autograd_body_calls.argtypes = [
             ctypes.POINTER(ctypes.c_uint64 * 2)]
         lib.normtorch_autograd_body_calls.restype = None
+        # The eager calls' Python entry (torch_autograd.cpp, "the Python
+        # entry"): functions called from Python directly instead of the
+        # eager ops' callables; absent from a library built without
+        # Python's headers. Bound through PyDLL: the GIL held, a Python
+        # exception raised as such.
+        self._entries = getattr(lib, "normtorch_autograd_python_entries",
+                                None)
+        if self._entries is not None:
+            py = ctypes.PyDLL(path)
+            self._entries = py.normtorch_autograd_python_entries
+            self._entries.argtypes = [ctypes.py_object] * 3 + [
+                ctypes.c_int64]
+            self._entries.restype = ctypes.py_object
+            lib.normtorch_autograd_python_entry_on.argtypes = [ctypes.c_int]
+            lib.normtorch_autograd_python_entry_on.restype = ctypes.c_int
+            lib.normtorch_autograd_python_entry_calls.argtypes = [
+                ctypes.POINTER(ctypes.c_uint64 * 2)]
+            lib.normtorch_autograd_python_entry_calls.restype = None
         built = lib.normtorch_autograd_torch_version().decode()
         if built != _torch_build():
             raise OSError("built for torch %s, running %s" % (
@@ -1147,6 +1165,39 @@ class _CppAutograd:
     def unregister(self, handle):
         self.lib.normtorch_autograd_unregister(handle)
 
+    def entries(self, ops):
+        """The Python entry's four functions, each calling the kernel of
+        the eager op of `ops` (its callable: the fallback) directly where
+        the call is plain eager; None where the library has none or its
+        check of torch's tensor layout fails (a warning)."""
+        if self._entries is None or os.environ.get(
+                "NORM_MLIR_PY_ENTRY", "1") == "0":
+            return None
+        import sysconfig
+        if sysconfig.get_config_var("Py_GIL_DISABLED"):
+            return None  # a free-threaded CPython: not the limited API's
+        probe = torch.empty(0)
+        try:
+            return self._entries(
+                (torch.Tensor, torch.nn.Parameter,
+                 getattr(torch, "OutOfMemoryError", RuntimeError)),
+                tuple(ops), probe, probe._cdata)
+        except Exception as ex:  # noqa: BLE001 (the ops' callables stay)
+            warnings.warn("norm_mlir: the eager calls go through the "
+                          "dispatcher (%s)" % ex, RuntimeWarning)
+            return None
+
+    def entry_on(self, on):
+        """Whether the Python entry takes its fast route (else every call
+        goes to the ops' callables); returns the previous setting."""
+        return bool(self.lib.normtorch_autograd_python_entry_on(int(on)))
+
+    def entry_calls(self):
+        """(fast, through the ops' callables): the Python entry's calls."""
+        out = (ctypes.c_uint64 * 2)()
+        self.lib.normtorch_autograd_python_entry_calls(ctypes.byref(out))
+        return out[0], out[1]
+
 
 def _torch_build():
     """The running torch as libnormtorch_autograd.torch records one: its
@@ -1201,10 +1252,15 @@ def _use_autograd(ext):
         _autograd_reg, _cpp_autograd = None, False
     if ext is not None:
         _autograd_reg, _cpp_autograd = (ext, ext.register()), True
-        _ln_eager = torch.ops.norm_mlir._eager_layer_norm.default._op
-        _rms_eager = torch.ops.norm_mlir._eager_rms_norm.default._op
-        _add_ln_eager = torch.ops.norm_mlir._eager_add_layer_norm.default._op
-        _add_rms_eager = torch.ops.norm_mlir._eager_add_rms_norm.default._op
+        ops = (torch.ops.norm_mlir._eager_layer_norm.default._op,
+               torch.ops.norm_mlir._eager_rms_norm.default._op,
+               torch.ops.norm_mlir._eager_add_layer_norm.default._op,
+               torch.ops.norm_mlir._eager_add_rms_norm.default._op)
+        # The library's Python entry where it has one (the same kernels
+        # without the op call's boxing: docs/Python.md, "The Python
+        # entry"), else the ops' callables.
+        _ln_eager, _rms_eager, _add_ln_eager, _add_rms_eager = \
+            ext.entries(ops) or ops
         return
     lib = torch.library.Library("norm_mlir", "IMPL")
     torch.library.register_autograd("norm_mlir::layer_norm_fwd",

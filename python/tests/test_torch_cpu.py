@@ -2319,6 +2319,154 @@ def test_direct_calls_in_plain_eager_mode(monkeypatch):
         assert torch.equal(a, b)
 
 
+@contextlib.contextmanager
+def python_entry(on):
+    """The C++ autograd kernels with their Python entry's fast route on or
+    off (off: every eager call through the ops' callables, as before);
+    yields a function giving the entry's (fast, through the op) calls since
+    entry."""
+    ag = _autograd_ext()
+    if ag is None:
+        pytest.skip("libnormtorch_autograd.so not available")
+    if os.environ.get("NORM_MLIR_PY_ENTRY", "1") == "0":
+        pytest.skip("the Python entry is turned off (NORM_MLIR_PY_ENTRY=0)")
+    if getattr(ag, "_entries", None) is None:
+        import sysconfig
+        inc = sysconfig.get_paths().get("include") or ""
+        if os.path.isfile(os.path.join(inc, "Python.h")):
+            pytest.fail("libnormtorch_autograd.so has no Python entry, "
+                        "though Python's headers are there to build it")
+        pytest.skip("libnormtorch_autograd.so built without Python's headers")
+    with autograd_kernels("cpp"):
+        assert nt._ln_eager is not \
+            torch.ops.norm_mlir._eager_layer_norm.default._op
+        before = ag.entry_on(on)
+        try:
+            start = ag.entry_calls()
+            yield lambda: tuple(a - b for a, b in zip(ag.entry_calls(),
+                                                      start))
+        finally:
+            ag.entry_on(before)
+
+
+def _entry_calls_of(fn):
+    """fn() with the kernels validated and emulated, the Python entry on
+    and off: ({on: (fast, through the op)}, {on: fn's outputs})."""
+    counts, outs = {}, {}
+    for on in (True, False):
+        with pytest.MonkeyPatch.context() as mp, validation("native", mp) \
+                as calls:
+            calls.after.append(_emulate)
+            with python_entry(on) as counted:
+                outs[on] = fn()
+                counts[on] = counted()
+    return counts, outs
+
+
+def _modules_too():
+    """_four_forms, then a LayerNorm and an RMSNorm module's forward and
+    backward (2 more eager calls)."""
+    out = _four_forms()
+    torch.manual_seed(5)
+    x = torch.randn(3, 96).bfloat16().requires_grad_(True)
+    for m in (nt.LayerNorm(96, dtype=torch.bfloat16),
+              nt.RMSNorm(96, dtype=torch.bfloat16)):
+        y = m(x)
+        y.float().sum().backward()
+        out += [y, x.grad, m.weight.grad]
+        x.grad = None
+    return out
+
+
+def test_python_entry_in_plain_eager_mode():
+    """In plain eager mode the eager calls (layer_norm(), rms_norm(), the
+    residual-add forms, without grad too, and the modules: 8 calls) enter
+    the C++ kernels through the Python entry's fast route, none through
+    the ops' callables; with the route off, all through them, with the
+    same outputs and gradients bit for bit (kernels emulated)."""
+    counts, outs = _entry_calls_of(_modules_too)
+    assert counts[True] == (8, 0)
+    assert counts[False] == (0, 8)
+    for a, b in zip(outs[True], outs[False]):
+        assert a.shape == b.shape and a.dtype == b.dtype and \
+            a.stride() == b.stride()
+        assert torch.equal(a, b)
+
+
+class _PassFunctionMode(torch.overrides.TorchFunctionMode):
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        self.seen = getattr(self, "seen", []) + [func]
+        return func(*args, **(kwargs or {}))
+
+
+class _PassDispatchMode(torch.utils._python_dispatch.TorchDispatchMode):
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        return func(*args, **(kwargs or {}))
+
+
+class _Sub(torch.Tensor):
+    pass
+
+
+def test_python_entry_keeps_the_op_where_anything_is_around():
+    """A torch function mode (which sees the eager op), a dispatch mode,
+    the profiler (whose trace keeps the op), a tensor subclass, a shape of
+    another kind, an eps given as a bool: the Python entry calls the op's
+    callable, with the fast route's numbers."""
+    n = 64
+    x0 = torch.randn(4, n).bfloat16()
+    w0 = torch.randn(n).bfloat16()
+
+    def cases():
+        x, w = _leaf(x0), _leaf(w0)
+        out = []
+        tf = _PassFunctionMode()
+        with tf:
+            out.append(nt.layer_norm(x, (n,), w))
+        assert torch.ops.norm_mlir._eager_layer_norm.default in tf.seen
+        with _PassDispatchMode():
+            out.append(nt.rms_norm(x, (n,), w))
+        with torch.profiler.profile() as prof:
+            out.append(nt.layer_norm(x, (n,), w))
+        assert "norm_mlir::_eager_layer_norm" in [
+            e.name for e in prof.events()]
+        out.append(nt.layer_norm(x.detach().as_subclass(_Sub), (n,), w))
+        out.append(nt._ln_eager(x, torch.tensor([n]).tolist() + [], w,
+                                None, True, False))  # eps: a bool
+        return out
+    counts, outs = _entry_calls_of(cases)
+    assert counts[True] == (0, 5), counts
+    assert counts[False] == (0, 5)
+    for a, b in zip(outs[True], outs[False]):
+        assert torch.equal(a, b)
+
+
+def test_python_entry_raises_what_the_op_raises():
+    """Errors through the Python entry's fast route are the op call's:
+    the same exception types and messages (shape errors, a body's error,
+    a wrong argument count or type), and its result types are the op's."""
+    n = 64
+    x = torch.randn(4, n, requires_grad=True)
+    r = torch.randn(4, n)
+    cases = {
+        "shape": lambda: nt.layer_norm(x, (32,)),
+        "weight": lambda: nt.rms_norm(x, (n,), torch.ones(32)),
+        "bias": lambda: nt.add_layer_norm(x, r, (n,), torch.ones(n),
+                                          torch.ones(n - 1)),
+        "arguments": lambda: nt._ln_eager(x, (n,)),
+        "argument type": lambda: nt._rms_eager(x, "n", None, None, False),
+        "residual": lambda: nt.add_rms_norm(x, r, (n,), None)[1].shape,
+        "no grad": lambda: nt.rms_norm(x.detach(), (n,)).dtype,
+    }
+    got = {}
+    for on in (True, False):
+        with pytest.MonkeyPatch.context() as mp, validation("native", mp):
+            with python_entry(on):
+                got[on] = {k: _outcome(f) for k, f in cases.items()}
+    assert got[True] == got[False]
+    assert got[True]["shape"][0] is ValueError
+
+
 def _outcome(fn):
     """fn()'s result, or its exception's type and message."""
     try:

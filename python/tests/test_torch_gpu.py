@@ -736,6 +736,78 @@ def test_direct_calls_on_cuda_tensors():
         assert torch.equal(a, b)
 
 
+def test_python_entry_on_cuda_tensors():
+    """The eager calls on CUDA tensors enter through the Python entry's
+    fast route (forward with grad, without, under CUDA autocast, inside a
+    CUDA graph capture), with the numbers and gradients of the route
+    through the eager ops' callables bit for bit; under the profiler they
+    take the callables (its trace keeps the ops)."""
+    ag = nt._autograd_ext
+    if not nt._cpp_autograd or getattr(ag, "_entries", None) is None or \
+            nt._ln_eager is torch.ops.norm_mlir._eager_layer_norm.default._op:
+        pytest.skip("no Python entry in this wheel's autograd library")
+    torch.manual_seed(17)
+    n, bf = 1024, torch.bfloat16
+    x0 = torch.randn(64, n, device=DEV, dtype=bf)
+    r0 = torch.randn(64, n, device=DEV, dtype=bf)
+    w0, b0 = torch.randn(n, device=DEV), torch.randn(n, device=DEV)
+    g = torch.randn(64, n, device=DEV, dtype=bf)
+    ln = nt.LayerNorm(n, device=DEV, dtype=bf)
+
+    def run():
+        x, r, w, b = (t.detach().requires_grad_(True)
+                      for t in (x0, r0, w0, b0))
+        out = []
+        for y in (nt.layer_norm(x, n, w, b), nt.rms_norm(x, n, w),
+                  sum(nt.add_layer_norm(x, r, n, w, b)), ln(x)):
+            (y * 2).backward(g)
+            out.append(y)
+        with torch.no_grad():
+            out.append(nt.rms_norm(x0, n, w0))
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            out.append(nt.layer_norm(x0, n, w0, b0))
+        return out + [x.grad, r.grad, w.grad, b.grad, ln.weight.grad]
+
+    got, counted = {}, []
+    before = ag.entry_on(True)
+    try:
+        for on in (True, False):
+            ag.entry_on(on)
+            ln.weight.grad = ln.bias.grad = None
+            start = ag.entry_calls()
+            got[on] = run()
+            torch.cuda.synchronize()
+            counted.append(tuple(a - b for a, b in
+                                 zip(ag.entry_calls(), start)))
+        ag.entry_on(True)
+        start = ag.entry_calls()
+        with torch.profiler.profile():
+            nt.layer_norm(x0, n, w0, b0)
+        assert ag.entry_calls()[0] == start[0]
+        xg = x0.detach().clone().requires_grad_(True)
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            for _ in range(2):
+                nt.rms_norm(xg, n, w0).backward(g)
+        torch.cuda.current_stream().wait_stream(s)
+        graph = torch.cuda.CUDAGraph()
+        xg.grad = None
+        start = ag.entry_calls()
+        with torch.cuda.graph(graph):
+            yg = nt.rms_norm(xg, n, w0)
+            yg.backward(g)
+        assert ag.entry_calls()[0] - start[0] == 1
+        graph.replay()
+        torch.cuda.synchronize()
+        assert torch.equal(yg, nt.rms_norm(x0, n, w0))
+    finally:
+        ag.entry_on(before)
+    assert counted == [(6, 0), (0, 6)], counted
+    for a, b in zip(got[True], got[False]):
+        assert torch.equal(a, b)
+
+
 @pytest.mark.parametrize("m,n", [(300, 2048), (8, 65536), (5000, 768)])
 @pytest.mark.parametrize("norm", ["layer_norm", "rms_norm",
                                   "add_layer_norm"])

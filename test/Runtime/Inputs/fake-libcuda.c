@@ -8,7 +8,9 @@
 // compute capability is $NORMRT_FAKE_CC ("80": 8.0; default 90). Loads,
 // lookups and memsets succeed, every kernel runs up to 1024 threads, and
 // cuLaunchKernel prints "fake cuLaunchKernel grid G block B" to stdout
-// instead of launching. Contexts are a stack of one fake context.
+// instead of launching (and, with $NORMRT_FAKE_PARAMS = K, a line with
+// the first K 8-byte parameters in hex). Contexts are a stack of one fake
+// context.
 //
 //===----------------------------------------------------------------------===*/
 
@@ -125,12 +127,20 @@ EXPORT CUresult cuLaunchKernel(CUhandle function, unsigned gridX,
                                unsigned sharedMemBytes, CUhandle stream,
                                void **kernelParams, void **extra) {
   (void)function, (void)gridY, (void)gridZ, (void)blockY, (void)blockZ;
-  (void)stream, (void)kernelParams, (void)extra;
+  (void)stream, (void)extra;
   if (sharedMemBytes)
     printf("fake cuLaunchKernel grid %u block %u shared %u\n", gridX, blockX,
            sharedMemBytes);
   else
     printf("fake cuLaunchKernel grid %u block %u\n", gridX, blockX);
+  const char *k = getenv("NORMRT_FAKE_PARAMS");
+  int count = k && *k ? atoi(k) : 0;
+  if (count > 0) {
+    printf("fake params");
+    for (int i = 0; i < count; ++i)
+      printf(" %llx", *(const unsigned long long *)kernelParams[i]);
+    printf("\n");
+  }
   return OK;
 }
 EXPORT CUresult cuMemsetD8Async(unsigned long long address, unsigned char value,
