@@ -55,10 +55,10 @@ static void finishShape(RowShape &shape, bool forward,
   shape.batchRows = knobs.batchRows;
   shape.maxLanes = knobs.maxLanes;
   shape.forward = forward;
-  // A forward kernel has no partial rows: its row sums (mean, the second
-  // moment) split like a dx kernel's, and each row's statistics are the
-  // first block's.
-  shape.splittable = forward || shape.partials == PartialSums::Deterministic ||
+  // A forward kernel has no partial rows (PartialSums::None): its row sums
+  // (mean, the second moment) split like a dx kernel's, and each row's
+  // statistics are the first block's.
+  shape.splittable = shape.partials == PartialSums::Deterministic ||
                      shape.partials == PartialSums::None;
 }
 
