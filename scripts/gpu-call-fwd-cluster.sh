@@ -6,7 +6,7 @@
 # row split over a cluster among them: configs.FWD_CLUSTER_CASES), memcheck
 # and racecheck over the cluster cases, then bench/tune.py plan
 # fwd-cluster. Logs in $OUT (check.log, memcheck.log, racecheck.log,
-# tune-fwd-cluster.json, tune.md).
+# tune.json, tune.md, summary.txt; with PROFILE, profile.tgz).
 #
 #===----------------------------------------------------------------------===#
 set -uo pipefail
@@ -31,7 +31,12 @@ timeout 150 "$CS" --tool racecheck --error-exitcode 99 --print-limit 50 \
   --filter='-c[248]' >"$OUT/racecheck.log" 2>&1
 echo "racecheck rc=$? $(( $(date +%s) - T0 )) s" | tee -a "$OUT/summary.txt"
 # PROFILE (scripts/gpu-profile.sh's CONFIG:M list): ncu on those too.
-[[ -z ${PROFILE:-} ]] || PROFILE_CAP_S=100 bash scripts/gpu-profile.sh 2>&1 | tail -6
+# Its CSVs go back as one tar: a call returns at most 8 files, and the
+# tune run's two must be among them.
+if [[ -n ${PROFILE:-} ]]; then
+  OUT=$OUT/prof PROFILE_CAP_S=100 bash scripts/gpu-profile.sh 2>&1 | tail -6
+  tar -czf "$OUT/profile.tgz" -C "$OUT" prof && rm -rf "$OUT/prof"
+fi
 for f in check memcheck racecheck; do tail -n 4 "$OUT/$f.log"; done
 tail -n 30 "$OUT/tune.md"
 cat "$OUT/summary.txt"
