@@ -64,9 +64,10 @@ def NormChooseGeometry : Pass<"norm-choose-geometry", "::mlir::func::FuncOp"> {
            "Largest share of a row (elements per thread, per cached array) "
            "kept in registers">,
     Option<"cluster", "cluster", "int64_t", /*default=*/"0",
-           "Blocks per thread-block cluster that split a dx row (0: chosen "
-           "from N where the chip has clusters and threads is 0; 1: never; "
-           "2 to 8: that many, or as few as the row needs, on sm_90)">,
+           "Blocks per thread-block cluster that split a row (0: chosen "
+           "from N for a dx row where the chip has clusters and threads is "
+           "0, never for a forward row; 1: never; 2 to 8: that many, or as "
+           "few as the row needs, on sm_90)">,
     Option<"maxLanes", "max-lanes", "int64_t", /*default=*/"0",
            "Most lanes a row of a row kernel spreads over (0: no cap beyond "
            "the block; a power of two)">,

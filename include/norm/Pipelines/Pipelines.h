@@ -62,8 +62,9 @@ struct GeometryOptions : public PassPipelineOptions<GeometryOptions> {
       llvm::cl::init(64)};
   Option<int64_t> cluster{
       *this, "cluster",
-      llvm::cl::desc("Blocks per cluster that split a dx row (0: chosen "
-                     "from N on sm_90; 1: never; 2 to 8: forced)"),
+      llvm::cl::desc("Blocks per cluster that split a row (0: chosen "
+                     "from N for a dx row on sm_90; 1: never; 2 to 8: "
+                     "forced, forward rows too)"),
       llvm::cl::init(0)};
   Option<int64_t> maxLanes{
       *this, "max-lanes",
