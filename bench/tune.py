@@ -90,9 +90,10 @@ TABLE_KNOBS = ((0, 2, 0), (0, 4, 0), (0, 8, 0), (128, 0, 0), (256, 0, 0),
 
 def table_plan(dtypes=("bf16",), ops=C.GRAD_OPS, ns=TABLE_N,
                knobs=TABLE_KNOBS, ms=TABLE_M,
-               fields=("threads", "cluster", "lanes")):
+               fields=("threads", "cluster", "lanes"), limit=TENSOR_LIMIT):
     """The default against each knob tuple (values of Cfg `fields`) at
-    every (op, dtype, N) and M of ms within the tensor limit."""
+    every (op, dtype, N) and M of ms within the tensor limit (bytes of
+    one [M, N] tensor; TENSOR_LIMIT unless the plan says)."""
     points, cands = [], {}
     for dt in dtypes:
         size = {"f32": 4, "f16": 2, "bf16": 2}[dt]
@@ -101,7 +102,7 @@ def table_plan(dtypes=("bf16",), ops=C.GRAD_OPS, ns=TABLE_N,
                 cands[(op, dt, n)] = [C.Cfg(op, n, dt)] + [
                     C.Cfg(op, n, dt, **dict(zip(fields, k))) for k in knobs]
                 for m in ms:
-                    if m * n * size <= TENSOR_LIMIT:
+                    if m * n * size <= limit:
                         points.append((op, dt, n, m))
     return points, cands
 
@@ -298,6 +299,24 @@ def fwd_cluster_plan():
                       fields=("threads", "cluster", "lanes", "mre"))
 
 
+# "fwd-cluster-big": the same candidates where the plans' 1 GiB tensor
+# limit stopped them, N = 32768-65536 at M = 16384-65536 (tensors up to 4
+# GiB: x and y 8 GiB of the H200's 141 GB; about 2 ms a launch): the
+# cross-section's RMSNorm forward 16384 x 65536 was 0.69x quack's with the
+# choice carried up from M = 4096. Its compiled candidates are plan
+# fwd-cluster's (prepare either).
+FWD_CLUSTER_BIG_N = (32768, 65536)
+FWD_CLUSTER_BIG_M = (16384, 65536)
+
+
+def fwd_cluster_big_plan():
+    return table_plan(dtypes=("bf16", "f32"), ops=C.FWD_OPS,
+                      ns=FWD_CLUSTER_BIG_N, knobs=FWD_CLUSTER_KNOBS,
+                      ms=FWD_CLUSTER_BIG_M,
+                      fields=("threads", "cluster", "lanes", "mre"),
+                      limit=4 << 30)
+
+
 # "pipe": the next row's loads issued into registers before the in-row
 # sums (geometry pipeline) and the row caches of 16-bit rows in the loaded
 # type (narrow_cache), alone, together, and with the knobs the table took
@@ -323,7 +342,8 @@ def pipe_plan():
 PLANS = dict(TABLE_PLANS, explore=explore_plan, grid=grid_plan,
              groups=groups_plan, fma=fma_plan, wide=wide_plan,
              prefetch=prefetch_plan, pvec=pvec_plan, pipe=pipe_plan,
-             **{"fwd-few": fwd_few_plan, "fwd-cluster": fwd_cluster_plan},
+             **{"fwd-few": fwd_few_plan, "fwd-cluster": fwd_cluster_plan,
+                "fwd-cluster-big": fwd_cluster_big_plan},
              **{"grid-cfgs": grid_cfgs_plan,
                 "grid-cfgs-f32": lambda: grid_cfgs_plan(("bf16", "f32"))})
 
