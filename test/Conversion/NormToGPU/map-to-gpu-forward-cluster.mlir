@@ -111,3 +111,18 @@ func.func @layer_norm_residual_n131072(%x: memref<?x131072xbf16>, %res: memref<?
       outs y(%y : memref<?x131072xbf16>) mean(%mean : memref<?xf32>) rstd(%rstd : memref<?xf32>) h(%h : memref<?x131072xbf16>)
   return
 }
+
+// A forward row the cost model gives half a block (N = 4096 bf16: 128
+// lanes, 2 rows a block of 256) still splits where forced (a forward block
+// has no partial-row order to keep): 2 blocks of 128 threads, 2048 columns
+// each.
+// CHECK-LABEL: func @rms_norm_n4096
+// CHECK-SAME: #norm.kernel<name = "rms_norm_n4096_forward_0", kind = forward, block = 128, grid = row_blocks, lanes = 128, rows = 1, vector = 8, registers = true, cluster = 2>
+// MODEL-LABEL: func @rms_norm_n4096
+// MODEL-SAME: #norm.kernel<name = "rms_norm_n4096_forward_0", kind = forward, block = 256, grid = row_blocks, lanes = 128, rows = 2, vector = 8, registers = true>
+func.func @rms_norm_n4096(%x: memref<?x4096xbf16>, %w: memref<4096xbf16>,
+                          %y: memref<?x4096xbf16>, %rstd: memref<?xf32>) {
+  norm.rms_norm x(%x : memref<?x4096xbf16>) weight(%w : memref<4096xbf16>)
+      outs y(%y : memref<?x4096xbf16>) rstd(%rstd : memref<?xf32>)
+  return
+}
