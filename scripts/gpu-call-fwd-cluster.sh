@@ -17,7 +17,9 @@ T0=$(date +%s)
 CS=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 python3 bench/gpu_check.py --budget-s 80 >"$OUT/check.log" 2>&1
 echo "check rc=$? $(( $(date +%s) - T0 )) s" | tee -a "$OUT/summary.txt"
-timeout 200 python3 bench/tune.py run --plan fwd-cluster \
+# TUNE_PLAN: one plan or several (a,b: each its tune-<plan>.json, the
+# tables on stdout, into tune.md), compiled into TUNE_DIR.
+timeout 200 python3 bench/tune.py run --plan "${TUNE_PLAN:-fwd-cluster}" \
   --dir "${TUNE_DIR:-.dev/tune-fwd-cluster}" --out "$OUT" --deadline $(( $(date +%s) + 190 )) \
   >"$OUT/tune.md" 2>&1
 echo "tune rc=$? $(( $(date +%s) - T0 )) s" | tee -a "$OUT/summary.txt"
