@@ -176,6 +176,29 @@ constexpr c10::DispatchKeySet kPassThrough = c10::DispatchKeySet(
 /// kernels exclude autograd's keys.)
 constexpr c10::DispatchKeySet kPlainIncluded = c10::default_included_set;
 
+/// The dispatch keys a call with these tensors computes now (the thread's
+/// included and excluded keys applied), less `skip` (keys that fall through
+/// for every op).
+template <class... T>
+c10::DispatchKeySet callKeys(c10::DispatchKeySet skip, const T &...ts) {
+  c10::DispatchKeySet ks;
+  ((ks = ks | keysOf(ts)), ...);
+  c10::impl::LocalDispatchKeySet local =
+      c10::impl::tls_local_dispatch_key_set();
+  return ((ks | local.included_) - local.excluded_) - skip;
+}
+
+/// Whether the thread is in plain eager mode: no key included beyond
+/// torch's defaults, no TorchDispatchMode pushed, no RecordFunction
+/// callback (the profiler) that would record an op.
+bool plainThread() {
+  return (c10::impl::tls_local_dispatch_key_set().included_ -
+          kPlainIncluded) == c10::DispatchKeySet() &&
+         !c10::impl::TorchDispatchModeTLS::any_modes_set() &&
+         !at::getStepCallbacksUnlessEmpty(at::RecordScope::FUNCTION)
+              .has_value();
+}
+
 /// The direct table where a call of a body with these tensors, made now
 /// (below autograd), would reach that body through the dispatcher with
 /// nothing in between; else null (and the call goes through the
@@ -184,11 +207,7 @@ template <class... T> const NormtorchDirect *directFor(const T &...ts) {
   const NormtorchDirect *d = directTable.load(std::memory_order_acquire);
   if (!d)
     return nullptr;
-  c10::DispatchKeySet ks;
-  ((ks = ks | keysOf(ts)), ...);
-  c10::impl::LocalDispatchKeySet local =
-      c10::impl::tls_local_dispatch_key_set();
-  ks = ((ks | local.included_) - local.excluded_) - kPassThrough;
+  c10::DispatchKeySet ks = callKeys(kPassThrough, ts...);
   c10::DeviceType type;
   if (ks == c10::DispatchKeySet(c10::DispatchKey::CUDA))
     type = c10::DeviceType::CUDA;
@@ -196,10 +215,7 @@ template <class... T> const NormtorchDirect *directFor(const T &...ts) {
     type = c10::DeviceType::CPU;
   else
     return nullptr;
-  if (!d->registered(int32_t(type)) ||
-      (local.included_ - kPlainIncluded) != c10::DispatchKeySet() ||
-      c10::impl::TorchDispatchModeTLS::any_modes_set() ||
-      at::getStepCallbacksUnlessEmpty(at::RecordScope::FUNCTION).has_value())
+  if (!d->registered(int32_t(type)) || !plainThread())
     return nullptr;
   return d;
 }
@@ -991,25 +1007,16 @@ bool boolArg(PyObject *o, bool &out) {
 /// no dispatch mode; no profiler callback (its trace keeps the op); no
 /// torch function mode (which the op's callable consults).
 template <class... T> bool plainCall(const T &...ts) {
-  c10::DispatchKeySet ks;
-  ((ks = ks | keysOf(ts)), ...);
-  c10::impl::LocalDispatchKeySet local =
-      c10::impl::tls_local_dispatch_key_set();
-  if ((local.included_ - kPlainIncluded) != c10::DispatchKeySet())
+  if (!plainThread() || at::impl::torch_function_mode_enabled())
     return false;
-  constexpr auto skip = c10::DispatchKeySet(
-      {c10::DispatchKey::AutocastCPU, c10::DispatchKey::AutocastCUDA,
-       c10::DispatchKey::BackendSelect, c10::DispatchKey::ADInplaceOrView});
-  ks = ((ks | local.included_) - local.excluded_) - skip;
-  c10::DispatchKey top = ks.highestPriorityTypeId();
-  if (top != c10::DispatchKey::AutogradCPU &&
-      top != c10::DispatchKey::AutogradCUDA &&
-      top != c10::DispatchKey::CPU && top != c10::DispatchKey::CUDA)
-    return false;
-  return !c10::impl::TorchDispatchModeTLS::any_modes_set() &&
-         !at::impl::torch_function_mode_enabled() &&
-         !at::getStepCallbacksUnlessEmpty(at::RecordScope::FUNCTION)
-              .has_value();
+  c10::DispatchKey top =
+      callKeys(kPassThrough | c10::DispatchKeySet(
+                                  c10::DispatchKey::ADInplaceOrView),
+               ts...)
+          .highestPriorityTypeId();
+  return top == c10::DispatchKey::AutogradCPU ||
+         top == c10::DispatchKey::AutogradCUDA ||
+         top == c10::DispatchKey::CPU || top == c10::DispatchKey::CUDA;
 }
 
 /// Collects C++ warnings of the call, raised as Python warnings after it.
@@ -1021,29 +1028,26 @@ struct CollectWarnings : c10::WarningHandler {
 /// Sets the Python exception torch's bindings set for a C++ exception
 /// (torch/csrc/Exceptions.h: CATCH_ALL_ERRORS); the GIL is held.
 void setPythonError() {
+  auto set = [](PyObject *type, const char *what) {
+    PyErr_SetString(type, torch::processErrorMsg(what).c_str());
+  };
   try {
     throw;
   } catch (const c10::IndexError &e) {
-    PyErr_SetString(PyExc_IndexError, torch::processErrorMsg(
-                                          e.what_without_backtrace()).c_str());
+    set(PyExc_IndexError, e.what_without_backtrace());
   } catch (const c10::ValueError &e) {
-    PyErr_SetString(PyExc_ValueError, torch::processErrorMsg(
-                                          e.what_without_backtrace()).c_str());
+    set(PyExc_ValueError, e.what_without_backtrace());
   } catch (const c10::TypeError &e) {
-    PyErr_SetString(PyExc_TypeError, torch::processErrorMsg(
-                                         e.what_without_backtrace()).c_str());
+    set(PyExc_TypeError, e.what_without_backtrace());
   } catch (const c10::NotImplementedError &e) {
-    PyErr_SetString(PyExc_NotImplementedError,
-                    torch::processErrorMsg(e.what_without_backtrace()).c_str());
+    set(PyExc_NotImplementedError, e.what_without_backtrace());
   } catch (const c10::OutOfMemoryError &e) {
-    PyErr_SetString(pyEntry.oomError ? pyEntry.oomError : PyExc_RuntimeError,
-                    torch::processErrorMsg(e.what_without_backtrace()).c_str());
+    set(pyEntry.oomError ? pyEntry.oomError : PyExc_RuntimeError,
+        e.what_without_backtrace());
   } catch (const c10::Error &e) {
-    PyErr_SetString(PyExc_RuntimeError, torch::processErrorMsg(
-                                            e.what_without_backtrace()).c_str());
+    set(PyExc_RuntimeError, e.what_without_backtrace());
   } catch (const std::exception &e) {
-    PyErr_SetString(PyExc_RuntimeError,
-                    torch::processErrorMsg(e.what()).c_str());
+    set(PyExc_RuntimeError, e.what());
   } catch (...) {
     PyErr_SetString(PyExc_RuntimeError, "norm_mlir: unknown C++ exception");
   }
