@@ -665,6 +665,55 @@ def test_eager_calls_are_the_cpp_op():
         assert torch.equal(y, want)
 
 
+def check_route(switch, calls, run, reset, data, calls_each, in_graph):
+    """A fast route's checks: run() (after reset()) with the route on and
+    off gives the same tensors bit for bit and counts `calls_each` calls of
+    it on the route (calls()[0]) and as many off it (calls()[1]); under the
+    profiler a LayerNorm forward keeps off the route; a RMSNorm forward and
+    backward captured in a CUDA graph take it `in_graph` times and replay
+    to the eager result. switch(on) turns the route on or off and returns
+    the previous setting."""
+    x0, n, w0, b0, g = data
+    got, counted = {}, []
+    before = switch(True)
+    try:
+        for on in (True, False):
+            switch(on)
+            reset()
+            start = calls()
+            got[on] = run()
+            torch.cuda.synchronize()
+            counted.append(tuple(a - b for a, b in zip(calls(), start)))
+        switch(True)
+        start = calls()
+        with torch.profiler.profile():
+            nt.layer_norm(x0, n, w0, b0)
+        assert calls()[0] == start[0]
+        # A captured step: the route inside the capture too.
+        xg = x0.detach().clone().requires_grad_(True)
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            for _ in range(2):
+                nt.rms_norm(xg, n, w0).backward(g)
+        torch.cuda.current_stream().wait_stream(s)
+        graph = torch.cuda.CUDAGraph()
+        xg.grad = None
+        start = calls()
+        with torch.cuda.graph(graph):
+            yg = nt.rms_norm(xg, n, w0)
+            yg.backward(g)
+        assert calls()[0] - start[0] == in_graph
+        graph.replay()
+        torch.cuda.synchronize()
+        assert torch.equal(yg, nt.rms_norm(x0, n, w0))
+    finally:
+        switch(before)
+    assert counted == [(calls_each, 0), (0, calls_each)], counted
+    for a, b in zip(got[True], got[False]):
+        assert torch.equal(a, b)
+
+
 def test_direct_calls_on_cuda_tensors():
     """With both C++ libraries the autograd kernels call the C++ bodies
     without the dispatcher on CUDA tensors, the forward and the backward
@@ -695,45 +744,8 @@ def test_direct_calls_on_cuda_tensors():
             out.append(nt.rms_norm(x, n, w.bfloat16()))
         return out + [x.grad, r.grad, w.grad, b.grad]
 
-    counted = []
-    got = {}
-    before = nt._use_direct(True)
-    try:
-        for on in (True, False):
-            nt._use_direct(on)
-            start = ag.body_calls()
-            got[on] = run()
-            torch.cuda.synchronize()
-            counted.append(tuple(a - b for a, b in
-                                 zip(ag.body_calls(), start)))
-        nt._use_direct(True)
-        start = ag.body_calls()
-        with torch.profiler.profile():
-            nt.layer_norm(x0, n, w0, b0)
-        assert ag.body_calls()[0] == start[0]
-        # A captured step: direct calls inside the capture too.
-        xg = x0.detach().clone().requires_grad_(True)
-        s = torch.cuda.Stream()
-        s.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(s):
-            for _ in range(2):
-                nt.rms_norm(xg, n, w0).backward(g)
-        torch.cuda.current_stream().wait_stream(s)
-        graph = torch.cuda.CUDAGraph()
-        xg.grad = None
-        start = ag.body_calls()
-        with torch.cuda.graph(graph):
-            yg = nt.rms_norm(xg, n, w0)
-            yg.backward(g)
-        assert ag.body_calls()[0] - start[0] == 2
-        graph.replay()
-        torch.cuda.synchronize()
-        assert torch.equal(yg, nt.rms_norm(x0, n, w0))
-    finally:
-        nt._use_direct(before)
-    assert counted == [(7, 0), (0, 7)], counted
-    for a, b in zip(got[True], got[False]):
-        assert torch.equal(a, b)
+    check_route(nt._use_direct, ag.body_calls, run, lambda: None,
+                (x0, n, w0, b0, g), calls_each=7, in_graph=2)
 
 
 def test_python_entry_on_cuda_tensors():
@@ -768,44 +780,11 @@ def test_python_entry_on_cuda_tensors():
             out.append(nt.layer_norm(x0, n, w0, b0))
         return out + [x.grad, r.grad, w.grad, b.grad, ln.weight.grad]
 
-    got, counted = {}, []
-    before = ag.entry_on(True)
-    try:
-        for on in (True, False):
-            ag.entry_on(on)
-            ln.weight.grad = ln.bias.grad = None
-            start = ag.entry_calls()
-            got[on] = run()
-            torch.cuda.synchronize()
-            counted.append(tuple(a - b for a, b in
-                                 zip(ag.entry_calls(), start)))
-        ag.entry_on(True)
-        start = ag.entry_calls()
-        with torch.profiler.profile():
-            nt.layer_norm(x0, n, w0, b0)
-        assert ag.entry_calls()[0] == start[0]
-        xg = x0.detach().clone().requires_grad_(True)
-        s = torch.cuda.Stream()
-        s.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(s):
-            for _ in range(2):
-                nt.rms_norm(xg, n, w0).backward(g)
-        torch.cuda.current_stream().wait_stream(s)
-        graph = torch.cuda.CUDAGraph()
-        xg.grad = None
-        start = ag.entry_calls()
-        with torch.cuda.graph(graph):
-            yg = nt.rms_norm(xg, n, w0)
-            yg.backward(g)
-        assert ag.entry_calls()[0] - start[0] == 1
-        graph.replay()
-        torch.cuda.synchronize()
-        assert torch.equal(yg, nt.rms_norm(x0, n, w0))
-    finally:
-        ag.entry_on(before)
-    assert counted == [(6, 0), (0, 6)], counted
-    for a, b in zip(got[True], got[False]):
-        assert torch.equal(a, b)
+    def reset():
+        ln.weight.grad = ln.bias.grad = None
+
+    check_route(ag.entry_on, ag.entry_calls, run, reset, (x0, n, w0, b0, g),
+                calls_each=6, in_graph=1)
 
 
 @pytest.mark.parametrize("m,n", [(300, 2048), (8, 65536), (5000, 768)])
