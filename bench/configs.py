@@ -56,6 +56,7 @@ class Cfg:
     pv: int = 0  # --partial-vector (shared sums side by side; 0: default)
     pl: int = 0  # --pipeline (next row's loads into registers; 0: none)
     nc: int = 0  # --narrow-cache (row caches in the loaded type; 0: f32)
+    hc: int = -1  # --hold-columns (weight, bias in registers; -1: chosen)
 
     @property
     def grad(self):
@@ -116,6 +117,8 @@ class Cfg:
             parts.append("pl%d" % self.pl)
         if self.nc:
             parts.append("nc%d" % self.nc)
+        if self.hc >= 0:
+            parts.append("hc%d" % self.hc)
         return "-".join(parts)
 
     def flags(self):
@@ -158,6 +161,8 @@ class Cfg:
             f.append("--pipeline=%d" % self.pl)
         if self.nc:
             f.append("--narrow-cache=%d" % self.nc)
+        if self.hc >= 0:
+            f.append("--hold-columns=%d" % self.hc)
         return f
 
     def expected_args(self, m="?"):
@@ -430,6 +435,34 @@ def _fwd_cluster_cases():
             for (op, n, dt, kw), m, layout in FWD_CLUSTER_CASES]
 
 
+# Geometry hold_columns (weight and bias loaded into registers once a
+# program): rows aligned (layout = vector at N = 1024: the held loads under
+# the alignment test; layout = both at N = 7168) and not (offset, strided:
+# the element path, nothing held is used), a last group of chunks that some
+# lanes do not have (N = 5000), a row split over a cluster (the slice's
+# columns), xhat, f16 with an f32 weight, one row; dx kernels of several
+# waves a block (the weight held across rows), with pipeline, with a
+# residual gradient, f32.
+HOLD_CASES = ((("layer_norm", 1024, "bf16", {}), 3001, "contig"),
+              (("layer_norm", 1024, "bf16", {}), 999, "offset"),
+              (("rms_norm", 7168, "bf16", {}), 2000, "contig"),
+              (("layer_norm", 7168, "bf16", {}), 301, "strided"),
+              (("layer_norm", 5000, "bf16", {"xhat": True}), 257, "contig"),
+              (("rms_norm", 7168, "bf16", {"cluster": 2}), 64, "contig"),
+              (("layer_norm", 4096, "f16", {"wdtype": "f32"}), 1, "contig"),
+              (("rms_norm", 2048, "f32", {}), 4099, "contig"),
+              (("layer_norm_grad", 4096, "bf16", {}), 2061, "contig"),
+              (("rms_norm_grad", 1024, "bf16", {"pl": 1}), 8191, "contig"),
+              (("layer_norm_grad", 3072, "bf16", {"dres": True}), 515,
+               "offset"),
+              (("rms_norm_grad", 2048, "f32", {}), 3000, "contig"))
+
+
+def _hold_cases():
+    return [Case(Cfg(op, n, dt, hc=1, **kw), m, layout)
+            for (op, n, dt, kw), m, layout in HOLD_CASES]
+
+
 def _tuned_cases():
     cases = []
     for op, dt, n, m in TUNED_CASES:
@@ -455,7 +488,7 @@ def check_cases(subset="full"):
             for dt in DTYPES:
                 cases += _fwd_cases(op, dt)
         cases += (_tuned_cases() + _prefetch_cases() + _pv_cases() +
-                  _pipe_cases() + _fwd_cluster_cases())
+                  _pipe_cases() + _fwd_cluster_cases() + _hold_cases())
     elif subset == "quick":
         for op in GRAD_OPS:
             for dt in DTYPES:

@@ -29,6 +29,7 @@ Standard library only on the build machine; torch and triton on the GPU.
 """
 
 import argparse
+import dataclasses
 import json
 import math
 import os
@@ -339,11 +340,43 @@ def pipe_plan():
     return points, cands
 
 
+# "hold": the column vectors (weight, bias) held in registers a program
+# (geometry hold_columns; no result bit changes, so a table knob) against
+# the configuration the grid takes at each point (the table's entry for M,
+# else the cost model's), over the grid's N and M where the kernels are in
+# the register regime, forward and backward, bf16 and f32: whether holding
+# should be the cost model's choice, and where. Candidates the option is
+# refused on (the looped regime, rows never aligned) do not compile and are
+# left out.
+HOLD_N = (320, 768, 1000, 1024, 2048, 2560, 4096, 5120, 7168, 8192, 12288,
+          14336, 16384)
+HOLD_M = (1, 8, 64, 256, 1024, 2048, 4096, 8192, 16384, 65536)
+
+
+def hold_plan(dtypes=("bf16", "f32"), ops=C.FWD_OPS + C.GRAD_OPS):
+    points, cands = [], {}
+    for dt in dtypes:
+        size = {"f32": 4, "f16": 2, "bf16": 2}[dt]
+        for op in ops:
+            for n in HOLD_N:
+                cs = cands.setdefault((op, dt, n), [])
+                for m in HOLD_M:
+                    if m * n * size > TENSOR_LIMIT:
+                        continue
+                    points.append((op, dt, n, m))
+                    c = C.grid_cfg(op, n, dt, dt, m)
+                    for x in (c, dataclasses.replace(c, hc=1)):
+                        if x not in cs:
+                            cs.append(x)
+    return points, cands
+
+
 PLANS = dict(TABLE_PLANS, explore=explore_plan, grid=grid_plan,
              groups=groups_plan, fma=fma_plan, wide=wide_plan,
              prefetch=prefetch_plan, pvec=pvec_plan, pipe=pipe_plan,
              **{"fwd-few": fwd_few_plan, "fwd-cluster": fwd_cluster_plan,
-                "fwd-cluster-big": fwd_cluster_big_plan},
+                "fwd-cluster-big": fwd_cluster_big_plan,
+                "hold": hold_plan},
              **{"grid-cfgs": grid_cfgs_plan,
                 "grid-cfgs-f32": lambda: grid_cfgs_plan(("bf16", "f32"))})
 

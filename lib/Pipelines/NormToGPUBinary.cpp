@@ -26,6 +26,7 @@ void norm::buildNormToGPUBinaryPipeline(OpPassManager &pm,
   choose.partialVector = options.partialVector;
   choose.pipeline = options.pipeline;
   choose.narrowCache = options.narrowCache;
+  choose.holdColumns = options.holdColumns;
   choose.chip = options.chip;
   choose.rows = options.rows;
   choose.tuning = options.tuning;

@@ -94,6 +94,11 @@ def NormChooseGeometry : Pass<"norm-choose-geometry", "::mlir::func::FuncOp"> {
            "Row caches of a register-regime dx kernel over 16-bit rows kept "
            "in the loaded type, extended at each use (0: the tuning "
            "table's, else f32; 1). No result bit depends on it">,
+    Option<"holdColumns", "hold-columns", "int64_t", /*default=*/"-1",
+           "Column vectors (weight, bias) a register-regime row kernel "
+           "loads into registers once a program and uses for every row "
+           "(-1: the tuning table's, else the cost model's; 0: loaded at "
+           "each use; 1: held). No result bit depends on it">,
     Option<"chip", "chip", "std::string", /*default=*/"\"sm_90\"",
            "Target chip (TargetInfo); limits only, never the sum order">,
     Option<"rows", "rows", "int64_t", /*default=*/"0",

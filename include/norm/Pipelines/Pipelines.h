@@ -94,6 +94,13 @@ struct GeometryOptions : public PassPipelineOptions<GeometryOptions> {
                      "rows kept in the loaded type (0: the tuning table's, "
                      "else f32; 1). No result bit depends on it"),
       llvm::cl::init(0)};
+  Option<int64_t> holdColumns{
+      *this, "hold-columns",
+      llvm::cl::desc("Column vectors (weight, bias) a register-regime row "
+                     "kernel loads into registers once a program (-1: the "
+                     "tuning table's, else the cost model's; 0: at each "
+                     "use; 1: held). No result bit depends on it"),
+      llvm::cl::init(-1)};
   Option<int64_t> batchRows{
       *this, "batch-rows",
       llvm::cl::desc("Rows per partial-row update of the looped regime (0: "

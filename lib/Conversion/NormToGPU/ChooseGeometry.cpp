@@ -87,6 +87,11 @@ struct ChooseGeometryPass
              << "norm-choose-geometry: narrow-cache must be 0 (the tuning "
                 "table's, else f32 caches) or 1, got "
              << static_cast<int64_t>(narrowCache);
+    if (holdColumns < -1 || holdColumns > 1)
+      return emitError(func.getLoc())
+             << "norm-choose-geometry: hold-columns must be -1 (the tuning "
+                "table's, else the cost model's), 0 or 1, got "
+             << static_cast<int64_t>(holdColumns);
     if (batchRows < 0 || batchRows > kMaxBatchRows)
       return emitError(func.getLoc())
              << "norm-choose-geometry: batch-rows must be 0 (chosen) or 1 to "
@@ -180,6 +185,10 @@ struct ChooseGeometryPass
     setIfTaken(g, &Geometry::partialVector, e->partialVector, s, target);
     setIfTaken(g, &Geometry::pipeline, e->pipeline, s, target);
     setIfTaken(g, &Geometry::narrowCache, e->narrowCache, s, target);
+    // Its hold_columns where it has one (the key absent: the cost
+    // model's), forward kernels too.
+    if (e->holdColumns >= 0)
+      setIfTaken(g, &Geometry::holdColumns, e->holdColumns, s, target);
     return g;
   }
 
@@ -223,6 +232,15 @@ struct ChooseGeometryPass
         if (!why.empty())
           return op->emitError() << "norm-choose-geometry: " << name << "="
                                  << value << " is refused: " << why;
+      }
+      // hold-columns, forward kernels too, and 0 as a value of its own.
+      if (holdColumns >= 0 && g.holdColumns != holdColumns) {
+        std::string why =
+            setIfTaken(g, &Geometry::holdColumns, holdColumns, s, target);
+        if (!why.empty())
+          return op->emitError()
+                 << "norm-choose-geometry: hold-columns="
+                 << static_cast<int64_t>(holdColumns) << " is refused: " << why;
       }
       setGeometry(op, toAttr(op->getContext(), g));
       return success();

@@ -595,6 +595,21 @@ std::string mlir::norm::checkGeometry(const Geometry &g, const RowShape &s,
       return "narrow_cache: the rows are f32, which the caches hold "
              "already";
   }
+  // Column vectors held in registers: the register regime's unrolled
+  // chunks, loaded in the vector layout's body (the interleaved body keeps
+  // its loads).
+  if (g.holdColumns != 0 && g.holdColumns != 1)
+    return (why << "hold_columns: 0 or 1, got " << g.holdColumns).text;
+  if (g.holdColumns) {
+    if (!g.registers)
+      return "hold_columns: the columns are held for a lane's unrolled "
+             "chunks, which needs the register regime (regime = "
+             "registers)";
+    if (g.layouts == RowLayouts::Interleaved || g.vec == 1)
+      return "hold_columns: only the vector layout's 16-byte loads are "
+             "held, and these rows can never be 16-byte aligned (N times "
+             "the element size a multiple of 16)";
+  }
   // Shared memory, against what every chip gives (never this chip's own,
   // so the kernel runs on every chip the same).
   if (g.sharedBytes > kGuaranteedStaticSharedBytes)

@@ -156,7 +156,8 @@ RowGeometryAttr norm::toAttr(MLIRContext *context, const Geometry &g) {
       // A looped row split over a cluster keeps its slice's chunks a lane.
       g.registers || g.cluster > 1 ? g.chunksPerLane : 0,
       toAttrLayout(g.layouts), toAttrPartials(g.partials), g.cluster, g.batch,
-      g.prefetch, g.partialVector, g.pipeline, g.narrowCache, g.sharedBytes,
+      g.prefetch, g.partialVector, g.pipeline, g.narrowCache, g.holdColumns,
+      g.sharedBytes,
       g.dynamicSharedBytes);
 }
 
@@ -200,6 +201,7 @@ Geometry norm::fromAttr(RowGeometryAttr attr, const RowShape &s,
   g.partialVector = attr.getPartialVector();
   g.pipeline = attr.getPipeline();
   g.narrowCache = attr.getNarrowCache();
+  g.holdColumns = attr.getHoldColumns();
   completeGeometry(g, s, target);
   return g;
 }

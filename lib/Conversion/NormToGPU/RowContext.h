@@ -180,6 +180,24 @@ struct RowContext {
   /// (memref<1 x T>).
   llvm::MapVector<Operation *, Value> pipeStats;
 
+  /// Geometry::holdColumns (RowHeldColumns.cpp): the column vectors the
+  /// row body reads (weight, bias), a lane's whole chunks of them loaded
+  /// into registers once, at the top of the vector layout's body.
+  /// `allocateHeldColumns` finds them and makes the buffers (before the
+  /// first row).
+  void allocateHeldColumns();
+  /// The held chunks loaded (the vector layout's body, before its rows).
+  void loadHeldColumns(OpBuilder &rb);
+  /// Whether chunk k of column memref `mem` comes from registers: held,
+  /// the vector layout, and group k's columns all below N.
+  bool holds(Value mem, std::optional<int64_t> k) const;
+  /// The held chunk k of column memref `mem` (of the row body).
+  Value heldChunk(OpBuilder &rb, Value mem, int64_t k);
+
+  /// Column memref -> the lane's K chunks of it
+  /// (memref<K x vector<V x T>>); ordered, so the kernel text is stable.
+  llvm::MapVector<Value, Value> heldColumns;
+
   // The rows being emitted (the row walk).
   IRMapping base;                 // program-level values -> kernel values
   DenseMap<Value, Value> reduced; // loop results -> reduced sums

@@ -147,6 +147,13 @@ void RowEmitter::emitChunk(OpBuilder &rb, scf::ForOp loop,
           vectors[i][load.getMemRef()] = columnVectors[load.getMemRef()];
           continue;
         }
+        if (column && ctx.holds(load.getMemRef(), k)) {
+          // Loaded once, at the top of the body (RowHeldColumns.cpp).
+          Value v = ctx.heldChunk(rb, load.getMemRef(), *k);
+          vectors[i][load.getMemRef()] = v;
+          columnVectors[load.getMemRef()] = v;
+          continue;
+        }
         if (!column && rows == 1 && ctx.pipelined(loop, k) &&
             ctx.pipeRows.count(load.getMemRef())) {
           // Loaded a wave ahead (RowPipeline.cpp).
@@ -318,6 +325,7 @@ Value RowEmitter::emitAlignmentCheck() {
 }
 
 void RowEmitter::emitBody(Value lo, Value hi) {
+  ctx.loadHeldColumns(ctx.b);
   s.rows->emitRows(*this, lo, hi);
   s.home->writeBack();
 }
@@ -332,6 +340,7 @@ void RowEmitter::emit(Value lo, Value hi, const IRMapping &programMap) {
   // caches, partial rows, the sums' scratch. (Private arrays first: LLVM
   // keeps an alloca in registers only in the kernel's entry block.)
   ctx.allocatePipeline();
+  ctx.allocateHeldColumns();
   s.chunks->allocate();
   s.home->allocate();
   s.reduction->allocate();

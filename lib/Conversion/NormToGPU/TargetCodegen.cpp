@@ -76,6 +76,19 @@ public:
     NVVM::CpAsyncBulkPrefetchOp::create(b, loc, g, bytes,
                                         /*l2CacheHint=*/Value());
   }
+
+  Value pin(OpBuilder &b, Location loc, Value value) const override {
+    // A register move in inline PTX with side effects: LLVM keeps it in
+    // the loop, and the conversions of its result after it.
+    auto asmOp = LLVM::InlineAsmOp::create(
+        b, loc, value.getType(), ValueRange{value},
+        b.getStringAttr("mov.b32 $0, $1;"), b.getStringAttr("=r,r"),
+        /*has_side_effects=*/b.getUnitAttr(), /*is_align_stack=*/nullptr,
+        LLVM::TailCallKindAttr::get(b.getContext(),
+                                    LLVM::tailcallkind::TailCallKind::None),
+        /*asm_dialect=*/nullptr, /*operand_attrs=*/nullptr);
+    return asmOp.getResult(0);
+  }
 };
 
 } // namespace

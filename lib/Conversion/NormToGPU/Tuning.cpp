@@ -82,7 +82,8 @@ mlir::norm::parseTuningTable(llvm::StringRef json) {
   static const llvm::StringRef known[] = {
       "kernel", "partial_rows", "element_bytes", "n", "rows",
       "threads", "cluster", "max_lanes", "max_register_elements",
-      "prefetch", "partial_vector", "pipeline", "narrow_cache", "measured"};
+      "prefetch", "partial_vector", "pipeline", "narrow_cache",
+      "hold_columns", "measured"};
   for (size_t i = 0; i < entries->size(); ++i) {
     const llvm::json::Object *o = (*entries)[i].getAsObject();
     if (!o)
@@ -107,6 +108,7 @@ mlir::norm::parseTuningTable(llvm::StringRef json) {
         !readInt(*o, "partial_vector", e.partialVector, i, err) ||
         !readInt(*o, "pipeline", e.pipeline, i, err) ||
         !readInt(*o, "narrow_cache", e.narrowCache, i, err) ||
+        !readInt(*o, "hold_columns", e.holdColumns, i, err) ||
         !readRange(*o, "n", e.nLo, e.nHi, i, err) ||
         !readRange(*o, "rows", e.rowsLo, e.rowsHi, i, err))
       return std::move(err);
@@ -122,15 +124,18 @@ mlir::norm::parseTuningTable(llvm::StringRef json) {
                     "or 0 (unbounded); the edges are 128, 512, 2048, 8192");
     if (e.threads == 0 && e.cluster == 0 && e.maxLanes == 0 &&
         e.maxRegisterElements == 0 && e.prefetch == 0 &&
-        e.partialVector == 1 && e.pipeline == 0 && e.narrowCache == 0)
+        e.partialVector == 1 && e.pipeline == 0 && e.narrowCache == 0 &&
+        e.holdColumns == -1)
       return bad(i, "no knob: give \"threads\", \"cluster\", "
                     "\"max_lanes\", \"max_register_elements\", "
-                    "\"prefetch\", \"partial_vector\", \"pipeline\" or "
-                    "\"narrow_cache\"");
+                    "\"prefetch\", \"partial_vector\", \"pipeline\", "
+                    "\"narrow_cache\" or \"hold_columns\"");
     if (e.partialVector != 1 && e.partialVector != 2 && e.partialVector != 4)
       return bad(i, "\"partial_vector\" must be 1, 2 or 4");
     if (e.narrowCache > 1)
       return bad(i, "\"narrow_cache\" must be 0 or 1");
+    if (e.holdColumns > 1)
+      return bad(i, "\"hold_columns\" must be 0 or 1");
     if (e.pipeline > kMaxPipeline)
       return bad(i, "\"pipeline\" must be at most " +
                         llvm::Twine(kMaxPipeline));

@@ -65,6 +65,9 @@ struct TuningEntry {
   int64_t pipeline = 0;
   /// Row caches in the loaded type (Geometry::narrowCache; 0: f32).
   int64_t narrowCache = 0;
+  /// Column vectors held in registers (Geometry::holdColumns: 0 or 1; -1,
+  /// the key absent: the cost model's).
+  int64_t holdColumns = -1;
 };
 
 /// The chip family whose table serves `chip` ("sm_90" for sm_90 and

@@ -78,3 +78,19 @@ func.func @layer_grad_ahead(%dy: memref<?x3072xbf16>, %x: memref<?x3072xbf16>, %
   norm.layer_norm_grad dy(%dy : memref<?x3072xbf16>) x(%x : memref<?x3072xbf16>) mean(%mean : memref<?xf32>) rstd(%rstd : memref<?xf32>) weight(%w : memref<3072xbf16>) outs dx(%dx : memref<?x3072xbf16>) dweight(%dw : memref<3072xbf16>) dbias(%db : memref<3072xbf16>)
   return
 }
+
+// -----
+
+// The forward bf16 at N = 1500-2500 and M <= 128: the weight held in
+// registers (hold_columns 1, on any chip); above the entry's rows, the
+// cost model's (none held).
+// CHECK-LABEL: func.func @forward_hold
+// CHECK: norm.geometry = #norm.row_geometry<regime = registers, threads = 256, lanes = 64, rows = 4, vector = 8, chunks = 4, layout = both, hold_columns = 1, shared = 64>
+// SM80-LABEL: func.func @forward_hold
+// SM80: hold_columns = 1
+// ABOVE-LABEL: func.func @forward_hold
+// ABOVE-NOT: hold_columns
+func.func @forward_hold(%x: memref<?x2048xbf16>, %w: memref<2048xbf16>, %y: memref<?x2048xbf16>, %r: memref<?xf32>) {
+  norm.rms_norm x(%x : memref<?x2048xbf16>) weight(%w : memref<2048xbf16>) outs y(%y : memref<?x2048xbf16>) rstd(%r : memref<?xf32>)
+  return
+}

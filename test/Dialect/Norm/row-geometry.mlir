@@ -219,3 +219,40 @@ func.func @narrow_cache_looped(%dy: tensor<?x4096xbf16>, %x: tensor<?x4096xbf16>
   %dx, %dw = norm.rms_norm_grad dy(%dy : tensor<?x4096xbf16>) x(%x : tensor<?x4096xbf16>) rstd(%rstd : tensor<?xf32>) weight(%w : tensor<4096xbf16>) {norm.geometry = #norm.row_geometry<regime = looped, threads = 256, lanes = 256, rows = 1, vector = 8, partials = shared, narrow_cache = 1>} -> dx(tensor<?x4096xbf16>) dweight(tensor<4096xbf16>)
   return %dx : tensor<?x4096xbf16>
 }
+
+// -----
+
+// hold_columns (the weight and bias held in registers a program)
+// round-trips; 0 is elided.
+// CHECK-LABEL: func.func @hold_columns_round_trip
+// CHECK: norm.geometry = #norm.row_geometry<regime = registers, threads = 256, lanes = 256, rows = 1, vector = 8, chunks = 2, partials = shared, hold_columns = 1>
+// CHECK: norm.geometry = #norm.row_geometry<regime = registers, threads = 256, lanes = 256, rows = 1, vector = 8, chunks = 2, partials = shared>
+func.func @hold_columns_round_trip(%dy: tensor<?x4096xbf16>, %x: tensor<?x4096xbf16>, %rstd: tensor<?xf32>, %w: tensor<4096xbf16>) -> tensor<?x4096xbf16> {
+  %dx, %dw = norm.rms_norm_grad dy(%dy : tensor<?x4096xbf16>) x(%x : tensor<?x4096xbf16>) rstd(%rstd : tensor<?xf32>) weight(%w : tensor<4096xbf16>) {norm.geometry = #norm.row_geometry<regime = registers, threads = 256, lanes = 256, rows = 1, vector = 8, chunks = 2, partials = shared, hold_columns = 1>} -> dx(tensor<?x4096xbf16>) dweight(tensor<4096xbf16>)
+  %dx2, %dw2 = norm.rms_norm_grad dy(%dy : tensor<?x4096xbf16>) x(%x : tensor<?x4096xbf16>) rstd(%rstd : tensor<?xf32>) weight(%w : tensor<4096xbf16>) {norm.geometry = #norm.row_geometry<regime = registers, threads = 256, lanes = 256, rows = 1, vector = 8, chunks = 2, partials = shared, hold_columns = 0>} -> dx(tensor<?x4096xbf16>) dweight(tensor<4096xbf16>)
+  return %dx : tensor<?x4096xbf16>
+}
+
+// -----
+
+func.func @hold_columns_two(%x: tensor<?x4096xbf16>, %w: tensor<4096xbf16>) -> tensor<?x4096xbf16> {
+  // expected-error @+1 {{#norm.row_geometry: hold_columns must be 0 or 1, got 2}}
+  %y, %rstd = norm.rms_norm x(%x : tensor<?x4096xbf16>) weight(%w : tensor<4096xbf16>) {norm.geometry = #norm.row_geometry<regime = registers, threads = 256, lanes = 256, rows = 1, vector = 8, chunks = 2, hold_columns = 2>} -> y(tensor<?x4096xbf16>) rstd(tensor<?xf32>)
+  return %y : tensor<?x4096xbf16>
+}
+
+// -----
+
+func.func @hold_columns_looped(%x: tensor<?x4096xbf16>, %w: tensor<4096xbf16>) -> tensor<?x4096xbf16> {
+  // expected-error @+1 {{#norm.row_geometry: hold_columns holds a lane's unrolled chunks of the columns, which needs regime = registers}}
+  %y, %rstd = norm.rms_norm x(%x : tensor<?x4096xbf16>) weight(%w : tensor<4096xbf16>) {norm.geometry = #norm.row_geometry<regime = looped, threads = 256, lanes = 256, rows = 1, vector = 8, hold_columns = 1>} -> y(tensor<?x4096xbf16>) rstd(tensor<?xf32>)
+  return %y : tensor<?x4096xbf16>
+}
+
+// -----
+
+func.func @hold_columns_interleaved(%x: tensor<?x4096xbf16>, %w: tensor<4096xbf16>) -> tensor<?x4096xbf16> {
+  // expected-error @+1 {{#norm.row_geometry: hold_columns holds the vector layout's 16-byte loads, and layout = interleaved has none}}
+  %y, %rstd = norm.rms_norm x(%x : tensor<?x4096xbf16>) weight(%w : tensor<4096xbf16>) {norm.geometry = #norm.row_geometry<regime = registers, threads = 256, lanes = 256, rows = 1, vector = 8, chunks = 2, layout = interleaved, hold_columns = 1>} -> y(tensor<?x4096xbf16>) rstd(tensor<?xf32>)
+  return %y : tensor<?x4096xbf16>
+}

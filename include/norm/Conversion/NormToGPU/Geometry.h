@@ -307,6 +307,15 @@ struct Geometry {
   /// no result bit (the extension is exact), so the tuning table may set
   /// it.
   int64_t narrowCache = 0;
+  /// Register regime: the column vectors the row body reads (weight,
+  /// bias), a lane's whole chunks of them loaded into registers once, at
+  /// the top of the vector layout's body, and used by every row of the
+  /// program (1), instead of loaded at each use (0). A forward row's
+  /// weight then travels with x instead of after the in-row sums (one
+  /// memory round trip less on a row's latency chain), and a block of
+  /// several waves reads it once. Changes no result bit (the same values),
+  /// so the tuning table may set it.
+  int64_t holdColumns = 0;
 
   /// Warps of one row (> 1: in-row sums take a shared-memory step).
   int64_t warpsPerRow() const { return lanes > warp ? lanes / warp : 1; }

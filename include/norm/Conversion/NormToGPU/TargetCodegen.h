@@ -59,6 +59,13 @@ public:
   /// aligned) into L2, without waiting (TargetInfo::bulkPrefetch).
   virtual void prefetchL2(OpBuilder &b, Location loc, Value address,
                           Value bytes) const = 0;
+
+  /// `value` (i32) through an instruction the compiler may neither move
+  /// nor remove: what is computed from it stays where it is used. A value
+  /// held across a loop (a 16-bit column chunk held in registers) would
+  /// otherwise have its extension to f32 hoisted out of the loop, twice
+  /// the registers for the whole loop.
+  virtual Value pin(OpBuilder &b, Location loc, Value value) const = 0;
 };
 
 } // namespace mlir::norm

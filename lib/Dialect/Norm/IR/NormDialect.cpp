@@ -273,7 +273,8 @@ LogicalResult RowGeometryAttr::verify(
     int64_t threads, int64_t lanes, int64_t rows, int64_t vector,
     int64_t chunks, RowLayout layout, RowPartials partials, int64_t cluster,
     int64_t batch, int64_t prefetch, int64_t partialVector, int64_t pipeline,
-    int64_t narrowCache, int64_t shared, int64_t dynamicShared) {
+    int64_t narrowCache, int64_t holdColumns, int64_t shared,
+    int64_t dynamicShared) {
   auto fail = [&]() { return emitError() << "#norm.row_geometry: "; };
   // Bounds far past any chip's, so that every product of them fits.
   if (threads < 1 || !llvm::isPowerOf2_64(threads) || threads > (1 << 16))
@@ -323,6 +324,14 @@ LogicalResult RowGeometryAttr::verify(
   if (narrowCache && regime != RowRegime::Registers)
     return fail() << "narrow_cache keeps the register regime's row caches "
                      "narrow, which needs regime = registers";
+  if (holdColumns != 0 && holdColumns != 1)
+    return fail() << "hold_columns must be 0 or 1, got " << holdColumns;
+  if (holdColumns && regime != RowRegime::Registers)
+    return fail() << "hold_columns holds a lane's unrolled chunks of the "
+                     "columns, which needs regime = registers";
+  if (holdColumns && layout == RowLayout::Interleaved)
+    return fail() << "hold_columns holds the vector layout's 16-byte loads, "
+                     "and layout = interleaved has none";
   if (shared < 0 || dynamicShared < 0)
     return fail() << "shared memory sizes must not be negative";
   if (regime == RowRegime::Looped) {

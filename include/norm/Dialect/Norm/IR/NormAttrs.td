@@ -169,6 +169,13 @@ def Norm_RowGeometryAttr : AttrDef<Norm_Dialect, "RowGeometry"> {
       kept in the loaded type and extended again at each use (1), instead
       of as f32 (0): half the registers for a conversion an element; no
       result bit depends on it.
+    * `hold_columns`: the column vectors the row body reads (weight,
+      bias), a lane's chunks of them loaded into registers once, at the top
+      of the vector layout's body, and used by every row of the program
+      (1), instead of loaded at each use (0): a forward row's weight
+      travels with x instead of after the in-row sums, and a block of
+      several waves reads it once, against more live registers; no result
+      bit depends on it.
     * `shared`, `dynamic_shared`: bytes of static and dynamic shared memory
       the kernel takes; derived from the rest (the pass fills them in).
 
@@ -201,6 +208,8 @@ def Norm_RowGeometryAttr : AttrDef<Norm_Dialect, "RowGeometry"> {
                            "registers">:$pipeline,
     DefaultValuedParameter<"int64_t", "0", "row caches in the loaded "
                            "type">:$narrow_cache,
+    DefaultValuedParameter<"int64_t", "0", "column vectors held in "
+                           "registers">:$hold_columns,
     DefaultValuedParameter<"int64_t", "0", "static shared bytes">:$shared,
     DefaultValuedParameter<"int64_t", "0", "dynamic shared bytes">
         :$dynamic_shared);

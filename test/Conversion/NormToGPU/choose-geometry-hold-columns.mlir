@@ -1,0 +1,44 @@
+// RUN: norm-opt %s --split-input-file --norm-choose-geometry="tuning=false hold-columns=1" --verify-diagnostics | FileCheck %s
+// RUN: norm-opt %s --split-input-file --norm-choose-geometry="tuning=false" | FileCheck %s --check-prefix=MODEL
+// RUN: not norm-opt %s --split-input-file --norm-choose-geometry="hold-columns=2" 2>&1 | FileCheck %s --check-prefix=OPTION
+
+// The hold-columns option over the cost model's geometry: taken where a
+// register-regime kernel has a vector layout (a forward kernel too),
+// refused as a written hold_columns would be where the kernel is looped
+// (N = 262144: a block walks its row in a chunk loop) or its rows can
+// never be 16-byte aligned (N = 4095: interleaved). Without it, the cost
+// model holds nothing.
+// CHECK-LABEL: func.func @forward
+// CHECK: norm.geometry = #norm.row_geometry<regime = registers, {{.*}}, hold_columns = 1
+// MODEL-LABEL: func.func @forward
+// MODEL-NOT: hold_columns
+// OPTION: norm-choose-geometry: hold-columns must be -1 (the tuning table's, else the cost model's), 0 or 1, got 2
+func.func @forward(%x: memref<?x2048xbf16>, %w: memref<2048xbf16>, %y: memref<?x2048xbf16>, %rstd: memref<?xf32>) {
+  norm.rms_norm x(%x : memref<?x2048xbf16>) weight(%w : memref<2048xbf16>) outs y(%y : memref<?x2048xbf16>) rstd(%rstd : memref<?xf32>)
+  return
+}
+
+// -----
+
+// CHECK-LABEL: func.func @dx
+// CHECK: norm.geometry = #norm.row_geometry<regime = registers, {{.*}}, hold_columns = 1
+func.func @dx(%dy: memref<?x4096xbf16>, %x: memref<?x4096xbf16>, %rstd: memref<?xf32>, %dx: memref<?x4096xbf16>, %w: memref<4096xbf16>, %dw: memref<4096xbf16>) {
+  norm.rms_norm_grad dy(%dy : memref<?x4096xbf16>) x(%x : memref<?x4096xbf16>) rstd(%rstd : memref<?xf32>) weight(%w : memref<4096xbf16>) outs dx(%dx : memref<?x4096xbf16>) dweight(%dw : memref<4096xbf16>)
+  return
+}
+
+// -----
+
+func.func @looped(%x: memref<?x262144xbf16>, %w: memref<262144xbf16>, %y: memref<?x262144xbf16>, %rstd: memref<?xf32>) {
+  // expected-error @+1 {{norm-choose-geometry: hold-columns=1 is refused: hold_columns: the columns are held for a lane's unrolled chunks, which needs the register regime (regime = registers)}}
+  norm.rms_norm x(%x : memref<?x262144xbf16>) weight(%w : memref<262144xbf16>) outs y(%y : memref<?x262144xbf16>) rstd(%rstd : memref<?xf32>)
+  return
+}
+
+// -----
+
+func.func @never_aligned(%x: memref<?x4095xbf16>, %w: memref<4095xbf16>, %b: memref<4095xbf16>, %y: memref<?x4095xbf16>, %mean: memref<?xf32>, %rstd: memref<?xf32>) {
+  // expected-error @+1 {{norm-choose-geometry: hold-columns=1 is refused: hold_columns: only the vector layout's 16-byte loads are held, and these rows can never be 16-byte aligned (N times the element size a multiple of 16)}}
+  norm.layer_norm x(%x : memref<?x4095xbf16>) weight(%w : memref<4095xbf16>) bias(%b : memref<4095xbf16>) outs y(%y : memref<?x4095xbf16>) mean(%mean : memref<?xf32>) rstd(%rstd : memref<?xf32>)
+  return
+}
