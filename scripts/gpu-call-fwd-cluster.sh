@@ -19,18 +19,22 @@ python3 bench/gpu_check.py --budget-s 80 >"$OUT/check.log" 2>&1
 echo "check rc=$? $(( $(date +%s) - T0 )) s" | tee -a "$OUT/summary.txt"
 # TUNE_PLAN: one plan or several (a,b: each its tune-<plan>.json, the
 # tables on stdout, into tune.md), compiled into TUNE_DIR.
-timeout 200 python3 bench/tune.py run --plan "${TUNE_PLAN:-fwd-cluster}" \
-  --dir "${TUNE_DIR:-.dev/tune-fwd-cluster}" --out "$OUT" --deadline $(( $(date +%s) + 190 )) \
+# TUNE_S: the plans' seconds (200); SAN_FILTER: the cases the sanitizers
+# run (gpu_check --filter; the cluster cases), MEMCHECK_S / RACECHECK_S
+# their caps.
+TUNE_S=${TUNE_S:-200}
+timeout "$TUNE_S" python3 bench/tune.py run --plan "${TUNE_PLAN:-fwd-cluster}" \
+  --dir "${TUNE_DIR:-.dev/tune-fwd-cluster}" --out "$OUT" --deadline $(( $(date +%s) + TUNE_S - 10 )) \
   >"$OUT/tune.md" 2>&1
 echo "tune rc=$? $(( $(date +%s) - T0 )) s" | tee -a "$OUT/summary.txt"
 export PYTORCH_NO_CUDA_MEMORY_CACHING=1
-timeout 120 "$CS" --tool memcheck --error-exitcode 99 --print-limit 50 \
+timeout "${MEMCHECK_S:-120}" "$CS" --tool memcheck --error-exitcode 99 --print-limit 50 \
   python3 bench/gpu_check.py --sanitizer full --tool memcheck \
-  --filter='-c[248]' >"$OUT/memcheck.log" 2>&1
+  --filter="${SAN_FILTER:--c[248]}" >"$OUT/memcheck.log" 2>&1
 echo "memcheck rc=$? $(( $(date +%s) - T0 )) s" | tee -a "$OUT/summary.txt"
-timeout 150 "$CS" --tool racecheck --error-exitcode 99 --print-limit 50 \
+timeout "${RACECHECK_S:-150}" "$CS" --tool racecheck --error-exitcode 99 --print-limit 50 \
   python3 bench/gpu_check.py --sanitizer rows --tool racecheck \
-  --filter='-c[248]' >"$OUT/racecheck.log" 2>&1
+  --filter="${SAN_FILTER:--c[248]}" >"$OUT/racecheck.log" 2>&1
 echo "racecheck rc=$? $(( $(date +%s) - T0 )) s" | tee -a "$OUT/summary.txt"
 # PROFILE (scripts/gpu-profile.sh's CONFIG:M list): ncu on those too.
 # Its CSVs go back as one tar: a call returns at most 8 files, and the
