@@ -12,8 +12,7 @@
 // layout's body, before the first row's loads of x: they are in flight
 // together, and every row takes them from registers.
 //
-// What is held: the memrefs the row body loads at [j] in a column loop
-// and never writes (an in-place output over a weight would be written),
+// What is held: the memrefs the row body loads at [j] in a column loop,
 // the lane's chunks of groups whose columns all lie below N (a group that
 // may reach past N keeps its loads, under their whole-chunk test). The
 // values, and so every result bit, are the same as without it; it costs a
@@ -37,17 +36,10 @@ void RowContext::allocateHeldColumns() {
   if (!g.holdColumns || !g.registers || !g.n || g.vec == 1 ||
       g.layouts == RowLayouts::Interleaved)
     return;
+  // A row body writes rows ([r, j]), partial rows and workspaces ([g, j],
+  // stores or atomics), never a column vector: every rank-1 load of a
+  // column loop reads what no row changes.
   Block *rowBody = nest.rows.getBody();
-  // Memrefs any op of the row body other than a load uses (stores,
-  // atomics, views) are never held.
-  llvm::SmallPtrSet<Value, 8> written;
-  rowBody->walk([&](Operation *op) {
-    if (isa<memref::LoadOp>(op))
-      return;
-    for (Value operand : op->getOperands())
-      if (isa<MemRefType>(operand.getType()))
-        written.insert(operand);
-  });
   for (Operation &op : rowBody->without_terminator()) {
     auto loop = dyn_cast<scf::ForOp>(op);
     if (!loop)
@@ -55,7 +47,6 @@ void RowContext::allocateHeldColumns() {
     for (Operation &inner : loop.getBody()->without_terminator()) {
       auto load = dyn_cast<memref::LoadOp>(inner);
       if (!load || load.getIndices().size() != 1 ||
-          written.contains(load.getMemRef()) ||
           !isRowAccess(load, loop, load.getMemRef(), load.getIndices()) ||
           heldColumns.count(load.getMemRef()))
         continue;

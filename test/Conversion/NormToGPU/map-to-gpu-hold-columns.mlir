@@ -102,3 +102,21 @@ func.func @dx(%dy: memref<?x2048xbf16>, %x: memref<?x2048xbf16>, %rstd: memref<?
       weight(%w : memref<2048xbf16>) outs dx(%dx : memref<?x2048xbf16>) dweight(%dw : memref<2048xbf16>)
   return
 }
+
+// RMSNorm bf16 N = 1000: 125 chunks over 32 lanes of four (128 slots): the
+// last group's chunk is in the row for lanes 0-28 only, so its held load
+// is under the same test the chunk walk makes (chunk < 125).
+// CHECK-LABEL: func.func @partial
+// CHECK:      %[[PB:.*]] = memref.alloca() : memref<4xvector<8xbf16>>
+// CHECK:      memref.store %{{.*}}, %[[PB]][%c2]
+// CHECK:      %[[C3:.*]] = arith.addi %{{.*}}, %c96 : index
+// CHECK:      %[[IN:.*]] = arith.cmpi ult, %[[C3]], %c125 : index
+// CHECK:      scf.if %[[IN]] {
+// CHECK:        vector.load %arg1
+// CHECK:        memref.store %{{.*}}, %[[PB]][%c3]
+// CHECK:      }
+// CHECK:      scf.for
+func.func @partial(%x: memref<?x1000xbf16>, %w: memref<1000xbf16>, %y: memref<?x1000xbf16>, %rstd: memref<?xf32>) {
+  norm.rms_norm x(%x : memref<?x1000xbf16>) weight(%w : memref<1000xbf16>) outs y(%y : memref<?x1000xbf16>) rstd(%rstd : memref<?xf32>)
+  return
+}
