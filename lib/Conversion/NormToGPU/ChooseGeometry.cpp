@@ -149,7 +149,8 @@ struct ChooseGeometryPass
   /// that passes every check and keeps the cost model's dweight/dbias
   /// order, else `chosen` (the cost model's).
   Geometry tuned(const RowShape &s, const Geometry &chosen,
-                 const TargetInfo &target) {
+                 const TargetInfo &target, bool &holdSet) {
+    holdSet = false;
     if (!tuning || s.threads != 0 || s.cluster != 0 || s.maxLanes != 0)
       return chosen;
     const TuningEntry *e = findTuning(
@@ -188,7 +189,9 @@ struct ChooseGeometryPass
     // Its hold_columns where it has one (the key absent: the cost
     // model's), forward kernels too.
     if (e->holdColumns >= 0)
-      setIfTaken(g, &Geometry::holdColumns, e->holdColumns, s, target);
+      holdSet = setIfTaken(g, &Geometry::holdColumns, e->holdColumns, s,
+                           target)
+                    .empty();
     return g;
   }
 
@@ -215,7 +218,12 @@ struct ChooseGeometryPass
     Geometry chosen = chooseRowGeometry(s, target);
     RowGeometryAttr written = getGeometry(op);
     if (!written) {
-      Geometry g = tuned(s, chosen, target);
+      bool holdSet;
+      Geometry g = tuned(s, chosen, target, holdSet);
+      // The held columns, where neither the option nor the entry says:
+      // the cost model's (a forward launch of at most a block an SM).
+      if (holdColumns < 0 && !holdSet)
+        g.holdColumns = holdColumnsPays(g, s, rows, target) ? 1 : 0;
       // The options that change no result bit, over the table's (dx
       // kernels: a forward block has no row ahead and no partial rows):
       // refused where the row cannot take them, as written ones would be.

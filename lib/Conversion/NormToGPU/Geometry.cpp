@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "norm/Conversion/NormToGPU/Geometry.h"
+#include "Tuning.h"
 #include "norm/Conversion/NormToGPU/TargetInfo.h"
 
 #include "llvm/ADT/SmallVector.h"
@@ -103,6 +104,21 @@ int64_t mlir::norm::registerEstimate(const Geometry &g, int64_t partialRows) {
   if (share > kBatchedLoadsShare)
     ++arrays;
   return arrays * share + kRegisterOverhead;
+}
+
+bool mlir::norm::holdColumnsPays(const Geometry &g, const RowShape &s,
+                                  int64_t rows, const TargetInfo &target) {
+  if (!s.forward || rows <= 0 || s.columnVectors == 0 || !g.registers ||
+      !g.n || g.vec == 1 || g.layouts == RowLayouts::Interleaved)
+    return false;
+  // The kernel serves every M of the hint's bucket (the tuning table's M
+  // ranges; norm_mlir.torch gives a bucket's first M): judged at its last.
+  const int64_t *end = llvm::find_if(
+      kTuningRowEdges, [&](int64_t edge) { return rows <= edge; });
+  if (end == std::end(kTuningRowEdges))
+    return false;
+  int64_t blocks = llvm::divideCeil(*end, g.rows) * g.cluster;
+  return blocks <= target.sms;
 }
 
 bool mlir::norm::samePartialOrder(const Geometry &a, const Geometry &b) {

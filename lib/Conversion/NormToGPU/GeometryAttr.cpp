@@ -71,6 +71,18 @@ RowShape norm::rowShapeOf(RowNest &rn, const GeometryKnobs &knobs) {
       break;
     }
   shape.elementBytes = rowElementBytes(rn.rows);
+  // Column vectors: rank-1 memrefs a column loop loads at its index.
+  llvm::SmallPtrSet<Value, 2> columns;
+  for (Operation &op : *rn.rows.getBody())
+    if (auto loop = dyn_cast<scf::ForOp>(op))
+      loop.walk([&](memref::LoadOp l) {
+        Operation *def = l.getMemRef().getDefiningOp();
+        if (l.getIndices().size() == 1 &&
+            l.getIndices()[0] == loop.getInductionVar() &&
+            !(def && isRowCache(def)))
+          columns.insert(l.getMemRef());
+      });
+  shape.columnVectors = columns.size();
   // The strategy, as norm-split recorded it on the nest (never inferred
   // from the loops).
   shape.partials =
@@ -97,6 +109,15 @@ std::optional<RowShape> norm::rowShapeOfOp(Operation *op,
     return std::nullopt;
   bool forward = isa<LayerNormOp, RMSNormOp>(op);
   RowShape shape;
+  shape.columnVectors =
+      llvm::TypeSwitch<Operation *, int64_t>(op)
+          .Case([](LayerNormOp f) {
+            return int64_t(bool(f.getWeight())) + int64_t(bool(f.getBias()));
+          })
+          .Case([](RMSNormOp f) { return int64_t(bool(f.getWeight())); })
+          .Case<LayerNormGradOp, RMSNormGradOp>(
+              [](auto g) { return int64_t(bool(g.getWeight())); })
+          .Default([](Operation *) { return int64_t(0); });
   // The rows the kernel reads and writes are the op's values of rank 2 and
   // more (rows collapse to M); the statistics are f32 and never narrower.
   for (Value v : llvm::concat<Value>(op->getOperands(), op->getResults())) {

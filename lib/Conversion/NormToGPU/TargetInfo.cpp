@@ -41,6 +41,11 @@ std::optional<TargetInfo> TargetInfo::get(llvm::StringRef chip) {
     info.maxClusterBlocks = 8;
     info.bulkPrefetch = true;
   }
+  info.sms = llvm::StringSwitch<int64_t>(chip)
+                 .Case("sm_80", 108)
+                 .Case("sm_86", 72)
+                 .Case("sm_89", 142)
+                 .Default(132);
   // Opt-in shared memory per block (the programming guide's table by
   // compute capability): 163 KB on 8.0, 99 KB on 8.6 and 8.9, 227 KB on 9.0.
   info.maxOptInSharedBytes = llvm::StringSwitch<int64_t>(chip)

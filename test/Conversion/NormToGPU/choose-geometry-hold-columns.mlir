@@ -1,6 +1,11 @@
 // RUN: norm-opt %s --split-input-file --norm-choose-geometry="tuning=false hold-columns=1" --verify-diagnostics | FileCheck %s
 // RUN: norm-opt %s --split-input-file --norm-choose-geometry="tuning=false" | FileCheck %s --check-prefix=MODEL
 // RUN: not norm-opt %s --split-input-file --norm-choose-geometry="hold-columns=2" 2>&1 | FileCheck %s --check-prefix=OPTION
+// RUN: norm-opt %s --split-input-file --norm-choose-geometry="tuning=false rows=300" 2>/dev/null | FileCheck %s --check-prefix=FEW
+// RUN: norm-opt %s --split-input-file --norm-choose-geometry="tuning=false rows=300 chip=sm_80" 2>/dev/null | FileCheck %s --check-prefix=SM80
+// RUN: norm-opt %s --split-input-file --norm-choose-geometry="tuning=false rows=600" 2>/dev/null | FileCheck %s --check-prefix=MANY
+// RUN: norm-opt %s --split-input-file --norm-choose-geometry="tuning=false rows=1" 2>/dev/null | FileCheck %s --check-prefix=FEW
+// RUN: norm-opt %s --split-input-file --norm-choose-geometry="tuning=false rows=300 hold-columns=0" 2>/dev/null | FileCheck %s --check-prefix=MANY
 
 // The hold-columns option over the cost model's geometry: taken where a
 // register-regime kernel has a vector layout (a forward kernel too),
@@ -12,6 +17,21 @@
 // CHECK: norm.geometry = #norm.row_geometry<regime = registers, {{.*}}, hold_columns = 1
 // MODEL-LABEL: func.func @forward
 // MODEL-NOT: hold_columns
+//
+// The cost model's hold_columns (holdColumnsPays): a forward kernel built
+// for a rows hint holds its columns where the hint's bucket (M = 129-512
+// for rows = 300) takes at most a block an SM: RMSNorm bf16 N = 2048 has 4
+// rows a block, 128 blocks at M = 512, under the 132 SMs of sm_90 and over
+// the 108 of sm_80; the next bucket (M = 513-2048, rows = 600) takes 512.
+// A dx kernel holds nothing; hold-columns=0 overrides.
+// FEW-LABEL: func.func @forward
+// FEW: norm.geometry = #norm.row_geometry<regime = registers, threads = 256, lanes = 64, rows = 4, vector = 8, chunks = 4, layout = both, hold_columns = 1
+// FEW-LABEL: func.func @dx
+// FEW-NOT: hold_columns
+// SM80-LABEL: func.func @forward
+// SM80-NOT: hold_columns
+// MANY-LABEL: func.func @forward
+// MANY-NOT: hold_columns
 // OPTION: norm-choose-geometry: hold-columns must be -1 (the tuning table's, else the cost model's), 0 or 1, got 2
 func.func @forward(%x: memref<?x2048xbf16>, %w: memref<2048xbf16>, %y: memref<?x2048xbf16>, %rstd: memref<?xf32>) {
   norm.rms_norm x(%x : memref<?x2048xbf16>) weight(%w : memref<2048xbf16>) outs y(%y : memref<?x2048xbf16>) rstd(%rstd : memref<?xf32>)

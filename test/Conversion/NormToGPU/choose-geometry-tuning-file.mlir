@@ -94,3 +94,17 @@ func.func @forward_hold(%x: memref<?x2048xbf16>, %w: memref<2048xbf16>, %y: memr
   norm.rms_norm x(%x : memref<?x2048xbf16>) weight(%w : memref<2048xbf16>) outs y(%y : memref<?x2048xbf16>) rstd(%r : memref<?xf32>)
   return
 }
+
+// -----
+
+// The forward bf16 at N = 3000-3100 and M <= 128: hold_columns 0, where
+// the cost model would hold (a launch of at most a block an SM); above the
+// entry's rows, the cost model's (M = 2049-8192: none held either).
+// CHECK-LABEL: func.func @forward_no_hold
+// CHECK-NOT: hold_columns
+// SM80-LABEL: func.func @forward_no_hold
+// SM80-NOT: hold_columns
+func.func @forward_no_hold(%x: memref<?x3072xbf16>, %w: memref<3072xbf16>, %y: memref<?x3072xbf16>, %r: memref<?xf32>) {
+  norm.rms_norm x(%x : memref<?x3072xbf16>) weight(%w : memref<3072xbf16>) outs y(%y : memref<?x3072xbf16>) rstd(%r : memref<?xf32>)
+  return
+}

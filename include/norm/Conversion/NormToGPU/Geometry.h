@@ -247,6 +247,8 @@ struct RowShape {
   /// A forward kernel (one row cache, no partial sums): its lanes per row
   /// follow kForwardShareChunks.
   bool forward = false;
+  /// Column vectors the row reads (weight, bias): 0, 1 or 2.
+  int64_t columnVectors = 0;
 };
 
 /// How a row nest is spread over a block.
@@ -333,6 +335,23 @@ struct Geometry {
 /// access (the same on every chip it knows) and whether a row may be split
 /// over a cluster, never a budget.
 Geometry chooseRowGeometry(const RowShape &shape, const TargetInfo &target);
+
+/// Whether the forward kernel of geometry `g` for the row `s` holds its
+/// column vectors in registers (Geometry::holdColumns) when built for
+/// `rows` rows (the pass's hint; 0: unknown). Held, the weight's and
+/// bias's loads travel with x's instead of after the in-row sums: a memory
+/// round trip less on a row's latency chain, for a lane's K chunks of them
+/// in registers for the whole row. That pays where latency is the kernel's
+/// time, a launch of at most one block an SM (target.sms), and costs
+/// where blocks wait for an SM's registers: bench/tune.py plan hold (H200,
+/// the grid's configurations with and without, N = 320-16384, M = 1-65536):
+/// at M <= 1024 the forward was 1.1-1.9x faster held, at M >= 2048
+/// LayerNorm bf16 lost up to 0.59x (two blocks an SM became one). A dx
+/// kernel holds nothing by default (0.96-0.99x in geometric mean there,
+/// 0.68x at worst). Unknown rows: nothing held (the kernel may serve any
+/// M).
+bool holdColumnsPays(const Geometry &g, const RowShape &s, int64_t rows,
+                     const TargetInfo &target);
 
 /// The registers a thread of a register-regime geometry is estimated to
 /// need (kRegisterOverhead); 0 for the looped regime.

@@ -49,6 +49,12 @@ struct TargetInfo {
   /// Whether the chip has cp.async.bulk.prefetch (L2 prefetch of a byte
   /// range from one thread; sm_90, PTX 8.0).
   bool bulkPrefetch = false;
+  /// SMs of the family's data-center part (A100 108, H100/H200 132; for
+  /// sm_86 / sm_89, the A10's 72 and the L40S's 142): what a launch of one
+  /// block an SM is measured against, where only latency is at stake (the
+  /// forward's held columns, Geometry.h holdColumnsPays), never a sum
+  /// order.
+  int64_t sms = 108;
 
   /// The facts for `chip` ("sm_80", "sm_90", ...); none for unknown chips.
   static std::optional<TargetInfo> get(llvm::StringRef chip);
