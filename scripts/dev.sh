@@ -212,8 +212,15 @@ build_wheel() {
     log "installing python3-pip"
     apt-get install -y -qq --no-install-recommends python3-pip >/dev/null
   }
+  # torch to build libnormtorch.so (the ops' C++ bodies) and the autograd
+  # library against: without it pip built a wheel whose ops ran their
+  # Python bodies (3-4x torch's host time a call), silently.
+  # NORM_MLIR_TORCH_EXT=1 makes that a build error.
+  python3 -c "import torch" >/dev/null 2>&1 ||
+    pip_install "torch==$TORCH_VERSION"
   log "pip wheel ./python -> $out"
-  python3 -m pip wheel --no-deps -w "$out" "$ROOT/python"
+  NORM_MLIR_TORCH_EXT=${NORM_MLIR_TORCH_EXT:-1} \
+    python3 -m pip wheel --no-deps -w "$out" "$ROOT/python"
   ls -l "$out"/norm_mlir-*.whl
 }
 
