@@ -151,13 +151,18 @@ ForwardReference norm_exec::referenceForward(const KernelSpec &spec,
   r.y.resize(m * n);
   r.xhat.resize(m * n);
   r.meanScale.assign(m, 0.0);
+  r.yScale.resize(m * n);
   bool bias = spec.isLayerNorm() && spec.bias;
   for (int64_t i = 0; i < m; ++i) {
     for (int64_t j = 0; j < n; ++j) {
       double x = (*rows)[i * n + j];
       double h = (x - r.mean[i]) * r.rstd[i];
       r.xhat[i * n + j] = h;
-      r.y[i * n + j] = h * effectiveWeight(spec, p, j) + (bias ? p.b[j] : 0);
+      double w = effectiveWeight(spec, p, j);
+      r.y[i * n + j] = h * w + (bias ? p.b[j] : 0);
+      r.yScale[i * n + j] =
+          (std::abs(x) + std::abs(r.mean[i])) * r.rstd[i] * std::abs(w) +
+          (bias ? std::abs(p.b[j]) : 0);
       r.meanScale[i] += std::abs(x) / n;
     }
   }

@@ -61,6 +61,9 @@ struct ForwardReference {
   std::vector<double> y, mean, rstd, xhat, h;
   /// [m]: the mean of |x| per row, the size of the terms the mean sums.
   std::vector<double> meanScale;
+  /// [m, n]: (|x| + |mean|) rstd |w| + |b|: the size of what y is
+  /// computed from (x - mean rounds at the size of x and of the mean).
+  std::vector<double> yScale;
 };
 ForwardReference referenceForward(const KernelSpec &spec, const Problem &p);
 
