@@ -172,6 +172,13 @@ struct RowContext {
   /// in `base` for the wave's row body.
   void takePreloaded(OpBuilder &rb);
 
+  /// For each of the lane's groups k whose columns all lie below N: `body`
+  /// with the chunk's first column j0, under the test that the chunk is in
+  /// the row where some lane's may not be (the chunk walk's own test).
+  void forEachChunkInRow(
+      OpBuilder &rb,
+      function_ref<void(OpBuilder &, int64_t k, Value j0)> body);
+
   scf::ForOp pipeLoop;
   /// Row memref -> the lane's K chunks of its next row
   /// (memref<K x vector<V x T>>); ordered, so the kernel text is stable.

@@ -94,32 +94,11 @@ void RowContext::loadHeldColumns(OpBuilder &rb) {
   // side only).
   Value when = knownAligned ? Value() : aligned;
   auto loadAll = [&](OpBuilder &ib) {
-    int64_t numChunks = llvm::divideCeil(*g.n, g.vec);
-    for (int64_t k = 0; k < g.chunksPerLane; ++k) {
-      if (!groupInRange(k))
-        continue;
-      Value chunk =
-          arith::AddIOp::create(ib, loc, lane, cIndex(ib, loc, k * g.lanes));
-      Value j0 = arith::MulIOp::create(ib, loc, rowChunk(ib, chunk),
-                                       cIndex(ib, loc, g.vec));
-      auto loadGroup = [&](OpBuilder &cb) {
-        for (auto [mem, buf] : heldColumns)
-          memref::StoreOp::create(cb, loc, loadChunk(cb, mem, ValueRange{j0}),
-                                  buf, ValueRange{cIndex(cb, loc, k)});
-      };
-      if (chunkAlwaysInRow(k)) {
-        loadGroup(ib);
-        continue;
-      }
-      // The walk visits this chunk only where it is in the row.
-      Value inRow = arith::CmpIOp::create(
-          ib, loc, arith::CmpIPredicate::ult, rowChunk(ib, chunk),
-          cIndex(ib, loc, numChunks));
-      scf::IfOp::create(ib, loc, inRow, [&](OpBuilder &cb, Location) {
-        loadGroup(cb);
-        scf::YieldOp::create(cb, loc);
-      });
-    }
+    forEachChunkInRow(ib, [&](OpBuilder &cb, int64_t k, Value j0) {
+      for (auto [mem, buf] : heldColumns)
+        memref::StoreOp::create(cb, loc, loadChunk(cb, mem, ValueRange{j0}),
+                                buf, ValueRange{cIndex(cb, loc, k)});
+    });
   };
   if (!when) {
     loadAll(rb);

@@ -107,35 +107,39 @@ void RowContext::preloadRow(OpBuilder &rb, Value row, Value when) {
           ib, loc, base.lookupOrDefault(load.getMemRef()), ValueRange{row});
       memref::StoreOp::create(ib, loc, v, buf, ValueRange{zero});
     }
-    int64_t numChunks = llvm::divideCeil(*g.n, g.vec);
-    for (int64_t k = 0; k < g.chunksPerLane; ++k) {
-      if (!groupInRange(k))
-        continue;
-      Value chunk =
-          arith::AddIOp::create(ib, loc, lane, cIndex(ib, loc, k * g.lanes));
-      Value j0 = arith::MulIOp::create(ib, loc, rowChunk(ib, chunk),
-                                       cIndex(ib, loc, g.vec));
-      auto loadGroup = [&](OpBuilder &cb) {
-        for (auto [mem, buf] : pipeRows)
-          memref::StoreOp::create(cb, loc,
-                                  loadChunk(cb, mem, ValueRange{row, j0}), buf,
-                                  ValueRange{cIndex(cb, loc, k)});
-      };
-      if (chunkAlwaysInRow(k)) {
-        loadGroup(ib);
-        continue;
-      }
-      // The walk visits this chunk only where it is in the row.
-      Value inRow = arith::CmpIOp::create(
-          ib, loc, arith::CmpIPredicate::ult, rowChunk(ib, chunk),
-          cIndex(ib, loc, numChunks));
-      scf::IfOp::create(ib, loc, inRow, [&](OpBuilder &cb, Location) {
-        loadGroup(cb);
-        scf::YieldOp::create(cb, loc);
-      });
-    }
+    forEachChunkInRow(ib, [&](OpBuilder &cb, int64_t k, Value j0) {
+      for (auto [mem, buf] : pipeRows)
+        memref::StoreOp::create(cb, loc,
+                                loadChunk(cb, mem, ValueRange{row, j0}), buf,
+                                ValueRange{cIndex(cb, loc, k)});
+    });
     scf::YieldOp::create(ib, loc);
   });
+}
+
+void RowContext::forEachChunkInRow(
+    OpBuilder &rb, function_ref<void(OpBuilder &, int64_t, Value)> body) {
+  int64_t numChunks = llvm::divideCeil(*g.n, g.vec);
+  for (int64_t k = 0; k < g.chunksPerLane; ++k) {
+    if (!groupInRange(k))
+      continue;
+    Value chunk =
+        arith::AddIOp::create(rb, loc, lane, cIndex(rb, loc, k * g.lanes));
+    Value j0 = arith::MulIOp::create(rb, loc, rowChunk(rb, chunk),
+                                     cIndex(rb, loc, g.vec));
+    if (chunkAlwaysInRow(k)) {
+      body(rb, k, j0);
+      continue;
+    }
+    // The walk visits this chunk only where it is in the row.
+    Value inRow = arith::CmpIOp::create(rb, loc, arith::CmpIPredicate::ult,
+                                        rowChunk(rb, chunk),
+                                        cIndex(rb, loc, numChunks));
+    scf::IfOp::create(rb, loc, inRow, [&](OpBuilder &cb, Location) {
+      body(cb, k, j0);
+      scf::YieldOp::create(cb, loc);
+    });
+  }
 }
 
 void RowContext::takePreloaded(OpBuilder &rb) {
