@@ -1676,3 +1676,15 @@ def patch(model):
                           % (name or type(m).__name__, reason),
                           stacklevel=2)
     return model
+
+
+# ------------------------------------------------------- torch.compile
+#
+# Inductor cannot fuse into our ops, so the residual adds around a norm
+# stayed kernels of their own (two launches a norm and step more than
+# torch's fused norms); a post-grad graph pass folds them into the ops'
+# residual-add forward and the backward's dresidual (norm_mlir/_inductor.py;
+# NORM_MLIR_INDUCTOR_PASS=0: not installed).
+from . import _inductor  # noqa: E402
+
+_inductor.install()

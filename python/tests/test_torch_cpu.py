@@ -2066,6 +2066,181 @@ def test_compile_traces_the_checks_without_breaks(validated, autograd):
     assert "_eager_" not in code
 
 
+# ------------------------------ torch.compile: the residual adds folded
+
+class _PreNorm(torch.nn.Module):
+    """Two pre-norm residual blocks and a final norm, as a transformer's:
+    the norms after the first read a residual sum, and in the backward
+    each norm's dx meets the residual stream's gradient in an add."""
+
+    def __init__(self, d):
+        super().__init__()
+        self.n1, self.n2, self.n3 = (nt.LayerNorm(d), nt.RMSNorm(d),
+                                     nt.LayerNorm(d))
+        self.l1, self.l2 = torch.nn.Linear(d, d), torch.nn.Linear(d, d)
+
+    def forward(self, x):
+        x = x + self.l1(self.n1(x))
+        x = x + self.l2(self.n2(x))
+        return self.n3(x)
+
+
+def _pre_norm_run(d=64):
+    """(run, inputs): _PreNorm as a function of x and its parameters (the
+    inputs: x first), so the gradients compared are all of them."""
+    torch.manual_seed(5)
+    model = _PreNorm(d)
+    names = [k for k, _ in model.named_parameters()]
+
+    def run(x, *params):
+        return torch.func.functional_call(model, dict(zip(names, params)),
+                                          (x,))
+    return run, [torch.randn(3, 4, d)] + [p.detach()
+                                          for p in model.parameters()]
+
+
+def _launch_kinds(calls):
+    """(forward launches with the fused residual add, backward launches
+    with dresidual, all launches)."""
+    fwd = sum(1 for spec, _, _ in calls
+              if not spec["op"].endswith("_grad") and spec.get("residual"))
+    bwd = sum(1 for spec, _, _ in calls
+              if spec["op"].endswith("_grad") and spec.get("dresidual"))
+    return fwd, bwd, len(calls)
+
+
+def _compiled_vs_eager(calls, run, *inputs):
+    """run(*inputs) eager and compiled by `run.compiled` (a function of
+    the eager one): outputs and the inputs' gradients close (emulated
+    kernels), and the compiled run's launch kinds (_launch_kinds)."""
+    g = None
+    outs = []
+    for compiled in (False, True):
+        ins = [_leaf(t) for t in inputs]
+        calls.clear()
+        fn = run.compiled(run) if compiled else run
+        y = fn(*ins)
+        g = torch.randn_like(y) if g is None else g
+        y.backward(g)
+        outs.append((y, [t.grad for t in ins]))
+    (ye, ge), (yc, gc) = outs
+    _close(yc, ye.double(), 1e-4)
+    for a, e in zip(gc, ge):
+        _close(a, e.double(), 1e-4)
+    return _launch_kinds(calls)
+
+
+def _aot_with_the_pass(fn):
+    """fn through AOTAutograd (the forward and backward graphs inductor
+    gets) with only norm_mlir's pass applied to each, run as FX."""
+    from torch._functorch.aot_autograd import aot_function, make_boxed_func
+
+    def compiler(gm, example_inputs):
+        nt._inductor.fuse_residual_adds(gm.graph)
+        gm.recompile()
+        return make_boxed_func(gm)
+    return aot_function(fn, compiler)
+
+
+def test_residual_adds_fold_into_the_ops(emulated):
+    """The pass on AOTAutograd's graphs of two pre-norm blocks: the two
+    norms after a residual add run the fused residual-add forward, and in
+    the backward the two whose dx meets the residual gradient take it as
+    dresidual; no separate add launches are left to make, and the outputs
+    and gradients are eager's."""
+    run, inputs = _pre_norm_run()
+    run.compiled = _aot_with_the_pass
+    fwd, bwd, n = _compiled_vs_eager(emulated, run, *inputs)
+    assert (fwd, bwd) == (2, 2), list(emulated)
+    assert n == 6  # three forward launches, three backward
+
+
+@pytest.mark.parametrize("case", ["broadcast", "alpha", "promotion",
+                                  "transposed term", "dx read twice"])
+def test_residual_adds_the_ops_cannot_take_stay(emulated, case):
+    """Adds the fused ops cannot stand for stay adds: a broadcast term, an
+    alpha, type promotion, a term whose rows the op would have to copy
+    (forward); a dx that something else reads too
+    (backward: y + x makes x's gradient dx + g, an add, while residual's
+    is dx itself; the forward add folds). The numbers are eager's either
+    way."""
+    torch.manual_seed(6)
+    d = 32
+    w = torch.randn(d)
+    x, r = torch.randn(5, d), torch.randn(5, d)
+    if case == "broadcast":
+        r = torch.randn(d)
+    elif case == "promotion":
+        x = x.to(torch.bfloat16)
+    elif case == "transposed term":
+        r = torch.randn(d, 5)
+
+    def run(x, r, w):
+        if case == "transposed term":
+            r = r.t()
+        h = torch.add(x, r, alpha=2) if case == "alpha" else x + r
+        y = nt.layer_norm(h, d, w)
+        return y + x if case == "dx read twice" else y
+    run.compiled = _aot_with_the_pass
+    kinds = _compiled_vs_eager(emulated, run, x, r, w)
+    assert kinds == ((1, 0, 2) if case == "dx read twice" else (0, 0, 2))
+
+
+def test_compiled_model_runs_the_fused_forms(emulated):
+    """torch.compile (inductor, the default backend) of the pre-norm
+    blocks: the package installed its pass as inductor's
+    post_grad_custom_post_pass, so the compiled graph's norms after a
+    residual add run the fused forward and the backward takes dresidual
+    (without the pass: separate add kernels, and no such launches), with
+    eager's outputs and gradients."""
+    from torch._inductor import config
+    assert getattr(config.post_grad_custom_post_pass, "norm_mlir", False)
+    run, inputs = _pre_norm_run()
+    run.compiled = torch.compile
+    torch._dynamo.reset()
+    try:
+        fwd, bwd, n = _compiled_vs_eager(emulated, run, *inputs)
+    finally:
+        torch._dynamo.reset()
+    assert (fwd, bwd, n) == (2, 2, 6), list(emulated)
+
+
+def test_inductor_pass_runs_after_one_set_before(monkeypatch):
+    """A post-grad pass set before the package's install runs first, and
+    the uuid that keys inductor's caches carries it (None, caches off,
+    where it had none); NORM_MLIR_INDUCTOR_PASS=0 installs nothing."""
+    from torch._inductor import config
+    from torch._inductor.custom_graph_pass import CustomGraphPass
+    seen = []
+
+    class Theirs(CustomGraphPass):
+        def __call__(self, graph):
+            seen.append(graph)
+
+        def uuid(self):
+            return "theirs"
+
+    monkeypatch.setattr(config, "post_grad_custom_post_pass", Theirs())
+    assert nt._inductor.install()
+    ours = config.post_grad_custom_post_pass
+    assert ours.norm_mlir and isinstance(ours.prev, Theirs)
+    assert ours.uuid()[-1] == "theirs"
+    graph = torch.fx.Graph()
+    graph.output(graph.placeholder("x"))
+    ours(graph)
+    assert seen == [graph]
+    assert nt._inductor.install() and config.post_grad_custom_post_pass \
+        is ours  # not twice
+    monkeypatch.setattr(config, "post_grad_custom_post_pass",
+                        lambda graph: None)
+    nt._inductor.install()
+    assert config.post_grad_custom_post_pass.uuid() is None
+    monkeypatch.setattr(config, "post_grad_custom_post_pass", None)
+    monkeypatch.setenv("NORM_MLIR_INDUCTOR_PASS", "0")
+    assert not nt._inductor.install()
+    assert config.post_grad_custom_post_pass is None
+
+
 # ---------------------------------------------------------------- patch
 
 class _Block(torch.nn.Module):
