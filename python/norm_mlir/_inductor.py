@@ -20,9 +20,10 @@ the compiled path's host cost"). The ops already have both fusions:
 
 Only where the two tensors of the add have the add's shape and dtype (no
 broadcast, no promotion, no alpha) and rows the ops read without a copy,
-the add's result is contiguous (the ops' h and dx are) and the graph order
-allows it (the fused op's inputs all
-defined before every reader of its outputs).
+the add's result is contiguous (the ops' h and dx are), and the fused op
+can stand where the first of the two nodes stood (its other inputs defined
+before; nothing between the two that writes a tensor, so every read moved
+there reads what it read before).
 
 The pass is installed as inductor's ``post_grad_custom_post_pass`` when
 ``norm_mlir.torch`` is imported (``NORM_MLIR_INDUCTOR_PASS=0``: not), after
@@ -31,6 +32,7 @@ inductor's caches (a pass set there later replaces it: the graphs then
 keep the separate adds, with the same results).
 """
 
+import functools
 import operator
 import os
 
@@ -102,14 +104,31 @@ def _getitems(node):
     return got
 
 
-def _anchor(order, inputs, readers):
-    """The node to insert a fused op before: right after the last of its
-    inputs, if that comes before every reader of its outputs; else None."""
-    last = max((i for i in inputs if isinstance(i, torch.fx.Node)),
-               key=order.__getitem__)
-    if readers and order[last] >= min(order[r] for r in readers):
-        return None
-    return last.next
+def _mutates(node):
+    """Whether node may write a tensor (a mutable schema, or a higher-order
+    op such as auto_functionalized or with_effects)."""
+    if node.op != "call_function":
+        return False
+    schema = getattr(node.target, "_schema", None)
+    if schema is not None:
+        return schema.is_mutable
+    return isinstance(node.target, torch._ops.HigherOrderOperator)
+
+
+def _anchor(order, at, inputs, until):
+    """`at`, where the fused op goes (the first of the two nodes it
+    replaces), if its inputs are all defined before it and nothing from
+    there to `until` (the second) may write a tensor (the reads that move
+    to `at` read what they read before); else None."""
+    for i in inputs:
+        if isinstance(i, torch.fx.Node) and order[i] >= order[at]:
+            return None
+    n = at
+    while n is not until:
+        if _mutates(n):
+            return None
+        n = n.next
+    return at
 
 
 def _fake(op, args):
@@ -161,11 +180,8 @@ def _fuse_forward(graph, order, norm, fused):
         return False
     new = {"x": terms[0], "residual": terms[1]}
     new.update((k, v) for k, v in kw.items() if k != "x")
-    readers = [u for u in add.users if u is not norm]
-    for g in outs.values():
-        readers += list(g.users)
-    anchor = _anchor(order, [v for v in new.values()
-                             if isinstance(v, torch.fx.Node)], readers)
+    # At the add: the norm's weight and bias defined before it.
+    anchor = _anchor(order, add, new.values(), norm)
     if anchor is None:
         return False
     # Outputs: (y, mean, rstd) -> (y, h, mean, rstd); (y, rstd) -> (y, h,
@@ -173,7 +189,7 @@ def _fuse_forward(graph, order, norm, fused):
     n_out = len(norm.meta["val"]) if isinstance(
         norm.meta.get("val"), (tuple, list)) else (
             3 if "bias" in kw else 2)
-    node, items = _emit(graph, anchor, fused, new, norm, n_out + 1)
+    _, items = _emit(graph, anchor, fused, new, norm, n_out + 1)
     for i, g in outs.items():
         g.replace_all_uses_with(items[0 if i == 0 else i + 1])
         graph.erase_node(g)
@@ -200,18 +216,14 @@ def _fuse_backward(graph, order, bwd):
     if x is None or _val(g).shape != x.shape or _val(g).dtype != x.dtype:
         return False
     new = dict(kw, dresidual=g)
-    readers = list(add.users)
-    for i, it in outs.items():
-        if i:
-            readers += list(it.users)
-    anchor = _anchor(order, [v for v in new.values()
-                             if isinstance(v, torch.fx.Node)], readers)
+    # At the backward op: g defined before it.
+    anchor = _anchor(order, bwd, new.values(), add)
     if anchor is None:
         return False
     n_out = len(bwd.meta["val"]) if isinstance(
         bwd.meta.get("val"), (tuple, list)) else (3 if "has_bias" in kw
                                                    else 2)
-    node, items = _emit(graph, anchor, bwd.target, new, bwd, n_out)
+    _, items = _emit(graph, anchor, bwd.target, new, bwd, n_out)
     add.replace_all_uses_with(items[0])
     graph.erase_node(add)
     for i, it in outs.items():
@@ -246,30 +258,27 @@ def fuse_residual_adds(graph):
     return done
 
 
+@functools.lru_cache(None)
 def _source_hash():
     import hashlib
     with open(__file__, "rb") as f:
         return hashlib.sha256(f.read()).hexdigest()
 
 
-def install():
-    """Sets the pass as inductor's post_grad_custom_post_pass (after one
-    already set there); False where it is not installed."""
-    if os.environ.get("NORM_MLIR_INDUCTOR_PASS", "1") == "0":
-        return False
-    try:
-        from torch._inductor import config
-        from torch._inductor.custom_graph_pass import CustomGraphPass
-    except ImportError:  # a torch without inductor's custom passes
-        return False
+try:  # a torch without inductor's custom passes: nothing installed
+    from torch._inductor.custom_graph_pass import CustomGraphPass
+except ImportError:  # pragma: no cover
+    CustomGraphPass = None
 
+if CustomGraphPass is not None:
     class ResidualAddPass(CustomGraphPass):
-        """norm_mlir: residual adds into the norm ops (norm_mlir._inductor);
-        `prev`, the pass that was set before, runs first."""
+        """norm_mlir's residual adds into the norm ops, as inductor's
+        post_grad_custom_post_pass; `prev`, the pass that was set there
+        before, runs first."""
 
         norm_mlir = True
 
-        def __init__(self, prev):
+        def __init__(self, prev=None):
             self.prev = prev
 
         def __call__(self, graph):
@@ -282,13 +291,20 @@ def install():
             if self.prev is not None:
                 # A pass without a uuid turns inductor's caches off; so
                 # does this one then.
-                get = getattr(self.prev, "uuid", None)
-                prev = get() if isinstance(self.prev,
-                                           CustomGraphPass) else None
+                prev = self.prev.uuid() if isinstance(
+                    self.prev, CustomGraphPass) else None
                 if prev is None:
                     return None
             return ("norm_mlir.residual_adds", _source_hash(), prev)
 
+
+def install():
+    """Sets the pass as inductor's post_grad_custom_post_pass (after one
+    already set there); False where it is not installed."""
+    if os.environ.get("NORM_MLIR_INDUCTOR_PASS", "1") == "0" or \
+            CustomGraphPass is None:
+        return False
+    from torch._inductor import config
     prev = config.post_grad_custom_post_pass
     if getattr(prev, "norm_mlir", False):
         return True  # already ours (the module imported again)

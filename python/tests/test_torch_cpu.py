@@ -2186,6 +2186,39 @@ def test_residual_adds_the_ops_cannot_take_stay(emulated, case):
     assert kinds == ((1, 0, 2) if case == "dx read twice" else (0, 0, 2))
 
 
+@pytest.mark.parametrize("write", [False, True])
+def test_residual_adds_fold_only_where_no_write_is_passed(write):
+    """The fused op stands where the add stood, so the norm's weight is
+    read there: a node between the two that writes a tensor (here the
+    weight, in place) keeps them apart."""
+    import operator
+    n = 32
+    with FakeTensorMode() as mode:
+        vals = {"a": torch.empty(4, n), "b": torch.empty(4, n),
+                "w": torch.empty(n)}
+    graph = torch.fx.Graph()
+    p = {}
+    for k, v in vals.items():
+        p[k] = graph.placeholder(k)
+        p[k].meta["val"] = v
+    with mode:
+        h = graph.call_function(torch.ops.aten.add.Tensor, (p["a"], p["b"]))
+        h.meta["val"] = vals["a"] + vals["b"]
+        if write:
+            m = graph.call_function(torch.ops.aten.mul_.Tensor,
+                                    (p["w"], 2.0))
+            m.meta["val"] = vals["w"]
+        y = graph.call_function(nt._rms_fwd, (h, p["w"], n, 1e-5, False))
+        y.meta["val"] = nt._rms_fwd(h.meta["val"], vals["w"], n, 1e-5,
+                                    False)
+    outs = [graph.call_function(operator.getitem, (y, i)) for i in (0, 1)]
+    graph.output((outs[0], outs[1], h))
+    assert nt._inductor.fuse_residual_adds(graph) == (0 if write else 1)
+    targets = [str(nd.target) for nd in graph.nodes
+               if nd.op == "call_function"]
+    assert ("norm_mlir.add_rms_norm_fwd.default" in targets) != write
+
+
 def test_compiled_model_runs_the_fused_forms(emulated):
     """torch.compile (inductor, the default backend) of the pre-norm
     blocks: the package installed its pass as inductor's
@@ -2194,6 +2227,9 @@ def test_compiled_model_runs_the_fused_forms(emulated):
     (without the pass: separate add kernels, and no such launches), with
     eager's outputs and gradients."""
     from torch._inductor import config
+    if not any(shutil.which(c) for c in (os.environ.get("CXX") or "c++",
+                                         "g++", "clang++")):
+        pytest.skip("no C++ compiler for inductor's CPU kernels")
     assert getattr(config.post_grad_custom_post_pass, "norm_mlir", False)
     run, inputs = _pre_norm_run()
     run.compiled = torch.compile
