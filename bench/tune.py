@@ -371,12 +371,45 @@ def hold_plan(dtypes=("bf16", "f32"), ops=C.FWD_OPS + C.GRAD_OPS):
     return points, cands
 
 
+# "push": the cluster's row sums exchanged by a push (each block's thread 0
+# stores its sums into every block's receive slots with st.async, which
+# completes bytes on the receiver's mbarrier) against the cluster barrier
+# and remote loads before it: the same plan prepared with the compiler of
+# each (the exchange is no knob: every cluster kernel takes the push once
+# it wins), forward and backward, bf16 and f32, where the table or a knob
+# splits rows: N = 4096-262144, clusters of 2, 4 and 8, M = 1-16384 (and
+# N = 49152, which no table plan measured: its entries come from the N
+# around it). The bits are the same (the slots are added in rank order).
+PUSH_FWD_N = (4096, 7168, 16384, 32768, 49152, 65536, 131072, 262144)
+PUSH_FWD_M = (1, 16, 64, 256, 1024, 4096, 16384)
+PUSH_FWD_KNOBS = tuple(k for k in FWD_CLUSTER_KNOBS if k[1] > 1)
+PUSH_DX_N = (8192, 16384, 32768, 49152, 65536, 131072, 262144)
+PUSH_DX_M = (64, 1024, 4096, 16384)
+# (threads, cluster, max_register_elements)
+PUSH_DX_KNOBS = ((0, 2, 0), (0, 4, 0), (0, 8, 0), (512, 2, 0), (0, 4, 32),
+                 (0, 8, 32))
+
+
+def push_plan():
+    points, cands = table_plan(dtypes=("bf16", "f32"), ops=C.FWD_OPS,
+                               ns=PUSH_FWD_N, knobs=PUSH_FWD_KNOBS,
+                               ms=PUSH_FWD_M,
+                               fields=("threads", "cluster", "lanes", "mre"))
+    dx_points, dx_cands = table_plan(dtypes=("bf16", "f32"), ops=C.GRAD_OPS,
+                                     ns=PUSH_DX_N, knobs=PUSH_DX_KNOBS,
+                                     ms=PUSH_DX_M,
+                                     fields=("threads", "cluster", "mre"))
+    points += dx_points
+    cands.update(dx_cands)
+    return points, cands
+
+
 PLANS = dict(TABLE_PLANS, explore=explore_plan, grid=grid_plan,
              groups=groups_plan, fma=fma_plan, wide=wide_plan,
              prefetch=prefetch_plan, pvec=pvec_plan, pipe=pipe_plan,
              **{"fwd-few": fwd_few_plan, "fwd-cluster": fwd_cluster_plan,
                 "fwd-cluster-big": fwd_cluster_big_plan,
-                "hold": hold_plan},
+                "hold": hold_plan, "push": push_plan},
              **{"grid-cfgs": grid_cfgs_plan,
                 "grid-cfgs-f32": lambda: grid_cfgs_plan(("bf16", "f32"))})
 

@@ -71,6 +71,22 @@ struct CheckTargetPass
           return signalPassFailure();
         }
       }
+      // The cluster's exchange of a row's sums (a row split over a
+      // cluster) stores with PTX 8.1's st.async, which ptxas refuses below.
+      if (version < 81) {
+        Operation *exchange = nullptr;
+        module.walk([&](NVVM::MBarrierInitOp op) {
+          exchange = op;
+          return WalkResult::interrupt();
+        });
+        if (exchange) {
+          emitError(exchange->getLoc())
+              << "norm-gpu-to-binary: features '" << features
+              << "': the cluster's exchange of a row's sums (a row split "
+                 "over a cluster) needs +ptx81 or later";
+          return signalPassFailure();
+        }
+      }
     }
     if (!llvm::is_contained({"isa", "bin", "fatbin"}, StringRef(format))) {
       emitError(module.getLoc()) << "norm-gpu-to-binary: format '" << format

@@ -50,6 +50,9 @@ void norm::buildGPUToBinaryPipeline(OpPassManager &pm,
   kernels.addPass(createLowerAffinePass());
   kernels.addPass(createSCFToControlFlowPass());
   kernels.addPass(createConvertGpuOpsToNVVMOps());
+  // NVVM ops with no LLVM intrinsic (the cluster exchange's
+  // mbarrier.try_wait.parity loop) become inline PTX here.
+  kernels.addPass(createConvertNVVMToLLVMPass());
   kernels.addPass(createNormExternDynamicShared());
   NormCheckLibdeviceOptions libdevice;
   libdevice.toolkit = options.toolkit;

@@ -7,7 +7,7 @@
 // element, so the PTX needs libdevice's __nv_rsqrtf resolved.
 
 // SM90: gpu.binary @kernels
-// SM90-SAME: .version 8.0
+// SM90-SAME: .version 8.1
 // SM90-SAME: .target sm_90
 // SM90-SAME: .entry rsqrt_rows
 // SM90-NOT: .extern .func __nv_rsqrtf

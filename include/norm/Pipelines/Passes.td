@@ -49,7 +49,7 @@ def NormCheckTarget : Pass<"norm-check-target", "::mlir::ModuleOp"> {
     Runs first in `norm-gpu-to-binary`. The upstream NVVM tail ends in
     `LLVM ERROR` (an abort, no diagnostic) when the PTX version in
     `features` is older than the chip needs (`chip=sm_120` with the default
-    `+ptx80`), and `gpu-module-to-binary` takes any `format`. This pass turns
+    `+ptx81`), and `gpu-module-to-binary` takes any `format`. This pass turns
     each into an error naming the option, its value and what is accepted:
 
     ```
@@ -67,7 +67,7 @@ def NormCheckTarget : Pass<"norm-check-target", "::mlir::ModuleOp"> {
   let options = [
     Option<"chip", "chip", "std::string", /*default=*/"\"sm_90\"",
            "Target chip">,
-    Option<"features", "features", "std::string", /*default=*/"\"+ptx80\"",
+    Option<"features", "features", "std::string", /*default=*/"\"+ptx81\"",
            "PTX features (+ptxNN)">,
     Option<"format", "format", "std::string", /*default=*/"\"isa\"",
            "Output format: isa, bin or fatbin">

@@ -130,8 +130,8 @@ struct GPUToBinaryOptions : public PassPipelineOptions<GPUToBinaryOptions> {
                            llvm::cl::desc("Target SM architecture"),
                            llvm::cl::init("sm_90")};
   Option<std::string> features{*this, "features",
-                               llvm::cl::desc("PTX features, e.g. +ptx80"),
-                               llvm::cl::init("+ptx80")};
+                               llvm::cl::desc("PTX features, e.g. +ptx81"),
+                               llvm::cl::init("+ptx81")};
   Option<unsigned> optLevel{*this, "opt-level",
                             llvm::cl::desc("LLVM optimisation level (0-3)"),
                             llvm::cl::init(3)};

@@ -342,8 +342,10 @@ static void sizeSharedMemory(Geometry &g, const RowShape &s) {
   if (g.lanes > g.warp) // cross-warp scratch: two sums a row, a slot a warp
     g.sharedBytes +=
         2 * g.batch * (g.threads / g.warp) * int64_t(sizeof(float));
-  if (g.cluster > 1) // the in-row sums' slots, two rows' worth
-    g.sharedBytes += 2 * kClusterSumSlots * int64_t(sizeof(float));
+  if (g.cluster > 1) // the in-row sums' receive slots and mbarriers, two
+                     // rows' worth
+    g.sharedBytes += 2 * g.cluster * kClusterSumSlots * int64_t(sizeof(float)) +
+                     2 * int64_t(sizeof(uint64_t));
 }
 
 static void placePartials(Geometry &g, const RowShape &s) {

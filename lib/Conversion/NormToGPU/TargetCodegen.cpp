@@ -2,8 +2,9 @@
 //
 // Part of mlir-norm. The NVVM emitter, for every chip TargetInfo knows
 // (sm_80 to sm_90a): clusters and distributed shared memory through the
-// NVVM dialect's cluster barrier and `mapa` (sm_90; the geometry splits a
-// row over a cluster only where TargetInfo::maxClusterBlocks > 1).
+// NVVM dialect's cluster barrier, mbarriers and `mapa`, and `st.async` in
+// inline PTX (sm_90; the geometry splits a row over a cluster only where
+// TargetInfo::maxClusterBlocks > 1).
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,6 +14,9 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+
+#include <cassert>
+#include <string>
 
 using namespace mlir;
 using namespace mlir::norm;
@@ -26,16 +30,6 @@ constexpr unsigned kClusterSharedAddressSpace = 7;
 
 class NVVMCodegen : public TargetCodegen {
 public:
-  void clusterBarrier(OpBuilder &b, Location loc,
-                      bool release) const override {
-    UnitAttr aligned = b.getUnitAttr();
-    if (release)
-      NVVM::ClusterArriveOp::create(b, loc, aligned);
-    else
-      NVVM::ClusterArriveRelaxedOp::create(b, loc, aligned);
-    NVVM::ClusterWaitOp::create(b, loc, aligned);
-  }
-
   Value sharedPointer(OpBuilder &b, Location loc,
                       Value address) const override {
     auto shared = LLVM::LLVMPointerType::get(b.getContext(),
@@ -43,21 +37,79 @@ public:
     return LLVM::IntToPtrOp::create(b, loc, shared, address);
   }
 
-  Value sharedElement(OpBuilder &b, Location loc, Value base,
-                      Value index) const override {
-    auto shared = LLVM::LLVMPointerType::get(b.getContext(),
-                                             kSharedAddressSpace);
-    return LLVM::GEPOp::create(b, loc, shared, b.getF32Type(), base,
-                               ArrayRef<LLVM::GEPArg>{index});
+  void initBarrier(OpBuilder &b, Location loc, Value bar) const override {
+    NVVM::MBarrierInitOp::create(
+        b, loc, bar, arith::ConstantIntOp::create(b, loc, 1, 32),
+        /*predicate=*/Value());
   }
 
-  Value loadFromClusterRank(OpBuilder &b, Location loc, Value at,
-                            int64_t rank) const override {
+  void clusterArriveAfterInit(OpBuilder &b, Location loc) const override {
+    // fence.mbarrier_init.release.cluster, then a relaxed arrival: the
+    // fence is the release the other blocks' wait (acquire) pairs with.
+    NVVM::FenceMbarrierInitOp::create(b, loc);
+    NVVM::ClusterArriveRelaxedOp::create(b, loc, b.getUnitAttr());
+  }
+
+  void clusterWait(OpBuilder &b, Location loc) const override {
+    NVVM::ClusterWaitOp::create(b, loc, b.getUnitAttr());
+  }
+
+  void arriveExpectingBytes(OpBuilder &b, Location loc, Value bar,
+                            int64_t bytes) const override {
+    NVVM::MBarrierArriveExpectTxOp::create(
+        b, loc, /*res=*/Type(), bar,
+        arith::ConstantIntOp::create(b, loc, bytes, 32),
+        /*scope=*/NVVM::MemScopeKindAttr(), /*relaxed=*/BoolAttr(),
+        /*predicate=*/Value());
+  }
+
+  void pushToClusterRank(OpBuilder &b, Location loc, Value at,
+                         ValueRange values, Value bar,
+                         int64_t rank) const override {
+    // st.async (MLIR 22's NVVM dialect has no op for it): 32-bit
+    // shared::cluster addresses of the slot and of the mbarrier in block
+    // `rank` (mapa), one store of every value.
     auto cluster = LLVM::LLVMPointerType::get(b.getContext(),
                                               kClusterSharedAddressSpace);
     Value r = arith::ConstantIntOp::create(b, loc, rank, 32);
-    Value remote = NVVM::MapaOp::create(b, loc, cluster, at, r);
-    return LLVM::LoadOp::create(b, loc, b.getF32Type(), remote);
+    auto address32 = [&](Value local) -> Value {
+      Value remote = NVVM::MapaOp::create(b, loc, cluster, local, r);
+      return LLVM::PtrToIntOp::create(b, loc, b.getI32Type(), remote);
+    };
+    SmallVector<Value> operands{address32(at), address32(bar)};
+    std::string vals;
+    for (auto [i, v] : llvm::enumerate(values)) {
+      operands.push_back(v);
+      vals += (i ? ", $" : "$") + std::to_string(i + 2);
+    }
+    std::string type = values.size() == 1 ? ".f32"
+                                          : ".v" + std::to_string(values.size()) + ".f32";
+    std::string constraints = "r,r";
+    for (size_t i = 0; i < values.size(); ++i)
+      constraints += ",f";
+    assert((values.size() == 1 || values.size() == 2 || values.size() == 4) &&
+           "st.async stores 1, 2 or 4 words");
+    LLVM::InlineAsmOp::create(
+        b, loc, TypeRange{}, operands,
+        b.getStringAttr("st.async.shared::cluster.mbarrier::complete_tx::"
+                        "bytes" +
+                        type + " [$0], " +
+                        (values.size() == 1 ? vals : "{" + vals + "}") +
+                        ", [$1];"),
+        b.getStringAttr(constraints + ",~{memory}"),
+        /*has_side_effects=*/b.getUnitAttr(), /*is_align_stack=*/nullptr,
+        LLVM::TailCallKindAttr::get(b.getContext(),
+                                    LLVM::tailcallkind::TailCallKind::None),
+        /*asm_dialect=*/nullptr, /*operand_attrs=*/nullptr);
+  }
+
+  void waitBarrierPhase(OpBuilder &b, Location loc, Value bar,
+                        Value parity) const override {
+    // A loop of mbarrier.try_wait.parity (acquire); the suspend hint is
+    // the time limit CUTLASS's waits give.
+    NVVM::MBarrierTryWaitParityOp::create(
+        b, loc, bar, parity,
+        arith::ConstantIntOp::create(b, loc, 0x989680, 32));
   }
 
   void deviceFence(OpBuilder &b, Location loc) const override {

@@ -53,7 +53,7 @@ func.func @forward(%x: memref<?x4096xbf16>, %y: memref<?x4096xbf16>, %r: memref<
 // cluster of 2 (only ever a table's or the option's choice); on sm_80 (no
 // clusters) and above the entry's rows, the cost model's block a row.
 // CHECK-LABEL: func.func @forward_split
-// CHECK: norm.geometry = #norm.row_geometry<regime = registers, threads = 256, lanes = 256, rows = 1, vector = 8, chunks = 2, cluster = 2, shared = 96>
+// CHECK: norm.geometry = #norm.row_geometry<regime = registers, threads = 256, lanes = 256, rows = 1, vector = 8, chunks = 2, cluster = 2, shared = 144>
 // SM80-LABEL: func.func @forward_split
 // SM80: norm.geometry = #norm.row_geometry<regime = registers, threads = 128, lanes = 128, rows = 1, vector = 8, chunks = 7, layout = both, shared = 32>
 // ABOVE-LABEL: func.func @forward_split

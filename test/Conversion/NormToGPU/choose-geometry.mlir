@@ -53,9 +53,9 @@ func.func @layer_norm_grad_bf16_n8192(%dy: tensor<?x8192xbf16>, %x: tensor<?x819
 // has no clusters, so one block walks the row (looped) and updates the
 // program's partial rows in global memory 8 rows at a time.
 // CHECK-LABEL: func.func @layer_norm_grad_bf16_n65536
-// CHECK: norm.geometry = #norm.row_geometry<regime = registers, threads = 512, lanes = 512, rows = 1, vector = 8, chunks = 2, partials = registers, cluster = 8, shared = 160>
+// CHECK: norm.geometry = #norm.row_geometry<regime = registers, threads = 512, lanes = 512, rows = 1, vector = 8, chunks = 2, partials = registers, cluster = 8, shared = 400>
 // NEST-LABEL: func.func @layer_norm_grad_bf16_n65536
-// NEST: } {norm.accumulate = f32, norm.geometry = #norm.row_geometry<regime = registers, threads = 512, lanes = 512, rows = 1, vector = 8, chunks = 2, partials = registers, cluster = 8, shared = 160>
+// NEST: } {norm.accumulate = f32, norm.geometry = #norm.row_geometry<regime = registers, threads = 512, lanes = 512, rows = 1, vector = 8, chunks = 2, partials = registers, cluster = 8, shared = 400>
 // SM80-LABEL: func.func @layer_norm_grad_bf16_n65536
 // SM80: norm.geometry = #norm.row_geometry<regime = looped, threads = 512, lanes = 512, rows = 1, vector = 8, partials = global, batch = 8, shared = 1024>
 func.func @layer_norm_grad_bf16_n65536(%dy: tensor<?x65536xbf16>, %x: tensor<?x65536xbf16>, %mean: tensor<?xf32>, %rstd: tensor<?xf32>, %w: tensor<65536xbf16>) -> (tensor<?x65536xbf16>, tensor<65536xbf16>, tensor<65536xbf16>) {

@@ -9,18 +9,34 @@
 // One block a row (rows = 1): the launch is ceil(M / 1) * 2 blocks in
 // clusters of 2; block b is row b / 2, slice b % 2. Both of the row's sums
 // (the mean's, then the centred second moment's) go across the block, then
-// across the cluster (thread 0's slots, a cluster barrier, every thread
-// adds rank 0's and rank 1's slots); the row's mean and rstd are stored by
-// lane 0 of the first block only. A last cluster barrier: no block leaves
-// while its slots may be read.
+// across the cluster by a push (map-to-gpu-cluster.mlir: thread 0 stores
+// the block's sum into rank 0's and rank 1's receive slots with st.async,
+// every thread waits on its block's mbarrier and adds the two slots), each
+// sum its own slots and mbarriers; the first row waits once for the
+// cluster barrier that makes the mbarriers' initialisation visible. The
+// row's mean and rstd are stored by lane 0 of the first block only. No
+// cluster barrier after the row.
 // CHECK-LABEL: func @layer_norm_n7168
 // CHECK-SAME: #norm.kernel<name = "layer_norm_n7168_forward_0", kind = forward, block = 256, grid = row_blocks, lanes = 256, rows = 1, vector = 8, registers = true, cluster = 2>
 // CHECK: %[[ROWS:.*]] = arith.ceildivui %{{.*}}, %c1
 // CHECK: %[[G:.*]] = arith.muli %[[ROWS]], %c2{{(_[0-9]+)?}} : index
-// CHECK: gpu.launch clusters({{.*}}) in ({{.*}} = %c2{{.*}}, {{.*}} = %c1{{.*}}, {{.*}} = %c1{{.*}}) blocks(%[[B:[a-z0-9]+]], {{.*}}) in ({{.*}} = %[[G]], {{.*}}) threads({{.*}}) in ({{.*}} = %c256{{.*}}, {{.*}}) module(@layer_norm_n7168_kernels) function(@layer_norm_n7168_forward_0) workgroup({{.*}}, %[[SLOTS1:[a-z0-9]+]] : memref<8xf32, #gpu.address_space<workgroup>>, %[[SLOTS2:[a-z0-9]+]] : memref<8xf32, #gpu.address_space<workgroup>>)
+// CHECK: gpu.launch clusters({{.*}}) in ({{.*}} = %c2{{.*}}, {{.*}} = %c1{{.*}}, {{.*}} = %c1{{.*}}) blocks(%[[B:[a-z0-9]+]], {{.*}}) in ({{.*}} = %[[G]], {{.*}}) threads({{.*}}) in ({{.*}} = %c256{{.*}}, {{.*}}) module(@layer_norm_n7168_kernels) function(@layer_norm_n7168_forward_0) workgroup({{.*}}, %[[SLOTS1:[a-z0-9]+]] : memref<16xf32, #gpu.address_space<workgroup>>, %[[BARS1:[a-z0-9]+]] : memref<2xi64, #gpu.address_space<workgroup>>, %[[SLOTS2:[a-z0-9]+]] : memref<16xf32, #gpu.address_space<workgroup>>, %[[BARS2:[a-z0-9]+]] : memref<2xi64, #gpu.address_space<workgroup>>)
 // CHECK:   %[[SLICE:.*]] = arith.remui %[[B]], %c2
 // CHECK:   %[[ROW0:.*]] = arith.divui %[[B]], %c2
 // CHECK:   %[[BASE:.*]] = arith.muli %[[SLICE]], %c4096
+// Both sums' mbarriers, initialised before the row.
+// CHECK:   scf.if
+// CHECK:     memref.extract_aligned_pointer_as_index %[[BARS1]]
+// CHECK:     nvvm.mbarrier.init
+// CHECK:     memref.extract_aligned_pointer_as_index %[[BARS1]]
+// CHECK:     nvvm.mbarrier.init
+// CHECK:     memref.extract_aligned_pointer_as_index %[[BARS2]]
+// CHECK:     nvvm.mbarrier.init
+// CHECK:     memref.extract_aligned_pointer_as_index %[[BARS2]]
+// CHECK:     nvvm.mbarrier.init
+// CHECK:   }
+// CHECK:   nvvm.fence.mbarrier.init
+// CHECK:   nvvm.cluster.arrive.relaxed {aligned}
 // CHECK:   scf.for %[[R:.*]] = %{{.*}} to %{{.*}} step
 // CHECK:     %[[ROW:.*]] = arith.addi %[[R]],
 // CHECK:     %[[LANE0:.*]] = arith.cmpi eq, %{{.*}}, %c0
@@ -31,19 +47,29 @@
 // CHECK:     arith.divui %[[BASE]], %c8
 // CHECK:     vector.load
 // CHECK:     gpu.shuffle  xor
-// CHECK:     memref.store %{{.*}}, %[[SLOTS1]]
-// CHECK:     nvvm.cluster.arrive {aligned}
 // CHECK:     nvvm.cluster.wait {aligned}
+// CHECK:     memref.extract_aligned_pointer_as_index %[[BARS1]]
+// CHECK:     nvvm.mbarrier.arrive.expect_tx %{{.*}}, %c8_i32
+// CHECK:     memref.extract_aligned_pointer_as_index %[[SLOTS1]]
 // CHECK:     nvvm.mapa %{{.*}}, %c0_i32{{.*}} : !llvm.ptr<3> -> !llvm.ptr<7>
-// CHECK:     llvm.load %{{.*}} : !llvm.ptr<7> -> f32
+// CHECK:     "st.async.shared::cluster.mbarrier::complete_tx::bytes.f32 [$0], $2, [$1];"
 // CHECK:     nvvm.mapa %{{.*}}, %c1_i32{{.*}} : !llvm.ptr<3> -> !llvm.ptr<7>
-// CHECK:     llvm.load %{{.*}} : !llvm.ptr<7> -> f32
-// The second moment's sums, through the second slots.
+// CHECK:     "st.async.shared::cluster.mbarrier::complete_tx::bytes.f32 [$0], $2, [$1];"
+// CHECK:     nvvm.mbarrier.try_wait.parity
+// CHECK:     memref.load %[[SLOTS1]]
+// CHECK:     memref.load %[[SLOTS1]]
+// The second moment's sums, through the second slots and mbarriers (the
+// cluster barrier waited on once, before the first).
+// CHECK-NOT: nvvm.cluster.wait
 // CHECK:     gpu.shuffle  xor
-// CHECK:     memref.store %{{.*}}, %[[SLOTS2]]
-// CHECK:     nvvm.cluster.arrive {aligned}
-// CHECK:     nvvm.cluster.wait {aligned}
-// CHECK:     nvvm.mapa
+// CHECK-NOT: nvvm.cluster.wait
+// CHECK:     memref.extract_aligned_pointer_as_index %[[BARS2]]
+// CHECK:     nvvm.mbarrier.arrive.expect_tx %{{.*}}, %c8_i32
+// CHECK:     "st.async
+// CHECK:     "st.async
+// CHECK:     nvvm.mbarrier.try_wait.parity
+// CHECK:     memref.load %[[SLOTS2]]
+// CHECK:     memref.load %[[SLOTS2]]
 // The statistics: the first block's lane 0.
 // CHECK:     %[[ST:.*]] = arith.andi %{{.*}}, %[[STATS]] : i1
 // CHECK:     scf.if %[[ST]] {
@@ -55,8 +81,7 @@
 // The output row, at the slice's columns.
 // CHECK:     vector.store
 // CHECK:   }
-// CHECK:   nvvm.cluster.arrive.relaxed {aligned}
-// CHECK:   nvvm.cluster.wait {aligned}
+// CHECK-NOT: nvvm.cluster
 // CHECK: gpu.terminator
 
 // The cost model never splits a forward row (rows few or many: the row
@@ -102,7 +127,7 @@ func.func @rms_norm_n65536(%x: memref<?x65536xf32>, %w: memref<65536xf32>,
 // EIGHT: vector.load %[[X]][%[[ROW:.*]], %[[J:.*]]] {alignment = 16 : i64}
 // EIGHT: vector.load %[[RES]][%[[ROW]], %[[J]]] {alignment = 16 : i64}
 // EIGHT: vector.store %{{.*}}, %[[H]][%[[ROW]], %[[J]]] {alignment = 16 : i64}
-// EIGHT: nvvm.cluster.arrive
+// EIGHT: nvvm.mbarrier.try_wait.parity
 // EIGHT: vector.store %{{.*}}, %[[Y]][%[[ROW]], %{{.*}}] {alignment = 16 : i64}
 func.func @layer_norm_residual_n131072(%x: memref<?x131072xbf16>, %res: memref<?x131072xbf16>,
                                        %y: memref<?x131072xbf16>, %mean: memref<?xf32>, %rstd: memref<?xf32>,

@@ -8,10 +8,12 @@
 // regime (512 threads) walks its slice of the row in a loop: the slice is
 // 8 chunks a lane x 512 lanes x 8 = 32768 columns, block b is program
 // b / 8, slice b % 8 at column (b % 8) * 32768. One row at a time (batch 1):
-// the row's sum goes across the block, then across the cluster; the
+// the row's sum goes across the block, then across the cluster (pushed
+// to the 8 blocks: 2 parities x 8 ranks x 4 slots of f32 and 2 mbarriers,
+// 272 bytes of the 400 of shared memory); the
 // program's partial row is updated in global memory at the slice's
 // columns only.
-// GEOM: norm.geometry = #norm.row_geometry<regime = looped, threads = 512, lanes = 512, rows = 1, vector = 8, chunks = 8, partials = global, cluster = 8, shared = 160>
+// GEOM: norm.geometry = #norm.row_geometry<regime = looped, threads = 512, lanes = 512, rows = 1, vector = 8, chunks = 8, partials = global, cluster = 8, shared = 400>
 // CHECK-LABEL: func @rms_norm_grad_n262144
 // CHECK-SAME: #norm.kernel<name = "rms_norm_grad_n262144_dx_1", kind = dx, block = 512, grid = programs, lanes = 512, rows = 1, vector = 8, registers = false, cluster = 8>
 // CHECK: gpu.launch clusters({{.*}}) in ({{.*}} = %c8{{.*}}, {{.*}}) blocks(%[[B:[a-z0-9]+]], {{.*}}) in {{.*}} threads({{.*}}) in ({{.*}} = %c512{{.*}}, {{.*}})
@@ -20,7 +22,7 @@
 // CHECK:   %[[BASE:.*]] = arith.muli %[[SLICE]], %c32768
 // The rows, one at a time; the slice's chunks: min(N - BASE, 32768) / 8,
 // from the lane in steps of 512 (unrolled by 4).
-// CHECK:   scf.for
+// CHECK:   scf.for %{{.*}} = %[[LO:[a-z0-9_]+]] to %[[HI:[a-z0-9_]+]] step
 // CHECK:     %[[LEFT:.*]] = arith.subi %c262144{{.*}}, %[[BASE]] : index
 // CHECK:     %[[SPAN:.*]] = arith.minui %[[LEFT]], %c32768{{.*}} : index
 // CHECK:     arith.ceildivui %[[SPAN]], %c8
@@ -28,15 +30,17 @@
 // CHECK:       arith.divui %[[BASE]], %c8
 // CHECK:       vector.load
 // CHECK:       memref.store %{{.*}}, %{{.*}}[%[[P]], %{{.*}}] : memref<?x262144xf32>
-// CHECK:     nvvm.cluster.arrive {aligned}
+// The push to the 8 blocks: a slot and an mbarrier address each.
 // CHECK:     nvvm.cluster.wait {aligned}
-// CHECK-COUNT-8: nvvm.mapa
-// CHECK:   }
-// CHECK:   nvvm.cluster.arrive.relaxed {aligned}
-// CHECK:   nvvm.cluster.wait {aligned}
+// CHECK:     nvvm.mbarrier.arrive.expect_tx %{{.*}}, %c64_i32
+// CHECK-COUNT-16: nvvm.mapa
+// CHECK:     nvvm.mbarrier.try_wait.parity
+// No cluster barrier after the rows.
+// CHECK-NOT: nvvm.cluster
 // A program without rows writes zeros to its partial row, each block only
 // its slice's columns.
-// CHECK:   scf.if
+// CHECK:   %[[EMPTY:.*]] = arith.cmpi uge, %[[LO]], %[[HI]]
+// CHECK:   scf.if %[[EMPTY]]
 // CHECK:     %[[FROM:.*]] = arith.addi %[[BASE]], %{{.*}} : index
 // CHECK:     %[[END:.*]] = arith.addi %[[BASE]], %c32768{{.*}} : index
 // CHECK:     %[[TO:.*]] = arith.minui %{{.*}}, %[[END]] : index

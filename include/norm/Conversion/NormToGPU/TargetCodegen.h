@@ -3,7 +3,8 @@
 // Part of mlir-norm. TargetInfo (TargetInfo.h) holds a chip's facts and
 // limits, with no IR; this is its other half: the chip-specific operations
 // the kernel builders emit (the cluster barrier, distributed shared memory
-// addressing, the device-scope fence of the lock protocol). The kernel code
+// addressing and the push of a row's sums, the device-scope fence of the
+// lock protocol). The kernel code
 // asks TargetCodegen::forTarget(target) and never names a target dialect,
 // so a new chip generation is a TargetInfo entry and, where it emits
 // something differently, a TargetCodegen of its own here.
@@ -29,26 +30,40 @@ public:
   /// The emitter of `target`'s chip family.
   static const TargetCodegen &forTarget(const TargetInfo &target);
 
-  /// Every thread of every block of the cluster arrives (release) and
-  /// waits for the others (acquire). With `release` false the arrival is
-  /// relaxed: it orders none of the thread's earlier memory operations (so
-  /// it does not wait for its global stores to complete), for a barrier
-  /// that only keeps a block's shared memory alive while the others may
-  /// still read it (their reads are complete once their values are used).
-  virtual void clusterBarrier(OpBuilder &b, Location loc,
-                              bool release = true) const = 0;
-
   /// A pointer to this block's shared memory at byte address `address`
   /// (i64, from memref.extract_aligned_pointer_as_index).
   virtual Value sharedPointer(OpBuilder &b, Location loc,
                               Value address) const = 0;
-  /// Element `index` (i64) of the f32 array at shared pointer `base`.
-  virtual Value sharedElement(OpBuilder &b, Location loc, Value base,
-                              Value index) const = 0;
-  /// The f32 that block `rank` of the cluster holds at `at`, a pointer
-  /// into this block's shared memory (distributed shared memory).
-  virtual Value loadFromClusterRank(OpBuilder &b, Location loc, Value at,
-                                    int64_t rank) const = 0;
+
+  /// The cluster's push exchange (RowReduceCluster.cpp): mbarriers in
+  /// shared memory that count the bytes other blocks store into this one.
+  ///
+  /// Initialises the mbarrier at shared pointer `bar` (8 bytes, 8-aligned)
+  /// for one arrival a phase; one thread of the block.
+  virtual void initBarrier(OpBuilder &b, Location loc, Value bar) const = 0;
+  /// After the block's initialisations: makes them visible to the cluster
+  /// and arrives at the cluster barrier without waiting (every thread of
+  /// every block; the matching clusterWait before a block stores into
+  /// another's shared memory).
+  virtual void clusterArriveAfterInit(OpBuilder &b, Location loc) const = 0;
+  /// Waits for every thread of the cluster's arrival (acquire).
+  virtual void clusterWait(OpBuilder &b, Location loc) const = 0;
+  /// This block's arrival at mbarrier `bar`'s current phase, which then
+  /// completes once `bytes` more bytes have been stored into the block
+  /// (by pushToClusterRank, from any block).
+  virtual void arriveExpectingBytes(OpBuilder &b, Location loc, Value bar,
+                                    int64_t bytes) const = 0;
+  /// Stores the f32 `values` at `at` (a pointer into this block's shared
+  /// memory) in block `rank`'s shared memory instead, each completing its 4
+  /// bytes on block `rank`'s mbarrier at `bar` (a pointer into this
+  /// block's): no barrier and no fence before the receiver may use them.
+  virtual void pushToClusterRank(OpBuilder &b, Location loc, Value at,
+                                 ValueRange values, Value bar,
+                                 int64_t rank) const = 0;
+  /// Waits until the phase of parity `parity` (i32, 0 or 1) of this block's
+  /// mbarrier `bar` has completed.
+  virtual void waitBarrierPhase(OpBuilder &b, Location loc, Value bar,
+                                Value parity) const = 0;
 
   /// Orders this thread's global memory accesses before and after it for
   /// every thread of the device (the lock protocol of `locked`).
