@@ -24,6 +24,25 @@ struct CheckTargetPass
     : public norm::impl::NormCheckTargetBase<CheckTargetPass> {
   using Base::Base;
 
+  /// An error at the first `OpT` of `module` when the PTX `version` is
+  /// below `minimum`, the version that `what` needs.
+  template <typename OpT>
+  LogicalResult needsPtx(ModuleOp module, int64_t version, int64_t minimum,
+                         StringRef what) {
+    if (version >= minimum)
+      return success();
+    Operation *found = nullptr;
+    module.walk([&](OpT op) {
+      found = op;
+      return WalkResult::interrupt();
+    });
+    if (!found)
+      return success();
+    return emitError(found->getLoc())
+           << "norm-gpu-to-binary: features '" << features << "': " << what
+           << " needs +ptx" << minimum << " or later";
+  }
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     std::optional<norm::TargetInfo> target = norm::TargetInfo::get(chip);
@@ -56,37 +75,17 @@ struct CheckTargetPass
         return signalPassFailure();
       }
       // The rows' L2 prefetch (a geometry's `prefetch`) is PTX 8.0's
-      // cp.async.bulk.prefetch; NVPTX cannot select it below.
-      if (version < 80) {
-        Operation *prefetch = nullptr;
-        module.walk([&](NVVM::CpAsyncBulkPrefetchOp op) {
-          prefetch = op;
-          return WalkResult::interrupt();
-        });
-        if (prefetch) {
-          emitError(prefetch->getLoc())
-              << "norm-gpu-to-binary: features '" << features
-              << "': the rows' L2 prefetch (a row geometry's prefetch) "
-                 "needs +ptx80 or later";
-          return signalPassFailure();
-        }
-      }
-      // The cluster's exchange of a row's sums (a row split over a
-      // cluster) stores with PTX 8.1's st.async, which ptxas refuses below.
-      if (version < 81) {
-        Operation *exchange = nullptr;
-        module.walk([&](NVVM::MBarrierInitOp op) {
-          exchange = op;
-          return WalkResult::interrupt();
-        });
-        if (exchange) {
-          emitError(exchange->getLoc())
-              << "norm-gpu-to-binary: features '" << features
-              << "': the cluster's exchange of a row's sums (a row split "
-                 "over a cluster) needs +ptx81 or later";
-          return signalPassFailure();
-        }
-      }
+      // cp.async.bulk.prefetch, which NVPTX cannot select below; the
+      // cluster's exchange of a row's sums (a row split over a cluster)
+      // stores with PTX 8.1's st.async, which ptxas refuses below.
+      if (failed(needsPtx<NVVM::CpAsyncBulkPrefetchOp>(
+              module, version, 80,
+              "the rows' L2 prefetch (a row geometry's prefetch)")) ||
+          failed(needsPtx<NVVM::MBarrierInitOp>(
+              module, version, 81,
+              "the cluster's exchange of a row's sums (a row split over a "
+              "cluster)")))
+        return signalPassFailure();
     }
     if (!llvm::is_contained({"isa", "bin", "fatbin"}, StringRef(format))) {
       emitError(module.getLoc()) << "norm-gpu-to-binary: format '" << format
