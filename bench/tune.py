@@ -404,12 +404,61 @@ def push_plan():
     return points, cands
 
 
+# "fwd-share": the forward where a launch of row blocks is more than one
+# wave of the chip (M = 1024-32768, N = 512-10240): the cost model spreads
+# a row over the fewest lanes whose chunk slots it uses best with at most
+# kForwardShareChunks (6) chunks a lane, and the table's entries at 2048
+# and 4096 (256 lanes) took LayerNorm 2048 x 2560 to 15.4 us against
+# quack's 10.2 (quack: 32 lanes a row up to N = 3072, 80 elements a
+# thread). Candidates: lanes 16-256 with the register share that takes
+# (max_register_elements), threads 128 / 256 / 512, and the column vectors
+# held. N between the grid's (1536, 3584, 6144, 10240) check the ranges.
+FWD_SHARE_N = (512, 768, 1536, 2560, 3584, 4096, 5120, 6144, 7168, 10240)
+FWD_SHARE_M = (1024, 2048, 4096, 8192, 32768)
+# (threads, max_lanes, max_register_elements, hold_columns)
+FWD_SHARE_KNOBS = ((0, 256, 0, -1), (0, 128, 0, -1), (0, 64, 0, -1),
+                   (256, 32, 128, -1), (128, 32, 128, -1),
+                   (512, 32, 128, -1), (128, 16, 256, -1),
+                   (256, 16, 256, -1), (256, 32, 128, 1), (0, 64, 0, 1),
+                   (0, 0, 0, 1), (128, 0, 0, -1), (512, 0, 0, -1))
+
+
+def fwd_share_plan():
+    return table_plan(dtypes=("bf16", "f32"), ops=C.FWD_OPS,
+                      ns=FWD_SHARE_N, knobs=FWD_SHARE_KNOBS,
+                      ms=FWD_SHARE_M,
+                      fields=("threads", "lanes", "mre", "hc"))
+
+
+# "fwd-hold": the forward where rows are few (M = 1-256): the column
+# vectors held (hold_columns) with the row split over a cluster (the
+# cost model holds them only where the bucket's last M is a launch of at
+# most a block an SM, which a cluster's blocks never are at M <= 128), and
+# the table's knobs at N between its plans' (3584, 10240, 14336, 20480,
+# 24576; the 14336 entry took the 256 threads of 16384 and lost 1 us).
+FWD_HOLD_N = (2560, 3584, 5120, 7168, 10240, 14336, 20480, 24576, 49152)
+FWD_HOLD_M = (1, 8, 64, 256)
+# (threads, cluster, max_lanes, max_register_elements, hold_columns)
+FWD_HOLD_KNOBS = ((0, 0, 0, 0, 1), (0, 2, 0, 0, -1), (0, 2, 0, 0, 1),
+                  (0, 4, 0, 0, -1), (0, 4, 0, 0, 1), (0, 8, 0, 0, -1),
+                  (0, 8, 0, 0, 1), (512, 0, 512, 0, -1),
+                  (512, 0, 512, 0, 1), (256, 0, 256, 0, 1),
+                  (512, 2, 0, 0, 1), (512, 4, 0, 0, 1))
+
+
+def fwd_hold_plan():
+    return table_plan(dtypes=("bf16", "f32"), ops=C.FWD_OPS,
+                      ns=FWD_HOLD_N, knobs=FWD_HOLD_KNOBS, ms=FWD_HOLD_M,
+                      fields=("threads", "cluster", "lanes", "mre", "hc"))
+
+
 PLANS = dict(TABLE_PLANS, explore=explore_plan, grid=grid_plan,
              groups=groups_plan, fma=fma_plan, wide=wide_plan,
              prefetch=prefetch_plan, pvec=pvec_plan, pipe=pipe_plan,
              **{"fwd-few": fwd_few_plan, "fwd-cluster": fwd_cluster_plan,
                 "fwd-cluster-big": fwd_cluster_big_plan,
-                "hold": hold_plan, "push": push_plan},
+                "hold": hold_plan, "push": push_plan,
+                "fwd-share": fwd_share_plan, "fwd-hold": fwd_hold_plan},
              **{"grid-cfgs": grid_cfgs_plan,
                 "grid-cfgs-f32": lambda: grid_cfgs_plan(("bf16", "f32"))})
 
@@ -702,7 +751,8 @@ def row_bucket(m):
 
 
 KNOB_KEYS = ("threads", "cluster", "max_lanes", "max_register_elements",
-             "prefetch", "partial_vector", "pipeline", "narrow_cache")
+             "prefetch", "partial_vector", "pipeline", "narrow_cache",
+             "hold_columns")
 NO_KNOB = (0,) * len(KNOB_KEYS)
 
 
@@ -718,7 +768,7 @@ def knob_of(r):
         return v
     return (r["threads"], r["cluster"], r.get("lanes", 0),
             tagged("mre", "mre"), tagged("prefetch", "pf"), tagged("pv", "pv"),
-            tagged("pl", "pl"), tagged("nc", "nc"))
+            tagged("pl", "pl"), tagged("nc", "nc"), max(0, tagged("hc", "hc")))
 
 
 def geomean(xs):
@@ -753,12 +803,19 @@ def winners(rows):
         base = cands.get(NO_KNOB)
         if not base:
             continue
-        ms = sorted(base)
         grad = op.endswith("_grad")
-        base_us = geomean([base[m]["us"] for m in ms])
-        best, best_gain = None, None
+        best, best_gain, best_ms, best_base = None, None, None, None
         for knob, at in cands.items():
-            if knob == NO_KNOB or any(m not in at for m in ms):
+            if knob == NO_KNOB:
+                continue
+            # The bucket's M that the runs which timed this candidate
+            # timed the default at: plans measure different M (a candidate
+            # of one plan is not refused for an M only another measured).
+            runs = {r.get("run", 0) for r in at.values()}
+            ms = sorted({m for run in runs
+                         for m in bases.get(((op, dt, n, b), run), {})}
+                        & set(base)) or sorted(base)
+            if any(m not in at for m in ms):
                 continue
             if grad and not all(at[m].get("bitwise") for m in ms):
                 continue
@@ -766,11 +823,12 @@ def winners(rows):
                 m, base[m]["us"]) for m in ms]
             gain = geomean([o / at[m]["us"] for o, m in zip(own, ms)])
             if best_gain is None or gain > best_gain:
-                best, best_gain = knob, gain
+                best, best_gain, best_ms = knob, gain, ms
+                best_base = geomean(own)
         w = out.setdefault((op, dt, n), {})
         if best is not None and best_gain >= MIN_GAIN and \
-                base_us - base_us / best_gain >= MIN_SAVED_US:
-            w[b] = (best, round(best_gain, 2), ms)
+                best_base - best_base / best_gain >= MIN_SAVED_US:
+            w[b] = (best, round(best_gain, 2), best_ms)
         else:
             w[b] = None
     return out
@@ -829,7 +887,8 @@ def make_table(rows):
                     e["partial_rows"] = 2 if op.startswith("layer") else 1
                 e.update({"element_bytes": {"bf16": 2, "f16": 2,
                                             "f32": 4}[dt],
-                          "n": [nlo, nhi], "rows": [rlo, rhi]})
+                          "n": [nlo, nhi], "rows": [rlo, rhi],
+                          "tuned_n": n})
                 for key, v in zip(KNOB_KEYS, knob):
                     if v:
                         e[key] = v

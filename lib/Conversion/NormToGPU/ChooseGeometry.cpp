@@ -173,6 +173,14 @@ struct ChooseGeometryPass
     Geometry g = chooseRowGeometry(knobs, target);
     if (!checkGeometry(g, s, target).empty())
       return chosen;
+    // Off the N it was measured at, the entry stands only where its knobs
+    // lay the row out as they did there.
+    if (e->tunedN && e->tunedN != *s.n) {
+      RowShape at = knobs;
+      at.n = e->tunedN;
+      if (!tuningTransfers(chooseRowGeometry(at, target), g))
+        return chosen;
+    }
     if (s.partials == PartialSums::Deterministic && s.partialRows > 0 &&
         !samePartialOrder(g, chosen))
       return chosen;

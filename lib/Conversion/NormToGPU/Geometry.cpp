@@ -106,6 +106,17 @@ int64_t mlir::norm::registerEstimate(const Geometry &g, int64_t partialRows) {
   return arrays * share + kRegisterOverhead;
 }
 
+int64_t mlir::norm::heldForwardRegisters(const Geometry &g,
+                                         const RowShape &s) {
+  if (!g.registers)
+    return 0;
+  int64_t share = g.chunksPerLane * g.vec;
+  // The held chunks stay in the loaded type, 32-bit words of them.
+  int64_t words = llvm::divideCeil(share * s.columnVectors * s.elementBytes,
+                                   int64_t(4));
+  return share + words + kRegisterOverhead;
+}
+
 bool mlir::norm::holdColumnsPays(const Geometry &g, const RowShape &s,
                                   int64_t rows, const TargetInfo &target) {
   if (!s.forward || rows <= 0 || s.columnVectors == 0 || !g.registers ||
@@ -118,7 +129,18 @@ bool mlir::norm::holdColumnsPays(const Geometry &g, const RowShape &s,
   if (end == std::end(kTuningRowEdges))
     return false;
   int64_t blocks = llvm::divideCeil(*end, g.rows) * g.cluster;
-  return blocks <= target.sms;
+  // One wave: every block resident at once with the held registers.
+  int64_t regs = std::min(heldForwardRegisters(g, s), maxRegisters(g));
+  int64_t perSM = std::min(kThreadsPerSM / g.threads,
+                           kRegistersPerSM / (g.threads * regs));
+  return blocks <= target.sms * std::max<int64_t>(perSM, 1);
+}
+
+bool mlir::norm::tuningTransfers(const Geometry &tuned, const Geometry &g) {
+  return tuned.registers == g.registers && tuned.threads == g.threads &&
+         tuned.lanes == g.lanes && tuned.rows == g.rows &&
+         tuned.cluster == g.cluster && tuned.vec == g.vec &&
+         g.slotUse() >= tuned.slotUse() - kTunedSlotLoss;
 }
 
 bool mlir::norm::samePartialOrder(const Geometry &a, const Geometry &b) {

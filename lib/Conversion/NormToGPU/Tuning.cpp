@@ -83,7 +83,7 @@ mlir::norm::parseTuningTable(llvm::StringRef json) {
       "kernel", "partial_rows", "element_bytes", "n", "rows",
       "threads", "cluster", "max_lanes", "max_register_elements",
       "prefetch", "partial_vector", "pipeline", "narrow_cache",
-      "hold_columns", "measured"};
+      "hold_columns", "tuned_n", "measured"};
   for (size_t i = 0; i < entries->size(); ++i) {
     const llvm::json::Object *o = (*entries)[i].getAsObject();
     if (!o)
@@ -109,6 +109,7 @@ mlir::norm::parseTuningTable(llvm::StringRef json) {
         !readInt(*o, "pipeline", e.pipeline, i, err) ||
         !readInt(*o, "narrow_cache", e.narrowCache, i, err) ||
         !readInt(*o, "hold_columns", e.holdColumns, i, err) ||
+        !readInt(*o, "tuned_n", e.tunedN, i, err) ||
         !readRange(*o, "n", e.nLo, e.nHi, i, err) ||
         !readRange(*o, "rows", e.rowsLo, e.rowsHi, i, err))
       return std::move(err);
@@ -147,6 +148,9 @@ mlir::norm::parseTuningTable(llvm::StringRef json) {
     if (e.threads && (!llvm::isPowerOf2_64(e.threads) || e.threads < 32 ||
                       e.threads > 1024))
       return bad(i, "\"threads\" must be a power of two from 32 to 1024");
+    if (o->get("tuned_n") &&
+        (e.tunedN < e.nLo || (e.nHi && e.tunedN > e.nHi)))
+      return bad(i, "\"tuned_n\" must lie in the entry's \"n\" range");
     if (e.cluster > kMaxClusterBlocks)
       return bad(i, "\"cluster\" must be at most " +
                         llvm::Twine(kMaxClusterBlocks));

@@ -68,6 +68,10 @@ struct TuningEntry {
   /// Column vectors held in registers (Geometry::holdColumns: 0 or 1; -1,
   /// the key absent: the cost model's).
   int64_t holdColumns = -1;
+  /// The N the entry's knobs were measured at (0, the key absent: not
+  /// known). At another N of its range the entry stands only where its
+  /// knobs lay the row out as they did there (tuningTransfers).
+  int64_t tunedN = 0;
 };
 
 /// The chip family whose table serves `chip` ("sm_90" for sm_90 and

@@ -3,6 +3,7 @@
 // RUN: norm-opt %s --split-input-file --norm-choose-geometry="rows=4096 tuning-file=%S/Inputs/tuning-file.json" | FileCheck %s --check-prefix=ABOVE
 // RUN: not norm-opt %s --split-input-file --norm-choose-geometry="tuning-file=%S/Inputs/no-such-table.json" 2>&1 | FileCheck %s --check-prefix=MISSING
 // RUN: not norm-opt %s --split-input-file --norm-choose-geometry="tuning-file=%S/Inputs/tuning-file-bad.json" 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: not norm-opt %s --split-input-file --norm-choose-geometry="tuning-file=%S/Inputs/tuning-tuned-n-bad.json" 2>&1 | FileCheck %s --check-prefix=TUNED
 
 // A table from a file (the `tuning-file` option) in place of the embedded
 // one, on any chip. Its entries: RMSNorm backward bf16 N = 4000-5000 at
@@ -21,6 +22,7 @@
 // SM80: norm.geometry = #norm.row_geometry<regime = registers, threads = 256, lanes = 256, rows = 1, vector = 8, chunks = 2, partials = shared, partial_vector = 4, shared = 16448>
 // MISSING: norm-choose-geometry: tuning-file '{{.*}}no-such-table.json': {{.*}}
 // BAD: norm-choose-geometry: tuning-file '{{.*}}tuning-file-bad.json': tuning table: entries[0]: "prefetch" must be at most 4
+// TUNED: norm-choose-geometry: tuning-file '{{.*}}tuning-tuned-n-bad.json': tuning table: entries[0]: "tuned_n" must lie in the entry's "n" range
 func.func @rms_grad(%dy: memref<?x4096xbf16>, %x: memref<?x4096xbf16>, %rstd: memref<?xf32>, %dx: memref<?x4096xbf16>, %w: memref<4096xbf16>, %dw: memref<4096xbf16>) {
   norm.rms_norm_grad dy(%dy : memref<?x4096xbf16>) x(%x : memref<?x4096xbf16>) rstd(%rstd : memref<?xf32>) weight(%w : memref<4096xbf16>) outs dx(%dx : memref<?x4096xbf16>) dweight(%dw : memref<4096xbf16>)
   return
@@ -106,5 +108,31 @@ func.func @forward_hold(%x: memref<?x2048xbf16>, %w: memref<2048xbf16>, %y: memr
 // SM80-NOT: hold_columns
 func.func @forward_no_hold(%x: memref<?x3072xbf16>, %w: memref<3072xbf16>, %y: memref<?x3072xbf16>, %r: memref<?xf32>) {
   norm.rms_norm x(%x : memref<?x3072xbf16>) weight(%w : memref<3072xbf16>) outs y(%y : memref<?x3072xbf16>) rstd(%r : memref<?xf32>)
+  return
+}
+
+// -----
+
+// The forward f32 at N = 1800-2600, M <= 128, measured at N = 2048
+// (`tuned_n`): 256 lanes of one 16-byte chunk each, every chunk slot of a
+// row used. At N = 2048 the entry stands; at N = 2560 its knobs would give
+// three chunks a lane over 256 lanes (640 chunks in 768 slots: 83%, 17
+// points below the measured layout's; kTunedSlotLoss allows 10), so the
+// measurement says nothing there and the cost model's geometry stands.
+// Above the entry's rows, the cost model's at both.
+// CHECK-LABEL: func.func @forward_tuned_n
+// CHECK: norm.geometry = #norm.row_geometry<regime = registers, threads = 256, lanes = 256, rows = 1, vector = 4, chunks = 2,
+// CHECK-LABEL: func.func @forward_off_tuned_n
+// CHECK: norm.geometry = #norm.row_geometry<regime = registers, threads = 256, lanes = 128, rows = 2, vector = 4, chunks = 5,
+// ABOVE-LABEL: func.func @forward_tuned_n
+// ABOVE: norm.geometry = #norm.row_geometry<regime = registers, threads = 256, lanes = 128, rows = 2, vector = 4, chunks = 4,
+// ABOVE-LABEL: func.func @forward_off_tuned_n
+// ABOVE: norm.geometry = #norm.row_geometry<regime = registers, threads = 256, lanes = 128, rows = 2, vector = 4, chunks = 5,
+func.func @forward_tuned_n(%x: memref<?x2048xf32>, %y: memref<?x2048xf32>, %r: memref<?xf32>) {
+  norm.rms_norm x(%x : memref<?x2048xf32>) outs y(%y : memref<?x2048xf32>) rstd(%r : memref<?xf32>)
+  return
+}
+func.func @forward_off_tuned_n(%x: memref<?x2560xf32>, %y: memref<?x2560xf32>, %r: memref<?xf32>) {
+  norm.rms_norm x(%x : memref<?x2560xf32>) outs y(%y : memref<?x2560xf32>) rstd(%r : memref<?xf32>)
   return
 }

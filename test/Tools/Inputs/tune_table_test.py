@@ -65,6 +65,21 @@ class Table(unittest.TestCase):
         self.assertEqual(e["partial_rows"], 1)
         self.assertIn("M = 1,8,64", e["measured"])
 
+    def test_runs_with_other_m(self):
+        # Two runs measure bucket 0 at different M (run 0: 1, 16, 64; run
+        # 1: 1, 8, 64). A candidate of run 1 is judged on run 1's M against
+        # run 1's default, not refused for M = 16, which only run 0 timed;
+        # the entry names the tuned N.
+        rows = [dict(row(m, 100), run=0) for m in (1, 16, 64)]
+        rows += [dict(row(m, 90, cluster=4), run=0) for m in (1, 16, 64)]
+        rows += [dict(row(m, 110), run=1) for m in (1, 8, 64)]
+        rows += [dict(row(m, 50, cluster=8), run=1) for m in (1, 8, 64)]
+        es = T.make_table(rows)
+        self.assertEqual(len(es), 1)
+        self.assertEqual(es[0]["cluster"], 8)
+        self.assertEqual(es[0]["tuned_n"], 262144)
+        self.assertIn("M = 1,8,64: 2.20 x", es[0]["measured"])
+
     def test_fma_is_no_knob(self):
         # An fma kernel is compiled with the cost model's knobs: it must not
         # stand in for the default (its time would hide the 512 threads'

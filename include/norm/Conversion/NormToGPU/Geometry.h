@@ -342,16 +342,29 @@ Geometry chooseRowGeometry(const RowShape &shape, const TargetInfo &target);
 /// bias's loads travel with x's instead of after the in-row sums: a memory
 /// round trip less on a row's latency chain, for a lane's K chunks of them
 /// in registers for the whole row. That pays where latency is the kernel's
-/// time, a launch of at most one block an SM (target.sms), and costs
-/// where blocks wait for an SM's registers: bench/tune.py plan hold (H200,
-/// the grid's configurations with and without, N = 320-16384, M = 1-65536):
-/// at M <= 1024 the forward was 1.1-1.9x faster held, at M >= 2048
-/// LayerNorm bf16 lost up to 0.59x (two blocks an SM became one). A dx
-/// kernel holds nothing by default (0.96-0.99x in geometric mean there,
-/// 0.68x at worst). Unknown rows: nothing held (the kernel may serve any
-/// M).
+/// time, a launch whose blocks are all resident at once with the held
+/// registers (one wave: target.sms times the blocks an SM holds by
+/// heldForwardRegisters), and costs where blocks wait for an SM's
+/// registers. Measured (bench/tune.py plans hold and fwd-hold, H200, the
+/// grid's configurations with and without, N = 320-49152, M = 1-65536;
+/// waves from ptxas -v's registers): at most a quarter of a wave held
+/// 1.33x faster in geometric mean, a quarter to a half 1.20x, a half to
+/// one 1.12x (0.96x at worst), 1-1.5 waves 0.90x, past 4 waves 0.93x
+/// (0.59x at worst: LayerNorm bf16, two blocks an SM became one). The
+/// first rule (at most a block an SM) never held a cluster's blocks at M
+/// <= 128, where holding them was 1.4-2x faster (RMSNorm 8 x 14336, a
+/// cluster of 8: 11.2 -> 5.5 us). A dx kernel holds nothing by default
+/// (0.96-0.99x in geometric mean there, 0.68x at worst). Unknown rows:
+/// nothing held (the kernel may serve any M).
 bool holdColumnsPays(const Geometry &g, const RowShape &s, int64_t rows,
                      const TargetInfo &target);
+
+/// The registers a forward thread of a register-regime geometry is
+/// estimated to need with its column vectors held: its row cache (K V
+/// f32), the held chunks as 32-bit words of the row's element type, and
+/// kRegisterOverhead; 0 for the looped regime. Against ptxas -v (sm_90,
+/// the 152 held forward kernels of plan hold): 17 over to 32 under.
+int64_t heldForwardRegisters(const Geometry &g, const RowShape &s);
 
 /// The registers a thread of a register-regime geometry is estimated to
 /// need (kRegisterOverhead); 0 for the looped regime.
@@ -365,6 +378,22 @@ int64_t maxRegisters(const Geometry &g);
 /// with columns, times the row elements its resident threads hold per SM
 /// over kClusterResidentThreads x kClusterShare (at most 1).
 double clusterScore(const Geometry &g, int64_t partialRows);
+
+/// How much worse (in Geometry::slotUse, a share of the row's chunk slots)
+/// a tuning entry's geometry may use its slots at an N of its range than
+/// at the N it was measured at and still stand for it (tuningTransfers).
+inline constexpr double kTunedSlotLoss = 0.1;
+
+/// Whether a tuning entry measured at one N, where its knobs gave the
+/// geometry `tuned`, stands for another N of its range, where they give
+/// `g`: the same regime, block, lanes, rows in flight, cluster and access
+/// width, and chunk slots used at most kTunedSlotLoss worse. Otherwise the
+/// measurement says nothing about `g`. Seen (bench/RESULTS.md, fifth
+/// session): the forward entry measured at N = 2048 (256 lanes, one chunk
+/// a lane, every slot used) served N = 2560 with two chunks a lane and 62%
+/// of the slots (LayerNorm 2048 x 2560: 15.4 us, the cost model's
+/// geometry 13.5).
+bool tuningTransfers(const Geometry &tuned, const Geometry &g);
 
 /// Whether two geometries add dweight/dbias in the same order: the same
 /// geometry, or one row at a time per block in both (see the rule above).
