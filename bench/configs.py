@@ -449,6 +449,11 @@ HOLD_CASES = ((("layer_norm", 1024, "bf16", {}), 3001, "contig"),
               (("layer_norm", 7168, "bf16", {}), 301, "strided"),
               (("layer_norm", 5000, "bf16", {"xhat": True}), 257, "contig"),
               (("rms_norm", 7168, "bf16", {"cluster": 2}), 64, "contig"),
+              # held over a cluster's blocks (the one-wave rule and the
+              # table's fwd-hold entries at M <= 128)
+              (("layer_norm", 14336, "bf16", {"cluster": 8}), 8, "contig"),
+              (("rms_norm", 20480, "f32", {"cluster": 4}), 5, "offset"),
+              (("layer_norm", 49152, "bf16", {"cluster": 8}), 3, "strided"),
               (("layer_norm", 4096, "f16", {"wdtype": "f32"}), 1, "contig"),
               (("rms_norm", 2048, "f32", {}), 4099, "contig"),
               (("layer_norm_grad", 4096, "bf16", {}), 2061, "contig"),
@@ -823,11 +828,28 @@ def tuned_rows(op, n, dt, wdt, m, table=None):
     return 0
 
 
+ROW_EDGES = (128, 512, 2048, 8192)  # Tuning.h kTuningRowEdges
+
+
+def bucket_rows(m):
+    """The first M of m's bucket of the tuning table's row edges (1, 129,
+    513, 2049 or 8193): the `rows` hint norm_mlir.torch compiles a call of
+    M rows with."""
+    lo = 1
+    for e in ROW_EDGES:
+        if m <= e:
+            return lo
+        lo = e + 1
+    return lo
+
+
 def grid_cfg(op, n, dt, wdt, m):
-    """Our configuration for a grid point: the tuning table's where it has
-    an entry for M, else the M-agnostic one."""
+    """Our configuration for a grid point, as norm_mlir.torch builds it for
+    M rows: compiled with the first M of M's bucket as the rows hint (the
+    tuning table's entry for that bucket where one stands, else the cost
+    model's choices for it, such as holding the column vectors)."""
     return Cfg(op, n, dt, wdtype=wdt if wdt != dt else "",
-               rows=tuned_rows(op, n, dt, wdt, m))
+               rows=bucket_rows(m))
 
 
 def grid_cfgs():

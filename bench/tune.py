@@ -469,8 +469,7 @@ def useful(cfg, m, n):
     if cfg.groups:
         return cfg.groups <= m and cfg.groups != C.default_groups(m, n)
     if cfg.rows:
-        return C.tuned_rows(cfg.op, n, cfg.dtype, cfg.weight_dtype,
-                            m) == cfg.rows
+        return C.bucket_rows(m) == cfg.rows
     return True
 
 

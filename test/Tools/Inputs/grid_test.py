@@ -64,11 +64,17 @@ class Plan(unittest.TestCase):
         names = {c.name for c in C.grid_cfgs()}
         for op, dt, wdt, m, n, lab in pts:
             self.assertIn(G.cfg_for(op, n, dt, wdt, m).name, names)
-        self.assertIn("rms_norm-n768-bf16-wf32",
+        self.assertIn("rms_norm-n768-bf16-wf32-r1",
                       {c.name for c in C.grid_cfgs()})
-        # the tuning table's entries give a point its M range's
-        # configuration (--rows=the range's first M), others the
-        # M-agnostic one
+        # a point's configuration is norm_mlir.torch's for its M: the
+        # first M of its bucket of the table's row edges as the rows hint
+        self.assertEqual([C.bucket_rows(m) for m in
+                          (1, 128, 129, 512, 513, 2048, 2049, 8192, 8193,
+                           65536)],
+                         [1, 1, 129, 129, 513, 513, 2049, 2049, 8193, 8193])
+        self.assertEqual(C.grid_cfg("rms_norm", 1000, "bf16", "bf16",
+                                    300).rows, 129)
+        # tuned_rows: the first M of the table entry that serves a point
         table = [{"kernel": "dx", "partial_rows": 1, "element_bytes": 2,
                   "n": [60000, 70000], "rows": [129, 8192], "cluster": 8}]
         self.assertEqual(C.tuned_rows("rms_norm_grad", 65536, "bf16",
@@ -116,7 +122,7 @@ class Plan(unittest.TestCase):
             self.assertEqual(rc, 0, buf.getvalue())
             self.assertIn("every grid configuration compiled", buf.getvalue())
             self.assertIn("shard 4/4", buf.getvalue())
-            del cfgs["rms_norm_grad-n96-bf16-deterministic"]
+            del cfgs["rms_norm_grad-n96-bf16-deterministic-r1"]
             with open(os.path.join(d, "configs.json"), "w") as f:
                 json.dump({"configs": cfgs, "git_head": "abc"}, f)
             buf = io.StringIO()
