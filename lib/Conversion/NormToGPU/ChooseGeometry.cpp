@@ -171,7 +171,12 @@ struct ChooseGeometryPass
     // share makes a looped row split over a cluster (timed and its
     // dweight/dbias bits checked on the H200 by bench/tune.py plan wide).
     Geometry g = chooseRowGeometry(knobs, target);
-    if (!checkGeometry(g, s, target).empty())
+    // Checked against the entry's register share where it gives one (a
+    // knob like the others: the forward's 32 lanes of 10 chunks need 80
+    // elements a lane, past the option's default).
+    RowShape limits = s;
+    limits.maxRegisterElements = knobs.maxRegisterElements;
+    if (!checkGeometry(g, limits, target).empty())
       return chosen;
     // Off the N it was measured at, the entry stands only where its knobs
     // lay the row out as they did there.

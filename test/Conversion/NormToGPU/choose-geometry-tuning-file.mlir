@@ -136,3 +136,18 @@ func.func @forward_off_tuned_n(%x: memref<?x2560xf32>, %y: memref<?x2560xf32>, %
   norm.rms_norm x(%x : memref<?x2560xf32>) outs y(%y : memref<?x2560xf32>) rstd(%r : memref<?xf32>)
   return
 }
+
+// -----
+
+// An entry's register share is a knob like its lanes: the forward bf16 at
+// N = 2500-2600, M <= 128, on 32 lanes of ten 16-byte chunks (80 elements
+// a lane, past the option's default of 64) with max_register_elements =
+// 128 stands (it was checked against the option's 64 and refused).
+// CHECK-LABEL: func.func @forward_share
+// CHECK: norm.geometry = #norm.row_geometry<regime = registers, threads = 256, lanes = 32, rows = 8, vector = 8, chunks = 10,
+// ABOVE-LABEL: func.func @forward_share
+// ABOVE: norm.geometry = #norm.row_geometry<regime = registers, threads = 256, lanes = 64, rows = 4, vector = 8, chunks = 5,
+func.func @forward_share(%x: memref<?x2560xbf16>, %y: memref<?x2560xbf16>, %r: memref<?xf32>) {
+  norm.rms_norm x(%x : memref<?x2560xbf16>) outs y(%y : memref<?x2560xbf16>) rstd(%r : memref<?xf32>)
+  return
+}
