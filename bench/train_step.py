@@ -42,10 +42,20 @@ skipped. The issue's most informative subset in about 300 s of an H200:
 
 scripts/gpu-python.sh runs --quick.
 
---profile K (GPU) also runs K more steps of each model of every
-configuration under torch.profiler and prints, per model, the GPU time a
-step by kernel (the largest first) and the kernels that one model runs
-and the other does not: where a step's difference comes from.
+--profile K also runs K more steps of each model of every configuration
+under torch.profiler and prints, per model, the GPU time a step by kernel
+(the largest first) and the kernels that one model runs and the other
+does not: where a step's difference comes from. The host side of the same
+steps (also with --cpu, where it is all there is): the step's span (the
+time the CPU takes to queue it) and its phases', the largest host events
+by self CPU time a step (ops as aten::empty or norm_mlir::..., Dynamo's
+and inductor's ranges, cudaLaunchKernel, autograd nodes), and the events
+whose self CPU time a step differs most between the two models (ours
+minus torch's): where the host time's difference comes from. The
+"step", "forward", "backward" and "optimizer" ranges' own time is what
+runs in them outside any event (Python, Dynamo's guards) and, on a GPU,
+"backward"'s the wait for autograd's device thread, whose events are
+marked [other thread]. Those host tables also go to --out.
 """
 
 import argparse
@@ -53,6 +63,7 @@ import contextlib
 import copy
 import math
 import os
+import re
 import statistics
 import sys
 import time
@@ -131,7 +142,9 @@ def build(width, layers, norm, precision, device, seed=0):
 
 def make_step(model, mode, precision, device):
     """One training step (forward, backward, AdamW) as a function of a
-    batch; returns the loss (not synchronized)."""
+    batch; returns the loss (not synchronized). With step.profiled set
+    (kernel_times), the step and its phases are profiler ranges (PHASES);
+    else no range is entered (the timed steps)."""
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     fwd = model
     if mode == "compile":
@@ -140,19 +153,27 @@ def make_step(model, mode, precision, device):
         fwd = torch.compile(model, mode="reduce-overhead")
     autocast = precision == "autocast"
 
-    def step(tokens, targets):
-        if mode == "reduce-overhead":
-            torch.compiler.cudagraph_mark_step_begin()
-        ctx = torch.autocast(device.type, dtype=torch.bfloat16) if autocast \
+    def phase(name):
+        return torch.profiler.record_function(name) if step.profiled \
             else contextlib.nullcontext()
-        with ctx:
-            loss = fwd(tokens, targets)
-        loss.backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-        # A copy: under CUDA graphs the output is overwritten at the next
-        # replay (and reading it then raises).
-        return loss.detach().clone()
+
+    def step(tokens, targets):
+        with phase("step"):
+            if mode == "reduce-overhead":
+                torch.compiler.cudagraph_mark_step_begin()
+            ctx = torch.autocast(device.type, dtype=torch.bfloat16) \
+                if autocast else contextlib.nullcontext()
+            with ctx, phase("forward"):
+                loss = fwd(tokens, targets)
+            with phase("backward"):
+                loss.backward()
+            with phase("optimizer"):
+                opt.step()
+                opt.zero_grad(set_to_none=True)
+            # A copy: under CUDA graphs the output is overwritten at the
+            # next replay (and reading it then raises).
+            return loss.detach().clone()
+    step.profiled = False
     return step
 
 
@@ -233,7 +254,7 @@ def run_config(width, norm, precision, mode, args, device):
                     losses[k].append(loss)
                     done[k] += 1
         sync(device)  # a CUDA error of any step surfaces here
-        if args.profile and device.type == "cuda":
+        if args.profile:
             try:
                 res["profile"] = [
                     kernel_times(steps[k], args.profile,
@@ -271,9 +292,13 @@ def kernel_times(step, count, first, b, t, device):
     {"kernels": {name: (GPU us a step, launches a step)}, "runtime":
     {CUDA runtime / driver call: (host us a step, calls a step)},
     "host_ms": the wall time a step takes to queue (no synchronization
-    between steps), "host_ms_plain": the same without the profiler}. A step whose host time reaches its GPU time, or a
-    synchronizing call among the runtime's, leaves the GPU idle."""
+    between steps), "host_ms_plain": the same without the profiler,
+    "host": host_events()'s, "gpu": whether there were CUDA activities}.
+    A step whose host time reaches its GPU time, or a synchronizing call
+    among the runtime's, leaves the GPU idle. On the CPU (--cpu) only the
+    host side: no kernels, no runtime calls."""
     from torch.profiler import ProfilerActivity, profile
+    gpu = device.type == "cuda"
     # The same without the profiler first: under it our eager calls take
     # the dispatcher's route (its RecordFunction callbacks turn off the
     # Python entry's fast route and the direct bodies, so that its trace
@@ -286,15 +311,20 @@ def kernel_times(step, count, first, b, t, device):
         plain.append(time.perf_counter() - t0)
     sync(device)
     host = []
-    with profile(activities=[ProfilerActivity.CPU,
-                             ProfilerActivity.CUDA]) as prof:
-        for i in range(count):
-            t0 = time.perf_counter()
-            step(*batch(first + i, b, t, device))
-            host.append(time.perf_counter() - t0)
-        sync(device)
+    step.profiled = True  # the step and its phases as ranges
+    try:
+        with profile(activities=[ProfilerActivity.CPU] + (
+                [ProfilerActivity.CUDA] if gpu else [])) as prof:
+            for i in range(count):
+                t0 = time.perf_counter()
+                step(*batch(first + i, b, t, device))
+                host.append(time.perf_counter() - t0)
+            sync(device)
+    finally:
+        step.profiled = False
     kernels, runtime = {}, {}
-    for ev in prof.events():
+    events = prof.events()
+    for ev in events:
         if getattr(ev, "is_user_annotation", False):
             continue  # a range (Optimizer.step#...), not a kernel
         if ev.device_type == torch.autograd.DeviceType.CUDA:
@@ -307,14 +337,143 @@ def kernel_times(step, count, first, b, t, device):
     per = lambda d: {k: (us / count, n / count) for k, (us, n) in d.items()}
     return {"kernels": per(kernels), "runtime": per(runtime),
             "host_ms": statistics.median(host) * 1e3,
-            "host_ms_plain": statistics.median(plain) * 1e3}
+            "host_ms_plain": statistics.median(plain) * 1e3,
+            "host": host_events(events), "gpu": gpu}
+
+
+PHASES = ("step", "forward", "backward", "optimizer")
+OTHER_THREAD = " [other thread]"
+
+
+def host_events(events):
+    """The host side of profiled steps (make_step's ranges: PHASES) from
+    the profiler's events (FunctionEvent: name, thread, device_type,
+    time_range, self_cpu_time_total): {"steps": the "step" ranges,
+    "phases": {range: mean us}, "events": {name: (self CPU us a step,
+    calls a step)} of every CPU event that starts inside a step, a name
+    on another thread than the steps' (autograd's device thread runs a
+    CUDA backward) + OTHER_THREAD, "self_us": (self CPU us a step on the
+    steps' thread, on others)}. On the steps' thread the self times add up
+    to the step's span: "step"'s own is the Python between the ops,
+    "backward"'s on a GPU the wait for autograd's thread (whose events
+    are the other threads')."""
+    cpu = [ev for ev in events
+           if ev.device_type == torch.autograd.DeviceType.CPU]
+    spans = {}
+    for ev in cpu:
+        if ev.name in PHASES:
+            spans.setdefault(ev.name, []).append(ev)
+    steps = sorted(spans.get("step", []), key=lambda e: e.time_range.start)
+    if not steps:
+        return {"steps": 0, "phases": {}, "events": {}, "self_us": (0, 0)}
+    main = steps[0].thread
+    marks = [(e.time_range.start, e.time_range.end) for e in steps]
+    acc, self_us = {}, [0.0, 0.0]
+    for ev in cpu:
+        t0 = ev.time_range.start
+        if not any(s <= t0 <= e for s, e in marks):
+            continue  # the batches, the final synchronization
+        name = ev.name if ev.thread == main else ev.name + OTHER_THREAD
+        us, n = acc.get(name, (0.0, 0))
+        acc[name] = (us + ev.self_cpu_time_total, n + 1)
+        self_us[ev.thread != main] += ev.self_cpu_time_total
+    k = len(steps)
+    return {"steps": k,
+            "phases": {p: sum(e.cpu_time_total for e in evs) / k
+                       for p, evs in spans.items()},
+            "events": {name: (us / k, n / k) for name, (us, n)
+                       in acc.items()},
+            "self_us": (self_us[0] / k, self_us[1] / k)}
+
+
+def _event_key(name):
+    """A host event's name with what may differ between two models' runs
+    of the same code taken out: the cache key of an inductor graph, the
+    recompilation number of a Dynamo frame (the second model compiled runs
+    the same code)."""
+    name = re.sub(r"(CompiledFxGraph )\S+", r"\1*", name)
+    return re.sub(r"(Torch-Compiled Region: \d+)/\d+", r"\1/*", name)
+
+
+def host_diff(torch_h, ours_h):
+    """{key: ((torch self us, calls), (ours self us, calls))} a step, the
+    names merged by _event_key."""
+    out = {}
+    for i, h in enumerate((torch_h, ours_h)):
+        for name, (us, n) in h["events"].items():
+            pair = out.setdefault(_event_key(name), [(0.0, 0.0),
+                                                     (0.0, 0.0)])
+            pair[i] = (pair[i][0] + us, pair[i][1] + n)
+    return {k: tuple(v) for k, v in out.items()}
+
+
+def host_tables(res, top=20, diff=15, md=False):
+    """Lines: each model's host time a step (the step's span and its
+    phases, the self CPU time on its thread and on others), its `top`
+    host events by self CPU time a step, and the `diff` events whose self
+    CPU time a step differs most either way (ours minus torch's, the
+    largest first; with the sums over all events and the spans' difference,
+    which on the CPU are equal); plain text, or markdown (md)."""
+    hs = [p["host"] for p in res["profile"]]
+    out = []
+    for label, p in zip(("torch", "ours"), res["profile"]):
+        h, ph = p["host"], p["host"]["phases"]
+        out.append(
+            "%s%s: host %.3f ms a step (the span of its range, %d steps; "
+            "forward %.3f, backward %.3f, optimizer %.3f; %.3f without the "
+            "profiler); self CPU %.3f ms on its thread, %.3f on others" % (
+                "" if md else "  ", label, ph.get("step", 0) / 1e3,
+                h["steps"], ph.get("forward", 0) / 1e3,
+                ph.get("backward", 0) / 1e3, ph.get("optimizer", 0) / 1e3,
+                p.get("host_ms_plain", float("nan")),
+                h["self_us"][0] / 1e3, h["self_us"][1] / 1e3))
+        if md:
+            out.append("")
+    for label, h in zip(("torch", "ours"), hs):
+        rows = sorted(h["events"].items(), key=lambda kv: -kv[1][0])[:top]
+        if md:
+            out += ["| %s: host event | calls a step | self CPU us a step "
+                    "|" % label, "| --- | ---: | ---: |"]
+            out += ["| `%s` | %.1f | %.1f |" % (name[:100], n, us)
+                    for name, (us, n) in rows] + [""]
+        else:
+            out.append("  %s: host events by self CPU a step (us, calls)"
+                       % label)
+            out += ["    %8.1f us %6.1fx  %s" % (us, n, name[:100])
+                    for name, (us, n) in rows]
+    pairs = host_diff(*hs)
+    biggest = sorted(pairs.items(), key=lambda kv: -abs(
+        kv[1][1][0] - kv[1][0][0]))[:diff]
+    biggest.sort(key=lambda kv: -(kv[1][1][0] - kv[1][0][0]))
+    total = [sum(v[i][0] for v in pairs.values()) for i in (0, 1)]
+    head = ("host events differing most, ours - torch, self CPU us a "
+            "step (all events %+.1f, the step's span %+.1f)" % (
+                total[1] - total[0], hs[1]["phases"].get("step", 0) -
+                hs[0]["phases"].get("step", 0)))
+    if md:
+        out += [head[0].upper() + head[1:] + ":", "",
+                "| host event | ours - torch us | torch us | ours us | "
+                "calls torch / ours |", "| --- | ---: | ---: | ---: | ---: |"]
+        out += ["| `%s` | %+.1f | %.1f | %.1f | %.1f / %.1f |" % (
+            k[:100], o[0] - t[0], t[0], o[0], t[1], o[1])
+            for k, (t, o) in biggest] + [""]
+    else:
+        out.append("  " + head + ": difference, torch, ours; calls "
+                   "torch / ours")
+        out += ["    %+8.1f %8.1f %8.1f  %5.1f / %5.1f  %s" % (
+            o[0] - t[0], t[0], o[0], t[1], o[1], k[:90])
+            for k, (t, o) in biggest]
+    return out
 
 
 def profile_table(res, top=12):
     """Lines: each model's GPU time a step, its largest kernels, the
     kernels only one of the two runs, and the host side (the time a step
-    takes to queue, the CUDA runtime calls)."""
+    takes to queue, the CUDA runtime calls; then host_tables'). On the
+    CPU host_tables' only."""
     torch_p, ours_p = res["profile"]
+    if not torch_p.get("gpu", True):
+        return host_tables(res)
     torch_k, ours_k = torch_p["kernels"], ours_p["kernels"]
     out = []
     for label, p in (("torch", torch_p), ("ours", ours_p)):
@@ -341,7 +500,7 @@ def profile_table(res, top=12):
         for name, (us, n) in sorted(p["runtime"].items(),
                                     key=lambda kv: -kv[1][0])[:8]:
             out.append("    %8.1f us %5.1fx  %s" % (us, n, name[:80]))
-    return out
+    return out + host_tables(res)
 
 
 # ------------------------------------------------------ host time per call
@@ -621,8 +780,9 @@ def parse(argv=None):
     ap.add_argument("--no-train", action="store_true",
                     help="leave out the training steps")
     ap.add_argument("--profile", type=int, default=0, metavar="K",
-                    help="GPU: also profile K steps of each model and "
-                    "print their kernels' time a step")
+                    help="also profile K steps of each model and print "
+                    "their kernels' time a step (GPU) and their host "
+                    "events' self CPU time a step (GPU and CPU)")
     args = ap.parse_args(argv)
     quick = args.quick or args.cpu
     args.widths = args.widths or ([512] if args.cpu else [1024] if quick
@@ -711,7 +871,7 @@ def main(argv=None):
         print("\n".join(["host time per call (us; %s):" % note] + host),
               flush=True)
 
-    results = []
+    results, profiled = [], []
     if not args.no_train:
         # Eager first for every shape, then compile, then reduce-overhead:
         # a budget cuts the slow ones first.
@@ -746,6 +906,7 @@ def main(argv=None):
                 flush=True)
             if "profile" in r:
                 print("\n".join(profile_table(r)), flush=True)
+                profiled.append(r)
         table = training_table(results)
         md += ["## ms per training step (median over %d timed steps a "
                "model in %d alternating rounds, eager %d in %d, after %d of "
@@ -754,6 +915,11 @@ def main(argv=None):
                    args.eager_steps, args.eager_rounds,
                    args.warmup, "wall clock" if args.cpu else "CUDA events"),
                ""] + table
+        for r in profiled:
+            md += ["", "## Host side of %d profiled steps a model: %d %s "
+                   "%s %s" % (args.profile, r["width"], r["norm"],
+                              r["precision"], r["mode"]), ""]
+            md += host_tables(r, md=True)
     if args.out:
         with open(args.out, "w") as f:
             f.write("\n".join(md) + "\n")

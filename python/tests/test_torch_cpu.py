@@ -2428,15 +2428,20 @@ def test_patch_leaves_what_it_cannot_take_with_a_reason():
     assert model[2].zero_centered is True
 
 
-def test_train_step_cpu_validation_runs():
-    """bench/train_step.py --cpu and bench/host_pieces.py run our calls on
-    the CPU through its cpu_validation(); the fused-add merge removed a
-    name it read, and both failed at their first line until fixed."""
+def _train_step_module():
     bench = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
         os.path.abspath(__file__)))), "bench", "train_step.py")
     spec = importlib.util.spec_from_file_location("_train_step", bench)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
+    return mod
+
+
+def test_train_step_cpu_validation_runs():
+    """bench/train_step.py --cpu and bench/host_pieces.py run our calls on
+    the CPU through its cpu_validation(); the fused-add merge removed a
+    name it read, and both failed at their first line until fixed."""
+    mod = _train_step_module()
     n = 64
     x = torch.randn(4, n, dtype=torch.bfloat16, requires_grad=True)
     r = torch.randn(4, n, dtype=torch.bfloat16)
@@ -2446,6 +2451,87 @@ def test_train_step_cpu_validation_runs():
         y2, h = nt.add_rms_norm(x, r, (n,), w)
         (y.float().sum() + y2.float().sum()).backward()
     assert x.grad is not None and w.grad is not None
+
+
+def _event(name, thread, start, end, self_us, cuda=False):
+    """A profiler event as train_step.host_events reads one."""
+    from types import SimpleNamespace
+    DT = torch.autograd.DeviceType
+    return SimpleNamespace(
+        name=name, thread=thread,
+        device_type=DT.CUDA if cuda else DT.CPU,
+        time_range=SimpleNamespace(start=start, end=end),
+        cpu_time_total=0 if cuda else end - start,
+        self_cpu_time_total=0 if cuda else self_us)
+
+
+def _synthetic_steps(key, empty_us):
+    """Two steps of 100 us on thread 1 (an aten::empty of empty_us in
+    forward, a CompiledFxGraph named by key, the backward waiting for
+    thread 2's node), a synchronization and a kernel outside them."""
+    evs = []
+    for s in (0, 1000):
+        evs += [
+            _event("step", 1, s, s + 100, 10),
+            _event("forward", 1, s + 5, s + 40, 35 - empty_us - 10),
+            _event("aten::empty", 1, s + 6, s + 6 + empty_us, empty_us),
+            _event("## Call CompiledFxGraph %s ##" % key, 1, s + 30,
+                   s + 40, 10),
+            _event("backward", 1, s + 40, s + 80, 40),
+            _event("CompiledFunctionBackward", 2, s + 41, s + 79, 38),
+            _event("optimizer", 1, s + 80, s + 95, 15),
+            _event("triton_poi_fused_0", 1, s + 30, s + 38, 0, cuda=True)]
+    return evs + [_event("cudaDeviceSynchronize", 1, 3000, 3500, 500)]
+
+
+def test_train_step_host_tables_of_a_synthetic_profile():
+    """train_step.py --profile's host side: per model the events inside
+    the steps by self CPU time a step (another thread's marked), the
+    spans of the ranges, and ours minus torch's by event (inductor's cache
+    keys merged), as text and markdown."""
+    mod = _train_step_module()
+    t = mod.host_events(_synthetic_steps("fabc", 5))
+    o = mod.host_events(_synthetic_steps("fxyz", 15))
+    assert t["steps"] == 2
+    assert t["phases"] == {"step": 100, "forward": 35, "backward": 40,
+                           "optimizer": 15}
+    assert t["self_us"] == (100, 38)  # the span, on the steps' thread
+    assert t["events"]["aten::empty"] == (5, 1)
+    assert t["events"]["CompiledFunctionBackward" + mod.OTHER_THREAD] == \
+        (38, 1)
+    assert "cudaDeviceSynchronize" not in t["events"]
+    assert "triton_poi_fused_0" not in t["events"]
+    diff = mod.host_diff(t, o)
+    assert diff["aten::empty"] == ((5, 1), (15, 1))
+    assert diff["## Call CompiledFxGraph * ##"] == ((10, 1), (10, 1))
+    res = {"profile": [{"host": t, "gpu": False}, {"host": o, "gpu": False}]}
+    text = mod.profile_table(res)  # the CPU: the host tables alone
+    assert text == mod.host_tables(res)
+    first = text.index(next(line for line in text
+                            if "differing most" in line))
+    assert "aten::empty" in text[first + 1]  # +10 us, the largest
+    assert re.search(r"\+\s*10\.0\s+5\.0\s+15\.0", text[first + 1])
+    md = mod.host_tables(res, md=True)
+    assert "| `aten::empty` | +10.0 | 5.0 | 15.0 | 1.0 / 1.0 |" in md
+
+
+def test_train_step_host_events_of_a_real_profile():
+    """kernel_times on the CPU profiles make_step's ranges: the self CPU
+    times on the step's thread add up to its span."""
+    mod = _train_step_module()
+    torch.manual_seed(0)
+    model = mod.Model(32, 1, torch.nn.LayerNorm)
+    cpu = torch.device("cpu")
+    step = mod.make_step(model, "eager", "autocast", cpu)
+    step(*mod.batch(0, 2, 8, cpu))
+    p = mod.kernel_times(step, 2, 1, 2, 8, cpu)
+    assert not step.profiled and not p["gpu"] and not p["kernels"]
+    h = p["host"]
+    assert h["steps"] == 2 and set(h["phases"]) == set(mod.PHASES)
+    assert h["self_us"][0] == pytest.approx(h["phases"]["step"], rel=1e-3)
+    # a step: a block's two and the final one
+    assert h["events"]["aten::native_layer_norm"][1] == 3
+    assert any(name.startswith("aten::mm") for name in h["events"])
 
 
 # ------------------------- the C++ bodies without the dispatcher (direct)
