@@ -178,9 +178,15 @@ struct ChooseGeometryPass
     limits.maxRegisterElements = knobs.maxRegisterElements;
     if (!checkGeometry(g, limits, target).empty())
       return chosen;
-    // Off the N it was measured at, the entry stands only where its knobs
-    // lay the row out as they did there.
-    if (e->tunedN && e->tunedN != *s.n) {
+    // Off the N it was measured at, an entry with layout knobs stands only
+    // where they lay the row out as they did there (one without them keeps
+    // the cost model's layout, and its other knobs, prefetch to
+    // hold_columns, stand on it as they were measured: LayerNorm backward
+    // 65536 x 2560, the N = 3072 entry's prefetch, pipeline and narrow
+    // caches, 280 us in the fifth session's run, 455 without them).
+    bool layoutKnobs = e->threads || e->cluster || e->maxLanes ||
+                       e->maxRegisterElements;
+    if (layoutKnobs && e->tunedN && e->tunedN != *s.n) {
       RowShape at = knobs;
       at.n = e->tunedN;
       if (!tuningTransfers(chooseRowGeometry(at, target), g))

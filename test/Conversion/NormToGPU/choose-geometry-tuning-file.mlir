@@ -151,3 +151,18 @@ func.func @forward_share(%x: memref<?x2560xbf16>, %y: memref<?x2560xbf16>, %r: m
   norm.rms_norm x(%x : memref<?x2560xbf16>) outs y(%y : memref<?x2560xbf16>) rstd(%r : memref<?xf32>)
   return
 }
+
+// -----
+
+// An entry without layout knobs keeps the cost model's layout, whatever it
+// is at an N off its tuned one, and its other knobs stand on it: the
+// forward f32 at N = 3000-3500, M <= 128, measured at N = 3072 (256
+// threads, two rows of six chunks a lane) with hold_columns = 0; at N =
+// 3400 the cost model lays the row out over 128 threads of seven chunks,
+// and the entry still says not to hold (the cost model alone would).
+// CHECK-LABEL: func.func @forward_no_layout_knob
+// CHECK: norm.geometry = #norm.row_geometry<regime = registers, threads = 128, lanes = 128, rows = 1, vector = 4, chunks = 7, layout = both, shared = 32>
+func.func @forward_no_layout_knob(%x: memref<?x3400xf32>, %w: memref<3400xf32>, %y: memref<?x3400xf32>, %r: memref<?xf32>) {
+  norm.rms_norm x(%x : memref<?x3400xf32>) weight(%w : memref<3400xf32>) outs y(%y : memref<?x3400xf32>) rstd(%r : memref<?xf32>)
+  return
+}

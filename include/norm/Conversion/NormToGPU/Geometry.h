@@ -384,7 +384,8 @@ double clusterScore(const Geometry &g, int64_t partialRows);
 /// at the N it was measured at and still stand for it (tuningTransfers).
 inline constexpr double kTunedSlotLoss = 0.1;
 
-/// Whether a tuning entry measured at one N, where its knobs gave the
+/// Whether a tuning entry with layout knobs (threads, cluster, max-lanes,
+/// max-register-elements) measured at one N, where its knobs gave the
 /// geometry `tuned`, stands for another N of its range, where they give
 /// `g`: the same regime, block, lanes, rows in flight, cluster and access
 /// width, and chunk slots used at most kTunedSlotLoss worse. Otherwise the
