@@ -818,6 +818,9 @@ def tuned_rows(op, n, dt, wdt, m, table=None):
             continue
         if grad and e.get("partial_rows", 0) not in (0, prows):
             continue
+        if not grad and e.get("row_sums", 0) not in (
+                0, 2 if op.startswith("layer") else 1):
+            continue
         nlo, nhi = e["n"]
         if n < nlo or (nhi and n > nhi):
             continue

@@ -711,33 +711,6 @@ def midpoint(a, b):
     return int(round(math.sqrt(a * b)))
 
 
-def forward_rows(rows):
-    """The forward ops' rows as one kernel, "forward": LayerNorm's and
-    RMSNorm's forward kernels are one entry kind of the table (Tuning.h has
-    no key between them), so a candidate's time at a point is the geometric
-    mean of its two from the same run (both must have run there; of rows
-    without a run index, the last of each op: a point measured again by a
-    later run in one list of rows)."""
-    latest = {}
-    for r in rows:
-        if r["op"] not in C.FWD_OPS or "us" not in r:
-            continue
-        tail = r["cfg"].split("-", 1)[1]
-        latest[(r.get("run", 0), r["op"], r["dtype"], r["N"], r["M"],
-                tail)] = r
-    by = {}
-    for (run, _, dt, n, m, tail), r in latest.items():
-        by.setdefault((run, dt, n, m, tail), []).append(r)
-    out = []
-    for (_, dt, n, m, tail), rs in by.items():
-        if len(rs) != 2:
-            continue
-        r = dict(rs[0], op="forward", cfg="forward-" + tail,
-                 us=math.sqrt(rs[0]["us"] * rs[1]["us"]))
-        out.append(r)
-    return out
-
-
 # The M edges of the table's row ranges (Tuning.h kTuningRowEdges): an
 # entry covers whole buckets between them, so every M of a bucket gets the
 # same kernel (the caches of norm_mlir.torch key by the bucket).
@@ -786,7 +759,6 @@ def winners(rows):
     on that noise (LayerNorm forward 1024 x 4096 lost a 1.11x entry when a
     later run timed its default again). Where several runs timed a
     candidate or the default at an M, the last one counts."""
-    rows = [r for r in rows if r["op"] not in C.FWD_OPS] + forward_rows(rows)
     by, bases = {}, {}
     for r in rows:
         if "us" not in r or r["fixed_groups"] or r.get("rows") or \
@@ -852,8 +824,7 @@ def make_table(rows):
     top_m = {}
     for r in rows:
         if "us" in r:
-            k = ("forward" if r["op"] in C.FWD_OPS else r["op"], r["dtype"],
-                 r["N"])
+            k = (r["op"], r["dtype"], r["N"])
             top_m[k] = max(top_m.get(k, 0), r["M"])
     size = {"f32": 4, "f16": 2, "bf16": 2}
     carried = set()
@@ -880,10 +851,11 @@ def make_table(rows):
                 rlo = ROW_EDGES[run[0] - 1] + 1 if run[0] else 1
                 rhi = ROW_EDGES[run[-1]] if run[-1] < len(ROW_EDGES) else 0
                 grad = op.endswith("_grad")
-                name = op if grad else "layer_norm and rms_norm"
                 e = {"kernel": "dx" if grad else "forward"}
                 if grad:
                     e["partial_rows"] = 2 if op.startswith("layer") else 1
+                else:
+                    e["row_sums"] = 2 if op.startswith("layer") else 1
                 e.update({"element_bytes": {"bf16": 2, "f16": 2,
                                             "f32": 4}[dt],
                           "n": [nlo, nhi], "rows": [rlo, rhi],
@@ -893,7 +865,7 @@ def make_table(rows):
                         e[key] = v
                 shown = [x for x in run if ((op, dt, n), x) not in carried]
                 e["measured"] = "%s %s N = %d, M = %s: %s x the cost " \
-                    "model" % (name, dt, n, ",".join(
+                    "model" % (op, dt, n, ",".join(
                         str(m) for x in shown for m in w[x][2]),
                         ", ".join("%.2f" % w[x][1] for x in shown))
                 if len(shown) < len(run):
@@ -947,7 +919,8 @@ def table_checks(entries):
             ops = ["layer_norm_grad" if e.get("partial_rows") == 2
                    else "rms_norm_grad"]
         else:
-            ops = list(C.FWD_OPS)
+            ops = {1: ["rms_norm"], 2: ["layer_norm"]}.get(
+                e.get("row_sums", 0), list(C.FWD_OPS))
         out += [(op, dt, n, m) for op in ops for n in ns for m in ms]
     return out
 

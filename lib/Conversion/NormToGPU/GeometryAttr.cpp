@@ -83,6 +83,11 @@ RowShape norm::rowShapeOf(RowNest &rn, const GeometryKnobs &knobs) {
           columns.insert(l.getMemRef());
       });
   shape.columnVectors = columns.size();
+  // A forward kernel's in-row sums: its column loops with results.
+  if (rn.forward)
+    for (Operation &op : *rn.rows.getBody())
+      if (auto loop = dyn_cast<scf::ForOp>(op))
+        shape.rowSums += loop.getNumResults() ? 1 : 0;
   // The strategy, as norm-split recorded it on the nest (never inferred
   // from the loops).
   shape.partials =
@@ -118,6 +123,7 @@ std::optional<RowShape> norm::rowShapeOfOp(Operation *op,
           .Case<LayerNormGradOp, RMSNormGradOp>(
               [](auto g) { return int64_t(bool(g.getWeight())); })
           .Default([](Operation *) { return int64_t(0); });
+  shape.rowSums = isa<LayerNormOp>(op) ? 2 : isa<RMSNormOp>(op) ? 1 : 0;
   // The rows the kernel reads and writes are the op's values of rank 2 and
   // more (rows collapse to M); the statistics are f32 and never narrower.
   for (Value v : llvm::concat<Value>(op->getOperands(), op->getResults())) {

@@ -83,7 +83,7 @@ mlir::norm::parseTuningTable(llvm::StringRef json) {
       "kernel", "partial_rows", "element_bytes", "n", "rows",
       "threads", "cluster", "max_lanes", "max_register_elements",
       "prefetch", "partial_vector", "pipeline", "narrow_cache",
-      "hold_columns", "tuned_n", "measured"};
+      "hold_columns", "tuned_n", "row_sums", "measured"};
   for (size_t i = 0; i < entries->size(); ++i) {
     const llvm::json::Object *o = (*entries)[i].getAsObject();
     if (!o)
@@ -110,6 +110,7 @@ mlir::norm::parseTuningTable(llvm::StringRef json) {
         !readInt(*o, "narrow_cache", e.narrowCache, i, err) ||
         !readInt(*o, "hold_columns", e.holdColumns, i, err) ||
         !readInt(*o, "tuned_n", e.tunedN, i, err) ||
+        !readInt(*o, "row_sums", e.rowSums, i, err) ||
         !readRange(*o, "n", e.nLo, e.nHi, i, err) ||
         !readRange(*o, "rows", e.rowsLo, e.rowsHi, i, err))
       return std::move(err);
@@ -148,6 +149,9 @@ mlir::norm::parseTuningTable(llvm::StringRef json) {
     if (e.threads && (!llvm::isPowerOf2_64(e.threads) || e.threads < 32 ||
                       e.threads > 1024))
       return bad(i, "\"threads\" must be a power of two from 32 to 1024");
+    if (e.rowSums > 2 || (e.rowSums && !e.forward))
+      return bad(i, "\"row_sums\" names a forward kernel: 1 (RMSNorm's) "
+                    "or 2 (LayerNorm's)");
     if (o->get("tuned_n") &&
         (e.tunedN < e.nLo || (e.nHi && e.tunedN > e.nHi)))
       return bad(i, "\"tuned_n\" must lie in the entry's \"n\" range");
@@ -179,6 +183,8 @@ const TuningEntry *mlir::norm::findTuning(llvm::ArrayRef<TuningEntry> table,
     if (e.forward != s.forward || e.elementBytes != s.elementBytes)
       continue;
     if (!e.forward && e.partialRows && e.partialRows != s.partialRows)
+      continue;
+    if (e.forward && e.rowSums && e.rowSums != s.rowSums)
       continue;
     if (*s.n < e.nLo || (e.nHi && *s.n > e.nHi))
       continue;

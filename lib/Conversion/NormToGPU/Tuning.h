@@ -68,6 +68,9 @@ struct TuningEntry {
   /// Column vectors held in registers (Geometry::holdColumns: 0 or 1; -1,
   /// the key absent: the cost model's).
   int64_t holdColumns = -1;
+  /// A forward entry's kernel: 1 RMSNorm's, 2 LayerNorm's (RowShape::
+  /// rowSums); 0 either.
+  int64_t rowSums = 0;
   /// The N the entry's knobs were measured at (0, the key absent: not
   /// known). At another N of its range the entry stands only where its
   /// knobs lay the row out as they did there (tuningTransfers).

@@ -4,6 +4,8 @@
 // RUN: not norm-opt %s --split-input-file --norm-choose-geometry="tuning-file=%S/Inputs/no-such-table.json" 2>&1 | FileCheck %s --check-prefix=MISSING
 // RUN: not norm-opt %s --split-input-file --norm-choose-geometry="tuning-file=%S/Inputs/tuning-file-bad.json" 2>&1 | FileCheck %s --check-prefix=BAD
 // RUN: not norm-opt %s --split-input-file --norm-choose-geometry="tuning-file=%S/Inputs/tuning-tuned-n-bad.json" 2>&1 | FileCheck %s --check-prefix=TUNED
+// RUN: not norm-opt %s --split-input-file --norm-choose-geometry="tuning-file=%S/Inputs/tuning-row-sums-bad.json" 2>&1 | FileCheck %s --check-prefix=SUMS
+// RUN: norm-opt %s --split-input-file --norm-lower-to-loops --norm-choose-geometry="rows=64 tuning-file=%S/Inputs/tuning-file.json" 2>&1 | FileCheck %s --check-prefix=NEST
 
 // A table from a file (the `tuning-file` option) in place of the embedded
 // one, on any chip. Its entries: RMSNorm backward bf16 N = 4000-5000 at
@@ -22,6 +24,7 @@
 // SM80: norm.geometry = #norm.row_geometry<regime = registers, threads = 256, lanes = 256, rows = 1, vector = 8, chunks = 2, partials = shared, partial_vector = 4, shared = 16448>
 // MISSING: norm-choose-geometry: tuning-file '{{.*}}no-such-table.json': {{.*}}
 // BAD: norm-choose-geometry: tuning-file '{{.*}}tuning-file-bad.json': tuning table: entries[0]: "prefetch" must be at most 4
+// SUMS: norm-choose-geometry: tuning-file '{{.*}}tuning-row-sums-bad.json': tuning table: entries[0]: "row_sums" names a forward kernel: 1 (RMSNorm's) or 2 (LayerNorm's)
 // TUNED: norm-choose-geometry: tuning-file '{{.*}}tuning-tuned-n-bad.json': tuning table: entries[0]: "tuned_n" must lie in the entry's "n" range
 func.func @rms_grad(%dy: memref<?x4096xbf16>, %x: memref<?x4096xbf16>, %rstd: memref<?xf32>, %dx: memref<?x4096xbf16>, %w: memref<4096xbf16>, %dw: memref<4096xbf16>) {
   norm.rms_norm_grad dy(%dy : memref<?x4096xbf16>) x(%x : memref<?x4096xbf16>) rstd(%rstd : memref<?xf32>) weight(%w : memref<4096xbf16>) outs dx(%dx : memref<?x4096xbf16>) dweight(%dw : memref<4096xbf16>)
@@ -164,5 +167,31 @@ func.func @forward_share(%x: memref<?x2560xbf16>, %y: memref<?x2560xbf16>, %r: m
 // CHECK: norm.geometry = #norm.row_geometry<regime = registers, threads = 128, lanes = 128, rows = 1, vector = 4, chunks = 7, layout = both, shared = 32>
 func.func @forward_no_layout_knob(%x: memref<?x3400xf32>, %w: memref<3400xf32>, %y: memref<?x3400xf32>, %r: memref<?xf32>) {
   norm.rms_norm x(%x : memref<?x3400xf32>) weight(%w : memref<3400xf32>) outs y(%y : memref<?x3400xf32>) rstd(%r : memref<?xf32>)
+  return
+}
+
+// -----
+
+// A forward entry for one norm (`row_sums`: 2, LayerNorm's forward with
+// its mean and variance): bf16 N = 5100-5200, M <= 128, 128 threads. The
+// LayerNorm forward takes it; RMSNorm's (one in-row sum) keeps the cost
+// model's 256 threads of two rows, whether it is chosen on the op or on
+// its lowered nest.
+// CHECK-LABEL: func.func @layer_forward_sums
+// CHECK: norm.geometry = #norm.row_geometry<regime = registers, threads = 128, lanes = 128, rows = 1, vector = 8, chunks = 5,
+// CHECK-LABEL: func.func @rms_forward_sums
+// CHECK: norm.geometry = #norm.row_geometry<regime = registers, threads = 256, lanes = 128, rows = 2, vector = 8, chunks = 5,
+// NEST-LABEL: func.func @layer_forward_sums
+// NEST: norm.geometry = #norm.row_geometry<regime = registers, threads = 128, lanes = 128, rows = 1, vector = 8, chunks = 5,
+// NEST-SAME: norm.stage = #norm.stage<forward>
+// NEST-LABEL: func.func @rms_forward_sums
+// NEST: norm.geometry = #norm.row_geometry<regime = registers, threads = 256, lanes = 128, rows = 2, vector = 8, chunks = 5,
+// NEST-SAME: norm.stage = #norm.stage<forward>
+func.func @layer_forward_sums(%x: memref<?x5120xbf16>, %y: memref<?x5120xbf16>, %m: memref<?xf32>, %r: memref<?xf32>) {
+  norm.layer_norm x(%x : memref<?x5120xbf16>) outs y(%y : memref<?x5120xbf16>) mean(%m : memref<?xf32>) rstd(%r : memref<?xf32>)
+  return
+}
+func.func @rms_forward_sums(%x: memref<?x5120xbf16>, %y: memref<?x5120xbf16>, %r: memref<?xf32>) {
+  norm.rms_norm x(%x : memref<?x5120xbf16>) outs y(%y : memref<?x5120xbf16>) rstd(%r : memref<?xf32>)
   return
 }

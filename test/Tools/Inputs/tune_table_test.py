@@ -136,9 +136,10 @@ class Table(unittest.TestCase):
                          [[2049, 8192]])
 
     def test_forward_of_two_runs(self):
-        # The forward's LayerNorm and RMSNorm rows are one kernel; a second
-        # run that measures the same point again (its default too) replaces
-        # the first's rows instead of dropping the point.
+        # The forward's LayerNorm and RMSNorm kernels get entries of their
+        # own (row_sums 2 and 1); a second run that measures the same point
+        # again (its default too) replaces the first's rows instead of
+        # dropping the point.
         def fwd(m, us, op, threads=0, lanes=0):
             r = row(m, us, threads=threads, n=16384, op=op)
             r["cfg"] = r["cfg"].replace("-deterministic", "")
@@ -151,10 +152,20 @@ class Table(unittest.TestCase):
             [fwd(64, 60, op, threads=1024, lanes=1024)
              for op in ("layer_norm", "rms_norm")]
         es = T.make_table(first + second)
-        self.assertEqual(len(es), 1)
-        self.assertEqual(es[0]["kernel"], "forward")
-        self.assertEqual((es[0]["threads"], es[0]["max_lanes"]), (1024, 1024))
-        self.assertIn("1.50 x", es[0]["measured"])
+        self.assertEqual(len(es), 2)
+        self.assertEqual([e["kernel"] for e in es], ["forward", "forward"])
+        self.assertEqual(sorted(e["row_sums"] for e in es), [1, 2])
+        for e in es:
+            self.assertEqual((e["threads"], e["max_lanes"]), (1024, 1024))
+            self.assertIn("1.50 x", e["measured"])
+        # each forward's own winner: RMSNorm's 1024 threads, LayerNorm's
+        # none (its candidate is slower there)
+        third = [fwd(64, 100, op) for op in ("layer_norm", "rms_norm")] + \
+            [fwd(64, 130, "layer_norm", threads=1024, lanes=1024),
+             fwd(64, 70, "rms_norm", threads=1024, lanes=1024)]
+        es = T.make_table(third)
+        self.assertEqual([e["row_sums"] for e in es], [1])
+        self.assertIn("rms_norm bf16 N = 16384", es[0]["measured"])
 
     def test_gain_within_a_run(self):
         # Run 0 times the default at 100 and 512 threads at 90 (1.11x); run

@@ -249,6 +249,11 @@ struct RowShape {
   bool forward = false;
   /// Column vectors the row reads (weight, bias): 0, 1 or 2.
   int64_t columnVectors = 0;
+  /// A forward kernel's in-row sums: 2 for LayerNorm's (the mean, then
+  /// the variance about it), 1 for RMSNorm's (the mean square); 0 for a
+  /// dx kernel. The tuning table's forward entries may name one
+  /// (`row_sums`): the two forwards differ in their best geometry.
+  int64_t rowSums = 0;
 };
 
 /// How a row nest is spread over a block.
