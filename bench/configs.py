@@ -57,6 +57,7 @@ class Cfg:
     pl: int = 0  # --pipeline (next row's loads into registers; 0: none)
     nc: int = 0  # --narrow-cache (row caches in the loaded type; 0: f32)
     hc: int = -1  # --hold-columns (weight, bias in registers; -1: chosen)
+    untuned: bool = False  # --tuning=false (the cost model, no table)
 
     @property
     def grad(self):
@@ -119,6 +120,8 @@ class Cfg:
             parts.append("nc%d" % self.nc)
         if self.hc >= 0:
             parts.append("hc%d" % self.hc)
+        if self.untuned:
+            parts.append("untuned")
         return "-".join(parts)
 
     def flags(self):
@@ -163,6 +166,8 @@ class Cfg:
             f.append("--narrow-cache=%d" % self.nc)
         if self.hc >= 0:
             f.append("--hold-columns=%d" % self.hc)
+        if self.untuned:
+            f.append("--tuning=false")
         return f
 
     def expected_args(self, m="?"):

@@ -452,13 +452,43 @@ def fwd_hold_plan():
                       fields=("threads", "cluster", "lanes", "mre", "hc"))
 
 
+# "holdout": the check of the table on shapes no plan tuned at: N between
+# the plans' and the grid's (1792, 2816, 4608, 8960, 11008, 18432, 28672)
+# and M inside the buckets (8, 100, 700, 3000, 20000), all four ops, bf16
+# and f32: the configuration norm_mlir.torch compiles for M (the table's
+# entry, else the cost model's, with the bucket's rows hint) against the
+# cost model's alone (the same hint, --tuning=false). Nothing here feeds a
+# table.
+HOLDOUT_N = (1792, 2816, 4608, 8960, 11008, 18432, 28672)
+HOLDOUT_M = (8, 100, 700, 3000, 20000)
+
+
+def holdout_plan():
+    points, cands = [], {}
+    for dt in ("bf16", "f32"):
+        size = {"f32": 4, "bf16": 2}[dt]
+        for op in C.FWD_OPS + C.GRAD_OPS:
+            for n in HOLDOUT_N:
+                cs = cands.setdefault((op, dt, n), [])
+                for m in HOLDOUT_M:
+                    if m * n * size > TENSOR_LIMIT:
+                        continue
+                    points.append((op, dt, n, m))
+                    c = C.grid_cfg(op, n, dt, dt, m)
+                    for x in (c, dataclasses.replace(c, untuned=True)):
+                        if x not in cs:
+                            cs.append(x)
+    return points, cands
+
+
 PLANS = dict(TABLE_PLANS, explore=explore_plan, grid=grid_plan,
              groups=groups_plan, fma=fma_plan, wide=wide_plan,
              prefetch=prefetch_plan, pvec=pvec_plan, pipe=pipe_plan,
              **{"fwd-few": fwd_few_plan, "fwd-cluster": fwd_cluster_plan,
                 "fwd-cluster-big": fwd_cluster_big_plan,
                 "hold": hold_plan, "push": push_plan,
-                "fwd-share": fwd_share_plan, "fwd-hold": fwd_hold_plan},
+                "fwd-share": fwd_share_plan, "fwd-hold": fwd_hold_plan,
+                "holdout": holdout_plan},
              **{"grid-cfgs": grid_cfgs_plan,
                 "grid-cfgs-f32": lambda: grid_cfgs_plan(("bf16", "f32"))})
 
@@ -486,7 +516,8 @@ def cmd_prepare(args):
             todo[c.name] = c
     # The candidates against the cost model: no tuning table under them
     # (the grid plans' configurations are the table's, by their --rows).
-    extra = "" if args.plan.startswith("grid") else "--tuning=false"
+    extra = "" if args.plan.startswith("grid") or args.plan == "holdout" \
+        else "--tuning=false"
     t0 = time.time()
     with tempfile.NamedTemporaryFile("w", suffix=".jobs") as jobs:
         jobs.write("".join("\t".join([c.name] + c.flags()) + "\n"
@@ -787,6 +818,12 @@ def winners(rows):
                          for m in bases.get(((op, dt, n, b), run), {})}
                         & set(base)) or sorted(base)
             if any(m not in at for m in ms):
+                continue
+            # ... and they must reach both ends of what any run measured
+            # in the bucket (a candidate timed at M = 64 alone does not
+            # stand for M = 1-128: RMSNorm forward N = 1000 on 1024
+            # threads, 1.24x at M = 64, was 0.88x at M = 8).
+            if ms[0] != min(base) or ms[-1] != max(base):
                 continue
             if grad and not all(at[m].get("bitwise") for m in ms):
                 continue

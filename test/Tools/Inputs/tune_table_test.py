@@ -79,6 +79,15 @@ class Table(unittest.TestCase):
         self.assertEqual(es[0]["cluster"], 8)
         self.assertEqual(es[0]["tuned_n"], 262144)
         self.assertIn("M = 1,8,64: 2.20 x", es[0]["measured"])
+        # A run that timed the bucket at M = 64 alone: its candidate, 3x
+        # there, does not reach the bucket's ends (M = 1) and stands for
+        # nothing; run 1's cluster of 8 still wins.
+        rows += [dict(row(64, 100), run=2),
+                 dict(row(64, 33, threads=1024), run=2)]
+        es = T.make_table(rows)
+        self.assertEqual(len(es), 1)
+        self.assertEqual(es[0]["cluster"], 8)
+        self.assertNotIn("threads", es[0])
 
     def test_fma_is_no_knob(self):
         # An fma kernel is compiled with the cost model's knobs: it must not
