@@ -137,9 +137,7 @@ bool mlir::norm::holdColumnsPays(const Geometry &g, const RowShape &s,
 }
 
 bool mlir::norm::tuningTransfers(const Geometry &tuned, const Geometry &g) {
-  return tuned.registers == g.registers && tuned.threads == g.threads &&
-         tuned.lanes == g.lanes && tuned.rows == g.rows &&
-         tuned.cluster == g.cluster && tuned.vec == g.vec &&
+  return tuned.registers == g.registers &&
          g.slotUse() >= tuned.slotUse() - kTunedSlotLoss;
 }
 

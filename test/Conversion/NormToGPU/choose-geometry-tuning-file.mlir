@@ -195,3 +195,17 @@ func.func @rms_forward_sums(%x: memref<?x5120xbf16>, %y: memref<?x5120xbf16>, %r
   norm.rms_norm x(%x : memref<?x5120xbf16>) outs y(%y : memref<?x5120xbf16>) rstd(%r : memref<?xf32>)
   return
 }
+
+// -----
+
+// The layout may follow N within an entry's range: the forward f32 at N =
+// 3550-4200, M <= 128, a cluster of 8 measured at N = 4096 (four blocks of
+// 256 threads there, one chunk a lane, every slot used); at N = 3584 the
+// same knob lays the row over seven blocks of 128 threads, every slot used
+// too, and the entry stands.
+// CHECK-LABEL: func.func @forward_cluster_follows
+// CHECK: norm.geometry = #norm.row_geometry<regime = registers, threads = 128, lanes = 128, rows = 1, vector = 4, chunks = 1, cluster = 7,
+func.func @forward_cluster_follows(%x: memref<?x3584xf32>, %y: memref<?x3584xf32>, %r: memref<?xf32>) {
+  norm.rms_norm x(%x : memref<?x3584xf32>) outs y(%y : memref<?x3584xf32>) rstd(%r : memref<?xf32>)
+  return
+}

@@ -392,13 +392,17 @@ inline constexpr double kTunedSlotLoss = 0.1;
 /// Whether a tuning entry with layout knobs (threads, cluster, max-lanes,
 /// max-register-elements) measured at one N, where its knobs gave the
 /// geometry `tuned`, stands for another N of its range, where they give
-/// `g`: the same regime, block, lanes, rows in flight, cluster and access
-/// width, and chunk slots used at most kTunedSlotLoss worse. Otherwise the
-/// measurement says nothing about `g`. Seen (bench/RESULTS.md, fifth
-/// session): the forward entry measured at N = 2048 (256 lanes, one chunk
-/// a lane, every slot used) served N = 2560 with two chunks a lane and 62%
-/// of the slots (LayerNorm 2048 x 2560: 15.4 us, the cost model's
-/// geometry 13.5).
+/// `g`: the same regime (registers or looped), and chunk slots used at
+/// most kTunedSlotLoss worse. Otherwise the measurement says nothing about
+/// `g`. Seen (bench/RESULTS.md, fifth session): the forward entry measured
+/// at N = 2048 (256 lanes, one chunk a lane, every slot used) served N =
+/// 2560 with two chunks a lane and 62% of the slots (LayerNorm 2048 x
+/// 2560: 15.4 us, the cost model's geometry 13.5). The lanes and the
+/// cluster may follow N: a first version also asked for the same block,
+/// lanes, rows and cluster, and dropped the N = 8192 entry's cluster of 8
+/// at N = 7168 (7 blocks of the same 128 x 1 slots: LayerNorm backward 64 x
+/// 7168 12.0 -> 16.0 us) and the N = 3072 entry's 512 threads over 2 blocks
+/// at 2560 (64 x 2560: 10.5 -> 12.4 us).
 bool tuningTransfers(const Geometry &tuned, const Geometry &g);
 
 /// Whether two geometries add dweight/dbias in the same order: the same
