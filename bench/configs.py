@@ -58,6 +58,7 @@ class Cfg:
     nc: int = 0  # --narrow-cache (row caches in the loaded type; 0: f32)
     hc: int = -1  # --hold-columns (weight, bias in registers; -1: chosen)
     untuned: bool = False  # --tuning=false (the cost model, no table)
+    ra: int = -1  # --restrict-arguments (noalias pointers; -1: default on)
 
     @property
     def grad(self):
@@ -122,6 +123,8 @@ class Cfg:
             parts.append("hc%d" % self.hc)
         if self.untuned:
             parts.append("untuned")
+        if self.ra >= 0:
+            parts.append("ra%d" % self.ra)
         return "-".join(parts)
 
     def flags(self):
@@ -168,6 +171,9 @@ class Cfg:
             f.append("--hold-columns=%d" % self.hc)
         if self.untuned:
             f.append("--tuning=false")
+        if self.ra >= 0:
+            f.append("--restrict-arguments=%s" % ("true" if self.ra else
+                                                  "false"))
         return f
 
     def expected_args(self, m="?"):

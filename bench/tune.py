@@ -481,6 +481,34 @@ def holdout_plan():
     return points, cands
 
 
+# "restrict": norm_mlir.torch's configuration with the kernels' pointers
+# noalias / readonly (the default since the seventh session) against the
+# same without (--restrict-arguments=false), over a spread of N and M that
+# is mostly off the tuned points, every op, bf16 / f16 / f32.
+RESTRICT_N = (256, 768, 1000, 2048, 2560, 4096, 7168, 12288, 16384, 65536)
+RESTRICT_M = (1, 8, 64, 256, 1024, 2048, 8192, 32768)
+
+
+def restrict_plan():
+    points, cands = [], {}
+    for dt in ("bf16", "f16", "f32"):
+        size = {"f32": 4, "f16": 2, "bf16": 2}[dt]
+        for op in C.FWD_OPS + C.GRAD_OPS:
+            for n in RESTRICT_N:
+                if dt == "f16" and n not in (768, 2560, 7168, 16384):
+                    continue
+                cs = cands.setdefault((op, dt, n), [])
+                for m in RESTRICT_M:
+                    if m * n * size > TENSOR_LIMIT:
+                        continue
+                    points.append((op, dt, n, m))
+                    c = C.grid_cfg(op, n, dt, dt, m)
+                    for x in (c, dataclasses.replace(c, ra=0)):
+                        if x not in cs:
+                            cs.append(x)
+    return points, cands
+
+
 PLANS = dict(TABLE_PLANS, explore=explore_plan, grid=grid_plan,
              groups=groups_plan, fma=fma_plan, wide=wide_plan,
              prefetch=prefetch_plan, pvec=pvec_plan, pipe=pipe_plan,
@@ -488,7 +516,7 @@ PLANS = dict(TABLE_PLANS, explore=explore_plan, grid=grid_plan,
                 "fwd-cluster-big": fwd_cluster_big_plan,
                 "hold": hold_plan, "push": push_plan,
                 "fwd-share": fwd_share_plan, "fwd-hold": fwd_hold_plan,
-                "holdout": holdout_plan},
+                "holdout": holdout_plan, "restrict": restrict_plan},
              **{"grid-cfgs": grid_cfgs_plan,
                 "grid-cfgs-f32": lambda: grid_cfgs_plan(("bf16", "f32"))})
 
@@ -518,6 +546,9 @@ def cmd_prepare(args):
     # (the grid plans' configurations are the table's, by their --rows).
     extra = "" if args.plan.startswith("grid") or args.plan == "holdout" \
         else "--tuning=false"
+    # More norm-compile flags for every candidate (A/B runs of a pipeline
+    # option, e.g. TUNE_EXTRA_FLAGS=--restrict-arguments=false).
+    extra = (extra + " " + os.environ.get("TUNE_EXTRA_FLAGS", "")).strip()
     t0 = time.time()
     with tempfile.NamedTemporaryFile("w", suffix=".jobs") as jobs:
         jobs.write("".join("\t".join([c.name] + c.flags()) + "\n"

@@ -58,6 +58,10 @@ void norm::buildGPUToBinaryPipeline(OpPassManager &pm,
   libdevice.toolkit = options.toolkit;
   kernels.addPass(createNormCheckLibdevice(libdevice));
   pm.addPass(createReconcileUnrealizedCastsPass());
+  // The kernels are LLVM functions now, still launched with memrefs.
+  NormRestrictKernelArgumentsOptions restrict;
+  restrict.apply = options.restrictArguments;
+  pm.addPass(createNormRestrictKernelArguments(restrict));
 
   GpuModuleToBinaryPassOptions binary;
   // An unresolved toolkit is reported by norm-check-libdevice when a kernel

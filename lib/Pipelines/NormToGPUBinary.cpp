@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "norm/Conversion/Passes.h"
+#include "norm/Pipelines/Passes.h"
 #include "norm/Pipelines/Pipelines.h"
 
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
@@ -14,6 +15,10 @@ using namespace mlir;
 
 void norm::buildNormToGPUBinaryPipeline(OpPassManager &pm,
                                         const NormToGPUBinaryOptions &options) {
+  // While the op still names its operands' roles (buffer form: the
+  // arguments are the op's operands); norm-restrict-kernel-arguments, in
+  // the GPU tail, uses and removes the marks.
+  pm.addNestedPass<func::FuncOp>(createNormMarkRestrictArguments());
   buildLowerToLoopsPipeline(pm, options);
 
   NormChooseGeometryOptions choose;

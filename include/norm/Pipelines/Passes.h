@@ -7,6 +7,7 @@
 #ifndef NORM_PIPELINES_PASSES_H
 #define NORM_PIPELINES_PASSES_H
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Pass/Pass.h"
 

@@ -184,4 +184,67 @@ def NormAttachClusterDims
   }];
 }
 
+def NormMarkRestrictArguments
+    : Pass<"norm-mark-restrict-arguments", "::mlir::func::FuncOp"> {
+  let summary = "Mark the function arguments that the norm op's contract "
+                "keeps apart from every written argument";
+  let description = [{
+    The launch contract (docs/Runtime.md, "No aliasing"; libnormrt checks
+    it at every launch) is that no output overlaps an input or another
+    output, except that `dx` may be `dy` itself. In a function of exactly
+    one norm op in the buffer form (what norm-compile builds, and the only
+    kind the manifest describes), each argument that is an operand of that
+    op in one role, other than `dy` and `dx`, gets `norm.noalias`; an input
+    among them also gets `norm.readonly`. An argument used in two roles
+    gets nothing when one of them writes; a value-form op's operands are
+    no arguments, so nothing is marked there. norm-to-gpu-binary runs it
+    first, while the op names its operands' roles;
+    norm-restrict-kernel-arguments turns the marks into `llvm.noalias` /
+    `llvm.readonly` on the kernels' pointers and removes them.
+
+    ```mlir
+    func.func @f(%x: memref<?x512xbf16>, %w: memref<512xbf16>,
+                 %y: memref<?x512xbf16>, %rstd: memref<?xf32>) {
+      norm.rms_norm x(%x : ...) weight(%w : ...) outs y(%y : ...) rstd(...)
+    // becomes
+    func.func @f(%x: memref<?x512xbf16> {norm.noalias, norm.readonly},
+                 %w: memref<512xbf16> {norm.noalias, norm.readonly},
+                 %y: memref<?x512xbf16> {norm.noalias},
+                 %rstd: memref<?xf32> {norm.noalias}) {
+    ```
+  }];
+}
+
+def NormRestrictKernelArguments
+    : Pass<"norm-restrict-kernel-arguments", "::mlir::ModuleOp"> {
+  let summary = "Give the kernels' pointers the host arguments' "
+                "noalias / readonly marks";
+  let description = [{
+    Runs after the kernels are LLVM functions (convert-gpu-to-nvvm), with
+    the host functions still launching them with memrefs. Each memref
+    kernel operand is a descriptor of 3 + 2 * rank parameters (allocated
+    pointer, aligned pointer, offset, sizes, strides); the aligned pointer
+    of an operand gets `llvm.noalias` where every launch of the kernel
+    passes there a host argument marked `norm.noalias`
+    (norm-mark-restrict-arguments) that it passes nowhere else in that
+    launch, and also `llvm.readonly` where every such argument is also
+    marked `norm.readonly`. The NVPTX backend then reads those pointers
+    with `ld.global.nc`, which ptxas may move above stores: a row's weight
+    and bias loads no longer wait behind the previous chunk's y stores. A
+    kernel whose parameters do not match that layout is left alone. The
+    marks are removed from the host functions either way.
+
+    ```mlir
+    llvm.func @k(%a0: !llvm.ptr, %a1: !llvm.ptr, %a2: i64, ...)
+    // becomes (operand 0 a `norm.noalias, norm.readonly` argument)
+    llvm.func @k(%a0: !llvm.ptr, %a1: !llvm.ptr {llvm.noalias,
+                 llvm.readonly}, %a2: i64, ...)
+    ```
+  }];
+  let options = [
+    Option<"apply", "apply", "bool", /*default=*/"true",
+           "Set the attributes (false: only remove the marks)">,
+  ];
+}
+
 #endif // NORM_PIPELINES_PASSES_TD

@@ -153,6 +153,13 @@ struct GPUToBinaryOptions : public PassPipelineOptions<GPUToBinaryOptions> {
       llvm::cl::desc("Fuse each f32 multiply into its only add or subtract "
                      "(norm-fuse-multiply-add: explicit fma.rn.f32)"),
       llvm::cl::init(false)};
+  Option<bool> restrictArguments{
+      *this, "restrict-arguments",
+      llvm::cl::desc("Give the kernels' pointers llvm.noalias (and "
+                     "llvm.readonly for inputs) where the launch contract "
+                     "keeps their arguments apart (norm-restrict-kernel-"
+                     "arguments); false: may-alias pointers throughout"),
+      llvm::cl::init(true)};
 };
 
 /// Options of the CPU lowering of the loop nests (for execution tests).

@@ -1,0 +1,90 @@
+// RUN: norm-opt %s --split-input-file --norm-restrict-kernel-arguments | FileCheck %s
+// RUN: norm-opt %s --split-input-file --norm-restrict-kernel-arguments=apply=false | FileCheck %s --check-prefix=OFF
+
+// Operand 0 (rank 2: parameters 0-6) is a read-only marked argument, so
+// its aligned pointer (parameter 1) gets noalias and readonly; operand 1
+// (rank 1: parameters 7-11) is a marked output: noalias on parameter 8;
+// operand 2 (parameters 12-14, an unmarked argument: dy) gets nothing, nor
+// does the index operand (parameter 15). The marks leave the host
+// function.
+// CHECK-LABEL: llvm.func @k(
+// CHECK-SAME: %{{[a-z0-9]+}}: !llvm.ptr, %{{[a-z0-9]+}}: !llvm.ptr {llvm.noalias, llvm.readonly}, %{{[a-z0-9]+}}: i64,
+// CHECK-SAME: %{{[a-z0-9]+}}: !llvm.ptr, %{{[a-z0-9]+}}: !llvm.ptr {llvm.noalias}, %{{[a-z0-9]+}}: i64, %{{[a-z0-9]+}}: i64, %{{[a-z0-9]+}}: i64, %{{[a-z0-9]+}}: !llvm.ptr, %{{[a-z0-9]+}}: !llvm.ptr, %{{[a-z0-9]+}}: i64, %{{[a-z0-9]+}}: i64)
+// CHECK: func.func @host(%{{[a-z0-9]+}}: memref<?x8xf32>, %{{[a-z0-9]+}}: memref<8xf32>, %{{[a-z0-9]+}}: memref<f32>, %{{[a-z0-9]+}}: index)
+// OFF-LABEL: llvm.func @k(
+// OFF-NOT: llvm.noalias
+// OFF: func.func @host(%{{[a-z0-9]+}}: memref<?x8xf32>, %{{[a-z0-9]+}}: memref<8xf32>, %{{[a-z0-9]+}}: memref<f32>, %{{[a-z0-9]+}}: index)
+module attributes {gpu.container_module} {
+  gpu.module @kernels {
+    llvm.func @k(%a0: !llvm.ptr, %a1: !llvm.ptr, %a2: i64, %a3: i64, %a4: i64, %a5: i64, %a6: i64,
+                 %b0: !llvm.ptr, %b1: !llvm.ptr, %b2: i64, %b3: i64, %b4: i64,
+                 %c0: !llvm.ptr, %c1: !llvm.ptr, %c2: i64,
+                 %n: i64) attributes {gpu.kernel, nvvm.kernel} {
+      llvm.return
+    }
+  }
+  func.func @host(%x: memref<?x8xf32> {norm.noalias, norm.readonly},
+                  %y: memref<8xf32> {norm.noalias}, %dy: memref<f32>,
+                  %n: index) {
+    %c1 = arith.constant 1 : index
+    gpu.launch_func @kernels::@k blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1) args(%x : memref<?x8xf32>, %y : memref<8xf32>, %dy : memref<f32>, %n : index)
+    return
+  }
+}
+
+// -----
+
+// A kernel launched twice gets only what both launches allow: the second
+// passes an unmarked argument as operand 0 and the marked one twice as
+// operands 1 and 2 (the same buffer at two pointers: neither is noalias).
+// CHECK-LABEL: llvm.func @twice(
+// CHECK-NOT: llvm.noalias
+// CHECK: func.func @host
+module attributes {gpu.container_module} {
+  gpu.module @kernels {
+    llvm.func @twice(%a0: !llvm.ptr, %a1: !llvm.ptr, %a2: i64,
+                     %b0: !llvm.ptr, %b1: !llvm.ptr, %b2: i64,
+                     %c0: !llvm.ptr, %c1: !llvm.ptr, %c2: i64) attributes {gpu.kernel, nvvm.kernel} {
+      llvm.return
+    }
+  }
+  func.func @host(%p: memref<f32> {norm.noalias, norm.readonly},
+                  %q: memref<f32> {norm.noalias, norm.readonly},
+                  %r: memref<f32>) {
+    %c1 = arith.constant 1 : index
+    gpu.launch_func @kernels::@twice blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1) args(%p : memref<f32>, %p : memref<f32>, %q : memref<f32>)
+    gpu.launch_func @kernels::@twice blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1) args(%r : memref<f32>, %q : memref<f32>, %q : memref<f32>)
+    return
+  }
+}
+
+// -----
+
+// A view among the operands may overlap any argument: nothing of that
+// launch is noalias. A kernel whose parameters are not the descriptors of
+// its operands (here: bare pointers) is left alone.
+// CHECK-LABEL: llvm.func @viewed(
+// CHECK-NOT: llvm.noalias
+// CHECK-LABEL: llvm.func @bare(
+// CHECK-NOT: llvm.noalias
+// CHECK: func.func @host
+module attributes {gpu.container_module} {
+  gpu.module @kernels {
+    llvm.func @viewed(%a0: !llvm.ptr, %a1: !llvm.ptr, %a2: i64, %a3: i64, %a4: i64,
+                      %b0: !llvm.ptr, %b1: !llvm.ptr, %b2: i64, %b3: i64, %b4: i64) attributes {gpu.kernel, nvvm.kernel} {
+      llvm.return
+    }
+    llvm.func @bare(%a0: !llvm.ptr, %b0: !llvm.ptr) attributes {gpu.kernel, nvvm.kernel} {
+      llvm.return
+    }
+  }
+  func.func @host(%p: memref<8xf32> {norm.noalias, norm.readonly},
+                  %q: memref<8xf32> {norm.noalias}) {
+    %c1 = arith.constant 1 : index
+    %v = memref.subview %p[0] [8] [1] : memref<8xf32> to memref<8xf32, strided<[1]>>
+    %w = memref.cast %v : memref<8xf32, strided<[1]>> to memref<8xf32>
+    gpu.launch_func @kernels::@viewed blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1) args(%w : memref<8xf32>, %q : memref<8xf32>)
+    gpu.launch_func @kernels::@bare blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1) args(%p : memref<8xf32>, %q : memref<8xf32>)
+    return
+  }
+}
