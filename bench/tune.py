@@ -625,9 +625,11 @@ def cmd_run(args):
         one = argparse.Namespace(**vars(args))
         one.plan = p
         one.dir = args.dir.replace("{plan}", p)
-        if not os.path.isdir(one.dir) and os.path.isfile(one.dir + ".tar.gz"):
-            with tarfile.open(one.dir + ".tar.gz") as t:
-                t.extractall(os.path.dirname(os.path.abspath(one.dir)))
+        one.against = getattr(args, "against", "").replace("{plan}", p)
+        for d in (one.dir, one.against):
+            if d and not os.path.isdir(d) and os.path.isfile(d + ".tar.gz"):
+                with tarfile.open(d + ".tar.gz") as t:
+                    t.extractall(os.path.dirname(os.path.abspath(d)))
         one.json_name = "tune-%s.json" % p if len(plans) > 1 else "tune.json"
         one.md_name = None if len(plans) > 1 else "tune.md"
         rc |= run_plan(one)
@@ -641,6 +643,11 @@ def run_plan(args):
     import gpu_env as E
     points, cands = PLANS[args.plan]()
     index = C.load_index(args.dir)
+    # --against: the same configurations compiled by another compiler (a
+    # prepared directory of the same plan), run on the same inputs: their
+    # time and whether every output is bit for bit the same.
+    against = C.load_index(args.against) if getattr(args, "against", "") \
+        else None
     rt = E.Runtime(E.find_library(args.dir))
     torch.manual_seed(int.from_bytes(os.urandom(4), "little"))
     tdt = {"bf16": torch.bfloat16, "f16": torch.float16,
@@ -717,6 +724,27 @@ def run_plan(args):
                 r["us"] = us
                 mb = B.min_bytes if grad else B.min_bytes_fwd
                 r["gbs"] = mb(op, m, n, dt) / (us * 1e-6) / 1e9
+                if against is not None:
+                    ea = against["configs"].get(c.name)
+                    if ea is None:
+                        r["against_error"] = "not compiled"
+                    else:
+                        a = B.Ours(rt, args.against, ea, ins, "ptx")
+                        res_a = a.run()
+                        torch.cuda.synchronize()
+                        # Every output, dx / y included, bit for bit.
+                        r["against_bitwise"] = all(
+                            torch.equal(u, v) for u, v in
+                            zip(res, res_a) if u is not None)
+                        r["against_us"] = 1e3 * do_bench(
+                            a.run, warmup=args.warmup, rep=args.rep,
+                            return_mode="median")
+                        # The first kernels again, after the second: the
+                        # pair timed on the same warm state.
+                        r["us2"] = 1e3 * do_bench(
+                            o.run, warmup=args.warmup, rep=args.rep,
+                            return_mode="median")
+                        a.close()
                 o.close()
             except Exception as ex:  # noqa: BLE001
                 r["error"] = "%s: %s" % (type(ex).__name__, ex)
@@ -1073,6 +1101,10 @@ def main(argv=None):
     p.add_argument("--dir", default=os.path.join(HERE, "..", ".dev", "tune"))
     p.add_argument("--out", default=os.environ.get("OUT") or "tune-out")
     p.add_argument("--deadline", type=float, default=0)
+    p.add_argument("--against", default="",
+                   help="a directory of the same plan prepared by another "
+                        "compiler: each candidate also runs from there "
+                        "(against_us, against_bitwise)")
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--rep", type=int, default=20)
     p = sub.add_parser("table")

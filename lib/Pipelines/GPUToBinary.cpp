@@ -20,7 +20,8 @@
 using namespace mlir;
 
 void norm::buildGPUToBinaryPipeline(OpPassManager &pm,
-                                    const GPUToBinaryOptions &options) {
+                                    const GPUToBinaryOptions &options,
+                                    int64_t rows) {
   CudaToolkitSearch toolkit = findCudaToolkit(options.toolkit);
 
   // What the upstream tail would abort on (or silently accept) is an error
@@ -61,6 +62,8 @@ void norm::buildGPUToBinaryPipeline(OpPassManager &pm,
   // The kernels are LLVM functions now, still launched with memrefs.
   NormRestrictKernelArgumentsOptions restrict;
   restrict.apply = options.restrictArguments;
+  restrict.rows = rows;
+  restrict.chip = options.chip;
   pm.addPass(createNormRestrictKernelArguments(restrict));
 
   GpuModuleToBinaryPassOptions binary;

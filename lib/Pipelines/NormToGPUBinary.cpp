@@ -44,5 +44,5 @@ void norm::buildNormToGPUBinaryPipeline(OpPassManager &pm,
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
 
-  buildGPUToBinaryPipeline(pm, options);
+  buildGPUToBinaryPipeline(pm, options, options.rows);
 }

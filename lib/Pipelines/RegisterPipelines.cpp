@@ -21,7 +21,9 @@ void norm::registerNormPipelines() {
       "norm-gpu-to-binary",
       "Lower gpu.module kernels to NVVM and serialise them to PTX, cubin or "
       "fatbin (chip, features, opt-level, format, toolkit)",
-      buildGPUToBinaryPipeline);
+      [](OpPassManager &pm, const GPUToBinaryOptions &options) {
+        buildGPUToBinaryPipeline(pm, options);
+      });
   PassPipelineRegistration<NormToGPUBinaryOptions>(
       "norm-to-gpu-binary",
       "Compile norm ops to GPU kernels: lower to loops, map to the GPU, "

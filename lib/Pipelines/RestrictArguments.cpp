@@ -11,6 +11,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "norm/Conversion/NormToGPU/Geometry.h"
+#include "norm/Conversion/NormToGPU/TargetInfo.h"
 #include "norm/Dialect/Norm/IR/NormDialect.h"
 #include "norm/Dialect/Norm/Utils/NormFunction.h"
 #include "norm/Pipelines/Passes.h"
@@ -146,9 +148,30 @@ struct RestrictKernelArgumentsPass
         at += count;
       }
     });
+    // The kernels the cost rule restricts, by their launch records.
+    std::optional<norm::TargetInfo> target = norm::TargetInfo::get(chip);
+    DenseSet<Operation *> pays;
+    module.walk([&](gpu::LaunchFuncOp launch) {
+      auto kernel = SymbolTable::lookupNearestSymbolFrom<LLVM::LLVMFuncOp>(
+          launch, launch.getKernel());
+      auto caller = launch->getParentOfType<FunctionOpInterface>();
+      auto list = caller ? caller->getAttrOfType<ArrayAttr>("norm.kernels")
+                         : ArrayAttr();
+      if (!kernel || !list || !target)
+        return;
+      for (Attribute a : list) {
+        auto k = dyn_cast<norm::KernelAttr>(a);
+        if (!k || k.getRecord().name != launch.getKernelName().getValue())
+          continue;
+        const auto &r = k.getRecord();
+        if (r.kind == norm::manifest::KernelKind::Forward &&
+            norm::restrictPays(r.block, r.rows, r.cluster, rows, *target))
+          pays.insert(kernel);
+      }
+    });
     if (apply) {
       for (auto &[op, params] : kernels) {
-        if (mismatched.contains(op))
+        if (mismatched.contains(op) || !pays.contains(op))
           continue;
         auto kernel = cast<LLVM::LLVMFuncOp>(op);
         UnitAttr unit = UnitAttr::get(&getContext());

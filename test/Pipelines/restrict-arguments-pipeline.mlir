@@ -1,25 +1,32 @@
-// RUN: norm-opt %s --norm-to-gpu-binary='format=isa rows=4096' --mlir-print-ir-after=norm-restrict-kernel-arguments -o /dev/null 2>&1 | FileCheck %s
-// RUN: norm-opt %s --norm-to-gpu-binary='format=isa rows=4096 restrict-arguments=false' --mlir-print-ir-after=norm-restrict-kernel-arguments -o /dev/null 2>&1 | FileCheck %s --check-prefix=OFF
-// RUN: norm-opt %s --norm-to-gpu-binary='format=isa rows=4096' | FileCheck %s --check-prefix=PTX
+// RUN: norm-opt %s --split-input-file --norm-to-gpu-binary='format=isa rows=1' --mlir-print-ir-after=norm-restrict-kernel-arguments -o /dev/null 2>&1 | FileCheck %s
+// RUN: norm-opt %s --split-input-file --norm-to-gpu-binary='format=isa rows=1 restrict-arguments=false' --mlir-print-ir-after=norm-restrict-kernel-arguments -o /dev/null 2>&1 | FileCheck %s --check-prefix=OFF
+// RUN: norm-opt %s --split-input-file --norm-to-gpu-binary='format=isa rows=16384' --mlir-print-ir-after=norm-restrict-kernel-arguments -o /dev/null 2>&1 | FileCheck %s --check-prefix=OFF
+// RUN: norm-opt %s --split-input-file --norm-to-gpu-binary='format=isa rows=1' | FileCheck %s --check-prefix=PTX
 
-// The whole pipeline on an RMSNorm backward as norm-compile builds it: the
-// dx kernel takes (x, weight, dy, dx, rstd, workspace) and reads x, weight
-// and rstd through noalias read-only pointers; dy and dx (dx may be dy
-// itself) and the workspace stay may-alias. The reduce kernel's dweight is
-// noalias. The host function keeps no marks.
-// CHECK-LABEL: llvm.func @norm_kernel_dx_1(
+// The whole pipeline on an RMSNorm forward and backward as norm-compile
+// builds them. Built for M <= 128 the forward's launch is one wave
+// (Geometry.h restrictPays): its kernel reads x and the weight through
+// noalias read-only pointers (ld.global.nc in the PTX) and writes y and
+// rstd through noalias ones. Built for M = 16384, or with
+// restrict-arguments=false, nothing is (OFF). The backward's kernels are
+// never restricted; dy and dx could not be (dx may be dy itself). The host
+// functions keep no marks.
+// CHECK-LABEL: llvm.func @norm_kernel_forward_0(
 // CHECK-SAME: %arg0: !llvm.ptr, %arg1: !llvm.ptr {llvm.noalias, llvm.readonly}, %arg2: i64
 // CHECK-SAME: %arg7: !llvm.ptr, %arg8: !llvm.ptr {llvm.noalias, llvm.readonly}, %arg9: i64
-// CHECK-SAME: %arg12: !llvm.ptr, %arg13: !llvm.ptr, %arg14: i64
-// CHECK-SAME: %arg19: !llvm.ptr, %arg20: !llvm.ptr, %arg21: i64
-// CHECK-SAME: %arg26: !llvm.ptr, %arg27: !llvm.ptr {llvm.noalias, llvm.readonly}, %arg28: i64
-// CHECK-SAME: %arg31: !llvm.ptr, %arg32: !llvm.ptr, %arg33: i64
-// CHECK-LABEL: llvm.func @norm_kernel_reduce_2(
-// CHECK-SAME: %arg14: !llvm.ptr, %arg15: !llvm.ptr {llvm.noalias}, %arg16: i64
+// CHECK-SAME: %arg12: !llvm.ptr, %arg13: !llvm.ptr {llvm.noalias}, %arg14: i64
+// CHECK-SAME: %arg19: !llvm.ptr, %arg20: !llvm.ptr {llvm.noalias}, %arg21: i64
+// CHECK-NOT: norm.noalias
+// CHECK-LABEL: llvm.func @norm_kernel_dx_1(
+// CHECK-NOT: llvm.noalias
 // CHECK-NOT: norm.noalias
 // OFF-NOT: llvm.noalias
-// The read-only pointers are read with ld.global.nc.
 // PTX: ld.global.nc
+func.func @norm_kernel(%x: memref<?x1024xbf16, strided<[?, 1], offset: ?>>, %weight: memref<1024xbf16, strided<[1], offset: ?>>, %y: memref<?x1024xbf16, strided<[?, 1], offset: ?>>, %rstd: memref<?xf32, strided<[1], offset: ?>>) {
+  norm.rms_norm x(%x : memref<?x1024xbf16, strided<[?, 1], offset: ?>>) weight(%weight : memref<1024xbf16, strided<[1], offset: ?>>) outs y(%y : memref<?x1024xbf16, strided<[?, 1], offset: ?>>) rstd(%rstd : memref<?xf32, strided<[1], offset: ?>>)
+  return
+}
+// -----
 func.func @norm_kernel(%dy: memref<?x1024xbf16, strided<[?, 1], offset: ?>>, %x: memref<?x1024xbf16, strided<[?, 1], offset: ?>>, %rstd: memref<?xf32, strided<[1], offset: ?>>, %weight: memref<1024xbf16, strided<[1], offset: ?>>, %dx: memref<?x1024xbf16, strided<[?, 1], offset: ?>>, %dweight: memref<1024xbf16, strided<[1], offset: ?>>) {
   norm.rms_norm_grad dy(%dy : memref<?x1024xbf16, strided<[?, 1], offset: ?>>) x(%x : memref<?x1024xbf16, strided<[?, 1], offset: ?>>) rstd(%rstd : memref<?xf32, strided<[1], offset: ?>>) weight(%weight : memref<1024xbf16, strided<[1], offset: ?>>) outs dx(%dx : memref<?x1024xbf16, strided<[?, 1], offset: ?>>) dweight(%dweight : memref<1024xbf16, strided<[1], offset: ?>>)
   return

@@ -1,5 +1,12 @@
-// RUN: norm-opt %s --split-input-file --norm-restrict-kernel-arguments | FileCheck %s
-// RUN: norm-opt %s --split-input-file --norm-restrict-kernel-arguments=apply=false | FileCheck %s --check-prefix=OFF
+// RUN: norm-opt %s --split-input-file --norm-restrict-kernel-arguments=rows=1 | FileCheck %s
+// RUN: norm-opt %s --split-input-file --norm-restrict-kernel-arguments="rows=1 apply=false" | FileCheck %s --check-prefix=OFF
+// RUN: norm-opt %s --split-input-file --norm-restrict-kernel-arguments | FileCheck %s --check-prefix=OFF
+// RUN: norm-opt %s --split-input-file --norm-restrict-kernel-arguments=rows=100000 | FileCheck %s --check-prefix=OFF
+
+// The cost rule (Geometry.h restrictPays) takes the forward kernels whose
+// launch at the last M of the hint's bucket is one wave: @k, 256 threads
+// of 8 rows, at rows=1 (bucket 1-128: 16 blocks). With no hint, or past
+// the last bucket (rows=100000), nothing is restricted (OFF).
 
 // Operand 0 (rank 2: parameters 0-6) is a read-only marked argument, so
 // its aligned pointer (parameter 1) gets noalias and readonly; operand 1
@@ -25,7 +32,7 @@ module attributes {gpu.container_module} {
   }
   func.func @host(%x: memref<?x8xf32> {norm.noalias, norm.readonly},
                   %y: memref<8xf32> {norm.noalias}, %dy: memref<f32>,
-                  %n: index) {
+                  %n: index) attributes {norm.kernels = [#norm.kernel<name = "k", kind = forward, block = 256, grid = row_blocks, rows = 8>]} {
     %c1 = arith.constant 1 : index
     gpu.launch_func @kernels::@k blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1) args(%x : memref<?x8xf32>, %y : memref<8xf32>, %dy : memref<f32>, %n : index)
     return
@@ -50,7 +57,7 @@ module attributes {gpu.container_module} {
   }
   func.func @host(%p: memref<f32> {norm.noalias, norm.readonly},
                   %q: memref<f32> {norm.noalias, norm.readonly},
-                  %r: memref<f32>) {
+                  %r: memref<f32>) attributes {norm.kernels = [#norm.kernel<name = "twice", kind = forward, block = 256, grid = row_blocks, rows = 8>]} {
     %c1 = arith.constant 1 : index
     gpu.launch_func @kernels::@twice blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1) args(%p : memref<f32>, %p : memref<f32>, %q : memref<f32>)
     gpu.launch_func @kernels::@twice blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1) args(%r : memref<f32>, %q : memref<f32>, %q : memref<f32>)
@@ -79,12 +86,53 @@ module attributes {gpu.container_module} {
     }
   }
   func.func @host(%p: memref<8xf32> {norm.noalias, norm.readonly},
-                  %q: memref<8xf32> {norm.noalias}) {
+                  %q: memref<8xf32> {norm.noalias}) attributes {norm.kernels = [#norm.kernel<name = "viewed", kind = forward, block = 256, grid = row_blocks, rows = 8>, #norm.kernel<name = "bare", kind = forward, block = 256, grid = row_blocks, rows = 8>]} {
     %c1 = arith.constant 1 : index
     %v = memref.subview %p[0] [8] [1] : memref<8xf32> to memref<8xf32, strided<[1]>>
     %w = memref.cast %v : memref<8xf32, strided<[1]>> to memref<8xf32>
     gpu.launch_func @kernels::@viewed blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1) args(%w : memref<8xf32>, %q : memref<8xf32>)
     gpu.launch_func @kernels::@bare blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1) args(%p : memref<8xf32>, %q : memref<8xf32>)
+    return
+  }
+}
+
+// -----
+
+// The rule: a dx kernel is never restricted; a forward kernel whose
+// launch is more than one wave at the bucket's last M is not (@wide: one
+// row a block of 1024 threads at M = 128 is 128 blocks, 2 an SM at full
+// occupancy: one wave; @many: 1024 threads of 1 row in clusters of 8: 1024
+// blocks, more than 264); a kernel without a record is not.
+// CHECK-LABEL: llvm.func @dx(
+// CHECK-NOT: llvm.noalias
+// CHECK-LABEL: llvm.func @wide(
+// CHECK-SAME: !llvm.ptr {llvm.noalias, llvm.readonly}
+// CHECK-LABEL: llvm.func @many(
+// CHECK-NOT: llvm.noalias
+// CHECK-LABEL: llvm.func @unrecorded(
+// CHECK-NOT: llvm.noalias
+// CHECK: func.func @host
+module attributes {gpu.container_module} {
+  gpu.module @kernels {
+    llvm.func @dx(%a0: !llvm.ptr, %a1: !llvm.ptr, %a2: i64) attributes {gpu.kernel, nvvm.kernel} {
+      llvm.return
+    }
+    llvm.func @wide(%a0: !llvm.ptr, %a1: !llvm.ptr, %a2: i64) attributes {gpu.kernel, nvvm.kernel} {
+      llvm.return
+    }
+    llvm.func @many(%a0: !llvm.ptr, %a1: !llvm.ptr, %a2: i64) attributes {gpu.kernel, nvvm.kernel} {
+      llvm.return
+    }
+    llvm.func @unrecorded(%a0: !llvm.ptr, %a1: !llvm.ptr, %a2: i64) attributes {gpu.kernel, nvvm.kernel} {
+      llvm.return
+    }
+  }
+  func.func @host(%p: memref<f32> {norm.noalias, norm.readonly}) attributes {norm.kernels = [#norm.kernel<name = "dx", kind = dx, block = 256, grid = programs, rows = 1>, #norm.kernel<name = "wide", kind = forward, block = 1024, grid = row_blocks, rows = 1>, #norm.kernel<name = "many", kind = forward, block = 1024, grid = row_blocks, rows = 1, cluster = 8>]} {
+    %c1 = arith.constant 1 : index
+    gpu.launch_func @kernels::@dx blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1) args(%p : memref<f32>)
+    gpu.launch_func @kernels::@wide blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1) args(%p : memref<f32>)
+    gpu.launch_func @kernels::@many blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1) args(%p : memref<f32>)
+    gpu.launch_func @kernels::@unrecorded blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1) args(%p : memref<f32>)
     return
   }
 }

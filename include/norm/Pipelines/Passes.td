@@ -230,13 +230,20 @@ def NormRestrictKernelArguments
     launch, and also `llvm.readonly` where every such argument is also
     marked `norm.readonly`. The NVPTX backend then reads those pointers
     with `ld.global.nc`, which ptxas may move above stores: a row's weight
-    and bias loads no longer wait behind the previous chunk's y stores. A
-    kernel whose parameters do not match that layout is left alone. The
-    marks are removed from the host functions either way.
+    and bias loads no longer wait behind the previous chunk's y stores.
+    Which kernels get them is a cost rule (Geometry.h restrictPays): the
+    forward kernels (their `#norm.kernel` record in the host function's
+    `norm.kernels`) whose launch at the last M of the `rows` hint's bucket
+    is one wave at full thread occupancy; the moved loads take registers,
+    which costs blocks an SM past that. A kernel without a record, of
+    another kind, or whose parameters do not match the descriptor layout
+    is left alone. The marks are removed from the host functions either
+    way.
 
     ```mlir
     llvm.func @k(%a0: !llvm.ptr, %a1: !llvm.ptr, %a2: i64, ...)
-    // becomes (operand 0 a `norm.noalias, norm.readonly` argument)
+    // becomes (k a forward kernel that pays, operand 0 a
+    // `norm.noalias, norm.readonly` argument)
     llvm.func @k(%a0: !llvm.ptr, %a1: !llvm.ptr {llvm.noalias,
                  llvm.readonly}, %a2: i64, ...)
     ```
@@ -244,6 +251,11 @@ def NormRestrictKernelArguments
   let options = [
     Option<"apply", "apply", "bool", /*default=*/"true",
            "Set the attributes (false: only remove the marks)">,
+    Option<"rows", "rows", "int64_t", /*default=*/"0",
+           "The rows (M) the kernels are built for, as norm-choose-"
+           "geometry's hint (0: unknown: nothing is restricted)">,
+    Option<"chip", "chip", "std::string", /*default=*/"\"sm_90\"",
+           "Target SM architecture (its SM count)">,
   ];
 }
 

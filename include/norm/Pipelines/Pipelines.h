@@ -198,8 +198,11 @@ void buildLowerToLoopsPipeline(OpPassManager &pm,
 /// Post-condition: no `gpu.module` remains; each became a `gpu.binary` whose
 /// object is PTX (`format=isa`), a cubin or a fatbin for `chip`, with every
 /// libdevice call resolved (compilation fails if the toolkit is missing).
+/// `rows`: the M the kernels are built for (norm-choose-geometry's hint; 0:
+/// unknown), for norm-restrict-kernel-arguments' cost rule.
 void buildGPUToBinaryPipeline(OpPassManager &pm,
-                              const GPUToBinaryOptions &options);
+                              const GPUToBinaryOptions &options,
+                              int64_t rows = 0);
 
 /// norm-lower-to-loops, norm-choose-geometry, norm-map-to-gpu,
 /// gpu-kernel-outlining,

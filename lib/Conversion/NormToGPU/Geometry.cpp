@@ -136,6 +136,20 @@ bool mlir::norm::holdColumnsPays(const Geometry &g, const RowShape &s,
   return blocks <= target.sms * std::max<int64_t>(perSM, 1);
 }
 
+bool mlir::norm::restrictPays(int64_t threads, int64_t rowsPerBlock,
+                              int64_t cluster, int64_t rows,
+                              const TargetInfo &target) {
+  if (rows <= 0 || threads <= 0 || rowsPerBlock <= 0)
+    return false;
+  const int64_t *end = llvm::find_if(
+      kTuningRowEdges, [&](int64_t edge) { return rows <= edge; });
+  if (end == std::end(kTuningRowEdges))
+    return false;
+  int64_t blocks =
+      llvm::divideCeil(*end, rowsPerBlock) * std::max<int64_t>(cluster, 1);
+  return blocks <= target.sms * std::max<int64_t>(kThreadsPerSM / threads, 1);
+}
+
 bool mlir::norm::tuningTransfers(const Geometry &tuned, const Geometry &g) {
   return tuned.registers == g.registers &&
          g.slotUse() >= tuned.slotUse() - kTunedSlotLoss;

@@ -32,7 +32,10 @@ inline constexpr int64_t kReduceSlices = 8;
 /// N / kReduceColumns blocks do not fill the chip: LayerNorm bf16 1024 x
 /// 3072 (G = 512, 96 blocks, 64 rows a thread) took 15.3 us at 4, longer
 /// than its dx kernel (11.9; ncu, long-scoreboard stalls, 11% of DRAM).
-inline constexpr int64_t kReduceUnroll = 8;
+/// At 8 (an unrolled loop with a rolled epilogue) a thread of G = 512 made
+/// 8 round trips, and G = 8 q + r up to 7 dependent ones more; now every
+/// step is a full batch (the tail guarded), 4 at G = 512.
+inline constexpr int64_t kReduceUnroll = 16;
 /// `sum` is the nest's sum over partial rows (checkReduceNestShape).
 void buildReduceKernel(scf::ForOp nest, scf::ForOp sum, StringRef name);
 

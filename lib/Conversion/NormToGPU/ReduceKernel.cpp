@@ -9,7 +9,6 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
-#include "mlir/Dialect/SCF/Utils/Utils.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
@@ -18,8 +17,9 @@ using namespace mlir::norm;
 
 /// `for j { s = sum over w of ws[w, j]; stores }`: a block per 32
 /// columns; its 8 warps take the partial rows w = warp, warp + 8, ...
-/// (loads unrolled by kReduceUnroll, the sum still in row order), then warp 0 adds the
-/// 8 slices in order. A fixed order, so a fixed result.
+/// (kReduceUnroll of them loaded at once, the last step's rows past G
+/// clamped and not added: the sum still in row order), then warp 0 adds
+/// the 8 slices in order. A fixed order, so a fixed result.
 void norm::buildReduceKernel(scf::ForOp nest, scf::ForOp sum,
                              StringRef name) {
   OpBuilder b(nest);
@@ -57,26 +57,44 @@ void norm::buildReduceKernel(scf::ForOp nest, scf::ForOp sum,
                                       /*withElseRegion=*/true);
         {
           OpBuilder tb = ifOp.getThenBodyBuilder();
+          // kReduceUnroll partial rows a step, every load issued before
+          // the adds: rows past the last are loaded clamped to it and not
+          // added (the sum stays in row order, so no bit changes).
+          Value ub = m.lookupOrDefault(sum.getUpperBound());
+          Value lastRow =
+              arith::SubIOp::create(tb, loc, ub, cIndex(tb, loc, 1));
           auto slices = scf::ForOp::create(
-              tb, loc, slice, m.lookupOrDefault(sum.getUpperBound()),
-              cIndex(tb, loc, kReduceSlices), inits,
-              [&](OpBuilder &fb, Location, Value w, ValueRange carried) {
-                IRMapping bm = m;
-                bm.map(sum.getInductionVar(), w);
-                for (auto [arg, v] :
-                     llvm::zip(sum.getRegionIterArgs(), carried))
-                  bm.map(arg, v);
-                for (Operation &op : sum.getBody()->without_terminator())
-                  fb.clone(op, bm);
-                SmallVector<Value> next;
-                for (Value v : sum.getBody()->getTerminator()->getOperands())
-                  next.push_back(bm.lookupOrDefault(v));
-                scf::YieldOp::create(fb, loc, next);
+              tb, loc, slice, ub,
+              cIndex(tb, loc, kReduceSlices * kReduceUnroll), inits,
+              [&](OpBuilder &fb, Location, Value w0, ValueRange carried) {
+                SmallVector<Value> acc(carried.begin(), carried.end());
+                for (int64_t k = 0; k < kReduceUnroll; ++k) {
+                  Value w = w0, valid;
+                  if (k > 0) {
+                    w = arith::AddIOp::create(
+                        fb, loc, w0, cIndex(fb, loc, k * kReduceSlices));
+                    valid = arith::CmpIOp::create(
+                        fb, loc, arith::CmpIPredicate::ult, w, ub);
+                    w = arith::MinUIOp::create(fb, loc, w, lastRow);
+                  }
+                  IRMapping bm = m;
+                  bm.map(sum.getInductionVar(), w);
+                  for (auto [arg, v] : llvm::zip(sum.getRegionIterArgs(), acc))
+                    bm.map(arg, v);
+                  for (Operation &op : sum.getBody()->without_terminator())
+                    fb.clone(op, bm);
+                  for (auto [i, v] : llvm::enumerate(
+                           sum.getBody()->getTerminator()->getOperands())) {
+                    Value next = bm.lookupOrDefault(v);
+                    acc[i] = valid ? arith::SelectOp::create(fb, loc, valid,
+                                                             next, acc[i])
+                                         .getResult()
+                                   : next;
+                  }
+                }
+                scf::YieldOp::create(fb, loc, acc);
               });
-          // Yield first: unrolling a loop of unknown trip count adds an
-          // epilogue loop and moves the uses of the results to it.
           scf::YieldOp::create(tb, loc, slices.getResults());
-          (void)loopUnrollByFactor(slices, kReduceUnroll);
           OpBuilder eb = ifOp.getElseBodyBuilder();
           scf::YieldOp::create(eb, loc, inits);
         }

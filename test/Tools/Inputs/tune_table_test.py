@@ -217,6 +217,34 @@ class Table(unittest.TestCase):
             self.assertEqual(seen, [("wide", True, "tune-wide.json", None),
                                     ("fma", False, "tune-fma.json", None)])
 
+    def test_run_against_unpacked(self):
+        # run --against DIR: the other compiler's directory of the plan is
+        # unpacked like --dir and handed to the run.
+        with tempfile.TemporaryDirectory() as d:
+            for name in ("tune-wide", "old-wide"):
+                src = os.path.join(d, name)
+                os.makedirs(os.path.join(src, "kernels"))
+                with open(os.path.join(src, "configs.json"), "w") as f:
+                    f.write("{}")
+                with tarfile.open(src + ".tar.gz", "w:gz") as t:
+                    t.add(src, arcname=name)
+                os.rename(src, src + ".moved")
+            seen = []
+            real = T.run_plan
+            T.run_plan = lambda a: seen.append(
+                (a.against, os.path.isfile(os.path.join(a.against,
+                                                        "configs.json")))) \
+                or 0
+            try:
+                rc = T.cmd_run(argparse.Namespace(
+                    plan="wide", dir=os.path.join(d, "tune-{plan}"),
+                    against=os.path.join(d, "old-{plan}"),
+                    out=d, deadline=0, warmup=1, rep=1))
+            finally:
+                T.run_plan = real
+            self.assertEqual(rc, 0)
+            self.assertEqual(seen, [(os.path.join(d, "old-wide"), True)])
+
     def test_compare(self):
         # compare: the candidates in both runs (configuration, geometry, M),
         # after / before a point and in geometric mean per (op, dtype).

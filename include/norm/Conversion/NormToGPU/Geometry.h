@@ -364,6 +364,26 @@ Geometry chooseRowGeometry(const RowShape &shape, const TargetInfo &target);
 bool holdColumnsPays(const Geometry &g, const RowShape &s, int64_t rows,
                      const TargetInfo &target);
 
+/// Whether a forward kernel of `threads` threads a block, `rowsPerBlock`
+/// rows a block and `cluster` blocks a row (1: none), built for `rows`
+/// rows (the pass's hint; 0: unknown), reads its inputs through noalias
+/// read-only pointers (norm-restrict-kernel-arguments: `ld.global.nc`,
+/// which ptxas moves above the y stores, so a row's weight and bias loads
+/// no longer wait behind the previous chunk's store). That takes the
+/// registers the moved loads land in: it pays where the launch at the
+/// bucket's last M is one wave at full thread occupancy, where a row's
+/// latency chain is the kernel's time, and costs past that, where fewer
+/// blocks an SM stream less. Measured (bench/tune.py plan restrict, H200,
+/// 748 points of every op at bf16 / f16 / f32, N = 256-65536, M = 1-32768,
+/// with against without): every kernel restricted 1.006x in geometric mean
+/// but LayerNorm forward 0.79-0.86x at M = 8192-32768, N = 2048-4096 (two
+/// blocks an SM where there were three); the forward restricted by this
+/// rule 1.008x, 0.87x at worst (5 us points, within their noise); the
+/// backward's kernels 1.000-1.002x either way, so they are not
+/// restricted. Unknown rows: not restricted.
+bool restrictPays(int64_t threads, int64_t rowsPerBlock, int64_t cluster,
+                  int64_t rows, const TargetInfo &target);
+
 /// The registers a forward thread of a register-regime geometry is
 /// estimated to need with its column vectors held: its row cache (K V
 /// f32), the held chunks as 32-bit words of the row's element type, and
