@@ -32,10 +32,13 @@ inline constexpr int64_t kReduceSlices = 8;
 /// N / kReduceColumns blocks do not fill the chip: LayerNorm bf16 1024 x
 /// 3072 (G = 512, 96 blocks, 64 rows a thread) took 15.3 us at 4, longer
 /// than its dx kernel (11.9; ncu, long-scoreboard stalls, 11% of DRAM).
-/// At 8 (an unrolled loop with a rolled epilogue) a thread of G = 512 made
-/// 8 round trips, and G = 8 q + r up to 7 dependent ones more; now every
-/// step is a full batch (the tail guarded), 4 at G = 512.
-inline constexpr int64_t kReduceUnroll = 16;
+/// Every step is a full batch, its rows past G clamped and not added (an
+/// unrolled loop with a rolled epilogue made up to 7 dependent round trips
+/// more). ptxas keeps the kernel at 32 registers, 7-8 loads in flight a
+/// thread whatever the batch: 16 a step, interleaved load / add in the
+/// IR, issued each add before the next load (1.1-1.4x slower, LayerNorm
+/// backward at G = 342-512, H200).
+inline constexpr int64_t kReduceUnroll = 8;
 /// `sum` is the nest's sum over partial rows (checkReduceNestShape).
 void buildReduceKernel(scf::ForOp nest, scf::ForOp sum, StringRef name);
 

@@ -27,18 +27,21 @@
 // CHECK:   gpu.barrier
 // CHECK: gpu.launch {{.*}} function(@rms_norm_grad_n24_reduce_2)
 // The reduce: a thread sums the partial rows w = slice, slice + 8, ...,
-// 16 of them loaded a step (kReduceUnroll: a step of 128 rows), added in
-// row order; a row past G is loaded clamped to the last and not added.
-// CHECK:   scf.for {{.*}} step %c128{{.*}} iter_args
+// 8 of them loaded a step (kReduceUnroll: a step of 64 rows), all loads
+// before the adds, added in row order; a row past G is loaded clamped to
+// the last and not added.
+// CHECK:   scf.for {{.*}} step %c64{{.*}} iter_args
 // CHECK:     memref.load %{{.*}} : memref<?x24xf32>
 // CHECK:     %[[NEXT:.*]] = arith.addi %{{.*}}, %c8 : index
 // CHECK:     %[[VALID:.*]] = arith.cmpi ult, %[[NEXT]]
 // CHECK:     %[[ROW:.*]] = arith.minui %[[NEXT]]
 // CHECK:     memref.load %{{.*}}[%[[ROW]], %{{.*}}] : memref<?x24xf32>
+// CHECK-COUNT-6: memref.load %{{.*}} : memref<?x24xf32>
+// CHECK-NOT: memref.load
+// CHECK:     arith.addf
 // CHECK:     %[[SUM:.*]] = arith.addf
 // CHECK:     arith.select %[[VALID]], %[[SUM]]
-// CHECK-COUNT-14: memref.load %{{.*}} : memref<?x24xf32>
-// CHECK-NOT: memref.load
+// CHECK-COUNT-6: arith.select
 // CHECK:     scf.yield
 // CHECK-NOT: norm.stage
 func.func @rms_norm_grad_n24(%dy: memref<?x24xbf16>, %x: memref<?x24xbf16>, %rstd: memref<?xf32>,
