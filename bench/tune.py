@@ -340,6 +340,29 @@ def pipe_plan():
     return points, cands
 
 
+def paired_plan(dtypes, ops, ns, ms, variant, has_n=lambda dt, n: True):
+    """norm_mlir.torch's configuration at each (op, dtype, N, M) of the
+    product (no tensor above TENSOR_LIMIT; has_n: which N a dtype takes)
+    against variant(configuration), the same configuration but one knob."""
+    points, cands = [], {}
+    for dt in dtypes:
+        size = {"f32": 4, "f16": 2, "bf16": 2}[dt]
+        for op in ops:
+            for n in ns:
+                if not has_n(dt, n):
+                    continue
+                cs = cands.setdefault((op, dt, n), [])
+                for m in ms:
+                    if m * n * size > TENSOR_LIMIT:
+                        continue
+                    points.append((op, dt, n, m))
+                    c = C.grid_cfg(op, n, dt, dt, m)
+                    for x in (c, variant(c)):
+                        if x not in cs:
+                            cs.append(x)
+    return points, cands
+
+
 # "hold": the column vectors (weight, bias) held in registers a program
 # (geometry hold_columns; no result bit changes, so a table knob) against
 # the configuration the grid takes at each point (the table's entry for M,
@@ -354,21 +377,8 @@ HOLD_M = (1, 8, 64, 256, 1024, 2048, 4096, 8192, 16384, 65536)
 
 
 def hold_plan(dtypes=("bf16", "f32"), ops=C.FWD_OPS + C.GRAD_OPS):
-    points, cands = [], {}
-    for dt in dtypes:
-        size = {"f32": 4, "f16": 2, "bf16": 2}[dt]
-        for op in ops:
-            for n in HOLD_N:
-                cs = cands.setdefault((op, dt, n), [])
-                for m in HOLD_M:
-                    if m * n * size > TENSOR_LIMIT:
-                        continue
-                    points.append((op, dt, n, m))
-                    c = C.grid_cfg(op, n, dt, dt, m)
-                    for x in (c, dataclasses.replace(c, hc=1)):
-                        if x not in cs:
-                            cs.append(x)
-    return points, cands
+    return paired_plan(dtypes, ops, HOLD_N, HOLD_M,
+                       lambda c: dataclasses.replace(c, hc=1))
 
 
 # "push": the cluster's row sums exchanged by a push (each block's thread 0
@@ -464,21 +474,9 @@ HOLDOUT_M = (8, 100, 700, 3000, 20000)
 
 
 def holdout_plan():
-    points, cands = [], {}
-    for dt in ("bf16", "f32"):
-        size = {"f32": 4, "bf16": 2}[dt]
-        for op in C.FWD_OPS + C.GRAD_OPS:
-            for n in HOLDOUT_N:
-                cs = cands.setdefault((op, dt, n), [])
-                for m in HOLDOUT_M:
-                    if m * n * size > TENSOR_LIMIT:
-                        continue
-                    points.append((op, dt, n, m))
-                    c = C.grid_cfg(op, n, dt, dt, m)
-                    for x in (c, dataclasses.replace(c, untuned=True)):
-                        if x not in cs:
-                            cs.append(x)
-    return points, cands
+    return paired_plan(("bf16", "f32"), C.FWD_OPS + C.GRAD_OPS, HOLDOUT_N,
+                       HOLDOUT_M, lambda c: dataclasses.replace(c,
+                                                                untuned=True))
 
 
 # "restrict": norm_mlir.torch's configuration with the kernels' pointers
@@ -490,23 +488,11 @@ RESTRICT_M = (1, 8, 64, 256, 1024, 2048, 8192, 32768)
 
 
 def restrict_plan():
-    points, cands = [], {}
-    for dt in ("bf16", "f16", "f32"):
-        size = {"f32": 4, "f16": 2, "bf16": 2}[dt]
-        for op in C.FWD_OPS + C.GRAD_OPS:
-            for n in RESTRICT_N:
-                if dt == "f16" and n not in (768, 2560, 7168, 16384):
-                    continue
-                cs = cands.setdefault((op, dt, n), [])
-                for m in RESTRICT_M:
-                    if m * n * size > TENSOR_LIMIT:
-                        continue
-                    points.append((op, dt, n, m))
-                    c = C.grid_cfg(op, n, dt, dt, m)
-                    for x in (c, dataclasses.replace(c, ra=0)):
-                        if x not in cs:
-                            cs.append(x)
-    return points, cands
+    return paired_plan(("bf16", "f16", "f32"), C.FWD_OPS + C.GRAD_OPS,
+                       RESTRICT_N, RESTRICT_M,
+                       lambda c: dataclasses.replace(c, ra=0),
+                       lambda dt, n: dt != "f16" or n in (768, 2560, 7168,
+                                                         16384))
 
 
 PLANS = dict(TABLE_PLANS, explore=explore_plan, grid=grid_plan,
