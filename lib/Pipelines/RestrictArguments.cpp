@@ -95,16 +95,37 @@ struct RestrictKernelArgumentsPass
     bool readOnly = true;
   };
 
+  /// Whether the cost rule restricts the kernel `launch` launches, by its
+  /// record in the caller's `norm.kernels`.
+  bool pays(gpu::LaunchFuncOp launch, FunctionOpInterface caller,
+            const std::optional<norm::TargetInfo> &target) {
+    auto list = caller ? caller->getAttrOfType<ArrayAttr>("norm.kernels")
+                       : ArrayAttr();
+    if (!list || !target)
+      return false;
+    for (Attribute a : list) {
+      auto k = dyn_cast<norm::KernelAttr>(a);
+      if (!k || k.getRecord().name != launch.getKernelName().getValue())
+        continue;
+      const auto &r = k.getRecord();
+      return r.kind == norm::manifest::KernelKind::Forward &&
+             norm::restrictPays(r.block, r.rows, r.cluster, rows, *target);
+    }
+    return false;
+  }
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    // Per kernel: the aligned pointer parameters' allowances; kernels
-    // whose parameters do not match the descriptor layout are dropped.
+    std::optional<norm::TargetInfo> target = norm::TargetInfo::get(chip);
+    // Per kernel: the aligned pointer parameters' allowances, what every
+    // launch allows (the cost rule's and the marks'); kernels whose
+    // parameters do not match the descriptor layout are dropped.
     DenseMap<Operation *, DenseMap<int64_t, Allowed>> kernels;
     DenseSet<Operation *> mismatched;
     module.walk([&](gpu::LaunchFuncOp launch) {
       auto kernel = SymbolTable::lookupNearestSymbolFrom<LLVM::LLVMFuncOp>(
           launch, launch.getKernel());
-      if (!kernel || mismatched.contains(kernel))
+      if (!apply || !kernel || mismatched.contains(kernel))
         return;
       auto caller = launch->getParentOfType<FunctionOpInterface>();
       ValueRange operands = launch.getKernelOperands();
@@ -123,6 +144,7 @@ struct RestrictKernelArgumentsPass
         return isa<MemRefType>(v.getType()) && !isa<BlockArgument>(v) &&
                !v.getDefiningOp<memref::AllocOp>();
       });
+      bool restricted = !views && pays(launch, caller, target);
       int64_t at = 0;
       for (Value v : operands) {
         int64_t count = loweredParameters(v.getType());
@@ -137,7 +159,7 @@ struct RestrictKernelArgumentsPass
           }
           Allowed &a = params[aligned];
           auto arg = dyn_cast<BlockArgument>(v);
-          bool marked = !views && arg && caller &&
+          bool marked = restricted && arg &&
                         arg.getOwner()->getParentOp() == caller &&
                         caller.getArgAttr(arg.getArgNumber(), kNoAlias) &&
                         llvm::count(operands, v) == 1;
@@ -148,42 +170,19 @@ struct RestrictKernelArgumentsPass
         at += count;
       }
     });
-    // The kernels the cost rule restricts, by their launch records.
-    std::optional<norm::TargetInfo> target = norm::TargetInfo::get(chip);
-    DenseSet<Operation *> pays;
-    module.walk([&](gpu::LaunchFuncOp launch) {
-      auto kernel = SymbolTable::lookupNearestSymbolFrom<LLVM::LLVMFuncOp>(
-          launch, launch.getKernel());
-      auto caller = launch->getParentOfType<FunctionOpInterface>();
-      auto list = caller ? caller->getAttrOfType<ArrayAttr>("norm.kernels")
-                         : ArrayAttr();
-      if (!kernel || !list || !target)
-        return;
-      for (Attribute a : list) {
-        auto k = dyn_cast<norm::KernelAttr>(a);
-        if (!k || k.getRecord().name != launch.getKernelName().getValue())
+    UnitAttr unit = UnitAttr::get(&getContext());
+    for (auto &[op, params] : kernels) {
+      if (mismatched.contains(op))
+        continue;
+      auto kernel = cast<LLVM::LLVMFuncOp>(op);
+      for (auto &[index, a] : params) {
+        if (!a.noAlias)
           continue;
-        const auto &r = k.getRecord();
-        if (r.kind == norm::manifest::KernelKind::Forward &&
-            norm::restrictPays(r.block, r.rows, r.cluster, rows, *target))
-          pays.insert(kernel);
-      }
-    });
-    if (apply) {
-      for (auto &[op, params] : kernels) {
-        if (mismatched.contains(op) || !pays.contains(op))
-          continue;
-        auto kernel = cast<LLVM::LLVMFuncOp>(op);
-        UnitAttr unit = UnitAttr::get(&getContext());
-        for (auto &[index, a] : params) {
-          if (!a.noAlias)
-            continue;
-          kernel.setArgAttr(index, LLVM::LLVMDialect::getNoAliasAttrName(),
+        kernel.setArgAttr(index, LLVM::LLVMDialect::getNoAliasAttrName(),
+                          unit);
+        if (a.readOnly)
+          kernel.setArgAttr(index, LLVM::LLVMDialect::getReadonlyAttrName(),
                             unit);
-          if (a.readOnly)
-            kernel.setArgAttr(index,
-                              LLVM::LLVMDialect::getReadonlyAttrName(), unit);
-        }
       }
     }
     module.walk([](FunctionOpInterface f) {

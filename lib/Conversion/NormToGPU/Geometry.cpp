@@ -117,6 +117,16 @@ int64_t mlir::norm::heldForwardRegisters(const Geometry &g,
   return share + words + kRegisterOverhead;
 }
 
+/// The last M of the tuning table's row bucket that holds `rows`; none past
+/// the last edge (a bucket without end).
+static std::optional<int64_t> bucketLastRow(int64_t rows) {
+  const int64_t *end = llvm::find_if(
+      kTuningRowEdges, [&](int64_t edge) { return rows <= edge; });
+  if (end == std::end(kTuningRowEdges))
+    return std::nullopt;
+  return *end;
+}
+
 bool mlir::norm::holdColumnsPays(const Geometry &g, const RowShape &s,
                                   int64_t rows, const TargetInfo &target) {
   if (!s.forward || rows <= 0 || s.columnVectors == 0 || !g.registers ||
@@ -124,9 +134,8 @@ bool mlir::norm::holdColumnsPays(const Geometry &g, const RowShape &s,
     return false;
   // The kernel serves every M of the hint's bucket (the tuning table's M
   // ranges; norm_mlir.torch gives a bucket's first M): judged at its last.
-  const int64_t *end = llvm::find_if(
-      kTuningRowEdges, [&](int64_t edge) { return rows <= edge; });
-  if (end == std::end(kTuningRowEdges))
+  std::optional<int64_t> end = bucketLastRow(rows);
+  if (!end)
     return false;
   int64_t blocks = llvm::divideCeil(*end, g.rows) * g.cluster;
   // One wave: every block resident at once with the held registers.
@@ -141,9 +150,8 @@ bool mlir::norm::restrictPays(int64_t threads, int64_t rowsPerBlock,
                               const TargetInfo &target) {
   if (rows <= 0 || threads <= 0 || rowsPerBlock <= 0)
     return false;
-  const int64_t *end = llvm::find_if(
-      kTuningRowEdges, [&](int64_t edge) { return rows <= edge; });
-  if (end == std::end(kTuningRowEdges))
+  std::optional<int64_t> end = bucketLastRow(rows);
+  if (!end)
     return false;
   int64_t blocks =
       llvm::divideCeil(*end, rowsPerBlock) * std::max<int64_t>(cluster, 1);
