@@ -479,10 +479,12 @@ def holdout_plan():
                                                                 untuned=True))
 
 
-# "restrict": norm_mlir.torch's configuration with the kernels' pointers
-# noalias / readonly (the default since the seventh session) against the
-# same without (--restrict-arguments=false), over a spread of N and M that
-# is mostly off the tuned points, every op, bf16 / f16 / f32.
+# "restrict": the cost model's configuration (prepare adds --tuning=false
+# to every plan but the grid's and holdout; the bucket's rows hint as
+# norm_mlir.torch gives it) with the kernels' pointers noalias / readonly
+# (the default since the seventh session) against the same without
+# (--restrict-arguments=false), over a spread of N and M that is mostly off
+# the tuned points, every op, bf16 / f16 / f32.
 RESTRICT_N = (256, 768, 1000, 2048, 2560, 4096, 7168, 12288, 16384, 65536)
 RESTRICT_M = (1, 8, 64, 256, 1024, 2048, 8192, 32768)
 
