@@ -265,6 +265,12 @@ def run_config(width, norm, precision, mode, args, device):
         ms = [[timer.ms(m) for m in ts] for ts in times]
         res["torch_ms"] = statistics.median(ms[0])
         res["ours_ms"] = statistics.median(ms[1])
+        # Each round's ratio (its steps' medians): the spread says how
+        # far one run's ratio can be trusted on a shared host.
+        res["round_ratios"] = [
+            statistics.median(ms[0][r:r + per_round]) /
+            statistics.median(ms[1][r:r + per_round])
+            for r in range(0, min(len(ms[0]), len(ms[1])), per_round)]
         res["steps"] = len(ms[0])
         last = [float(torch.stack(ls[-4:]).float().mean()) for ls in losses]
         res["loss"] = last
@@ -696,15 +702,19 @@ def _native_for_cpu(nt):
 
 def training_table(results):
     head = ("| width | B x T x layers | norm | params | mode | torch ms | "
-            "ours ms | torch / ours | loss torch / ours |")
-    lines = [head, "|" + " --- |" * 5 + " ---: |" * 3 + " --- |"]
+            "ours ms | torch / ours | rounds' ratios | loss torch / ours |")
+    lines = [head, "|" + " --- |" * 5 + " ---: |" * 3 + " --- | --- |"]
     for r in results:
         if "torch_ms" in r:
+            rr = r.get("round_ratios") or []
             cells = ["%.2f" % r["torch_ms"], "%.2f" % r["ours_ms"],
                      "%.3fx" % (r["torch_ms"] / r["ours_ms"]),
+                     "%.3f-%.3f (%d of %d >= 1)" % (
+                         min(rr), max(rr), sum(v >= 1 for v in rr),
+                         len(rr)) if rr else "",
                      "%.4f / %.4f" % tuple(r["loss"])]
         else:
-            cells = ["", "", "", ""]
+            cells = ["", "", "", "", ""]
         note = r.get("error") or r.get("skipped")
         if note:
             cells[-1] = (cells[-1] + " " if cells[-1] else "") + \
