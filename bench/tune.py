@@ -497,6 +497,94 @@ def restrict_plan():
                                                          16384))
 
 
+# "fwd-tiny": the forward where a launch is all latency (M = 1-64: the
+# cross-section's worst points, RMSNorm 1 x 1000 and 8 x 1000, LayerNorm
+# 64 x 768 and 64 x 7168, are 1.2-1.4x quack's time): the table's choice
+# (norm_mlir.torch's, rows hint 1) against the cost model and a row a
+# block of 64-1024 threads, several rows a block, and clusters of 2-8
+# with the column vectors held. Plan table's tuning stopped at M = 64; its
+# [1, 128] bucket carries M = 64's choice down to M = 1.
+FWD_TINY_N = (256, 768, 1000, 2560, 4096, 7168, 14336)
+FWD_TINY_M = (1, 8, 32, 64)
+# (threads, max_lanes, cluster, hold_columns)
+FWD_TINY_KNOBS = ((64, 64, 0, -1), (128, 128, 0, -1), (256, 256, 0, -1),
+                  (512, 512, 0, -1), (1024, 1024, 0, -1), (64, 32, 0, -1),
+                  (128, 32, 0, -1), (0, 0, 2, 1), (0, 0, 4, 1), (0, 0, 8, 1),
+                  (128, 0, 2, 1), (128, 0, 4, 1))
+
+
+def fwd_tiny_plan():
+    points, cands = table_plan(dtypes=("bf16", "f32"), ops=C.FWD_OPS,
+                               ns=FWD_TINY_N, knobs=FWD_TINY_KNOBS,
+                               ms=FWD_TINY_M,
+                               fields=("threads", "lanes", "cluster", "hc"))
+    for key, cs in cands.items():
+        # Every candidate with the bucket's rows hint, as norm_mlir.torch
+        # compiles M <= 128; the first (no knob) is the table's choice; one
+        # more is the cost model's alone.
+        cs[:] = [dataclasses.replace(c, rows=1) for c in cs]
+        cs.append(dataclasses.replace(cs[0], untuned=True))
+    return points, cands
+
+
+# "fwd-retune": the forward's table entries at M >= 129 measured again
+# with the compiler as it is (restrict-arguments, the reduce's steps, the
+# one-wave rules changed the kernels under entries measured sessions ago:
+# LayerNorm bf16 2048 x 2560's entry, 256 threads x 8 rows at 164
+# registers, ran 12.2 us under ncu where a row a block of 128 threads ran
+# 10.3). Per (op, dtype, N): the cost model, every knob the table holds for
+# that N (so that a stale measurement of it is replaced) and a row a block
+# of 64-512 threads, rows of 32 and 64 lanes, the column vectors held; at
+# the N and M the earlier forward plans measured (winners() wants a bucket's
+# both ends), so `table` can be written again from all runs with this one
+# last.
+FWD_RETUNE_N = (512, 768, 1024, 1536, 2048, 2560, 3584, 4096, 5120, 6144,
+                7168, 8192, 10240, 12288, 16384)
+FWD_RETUNE_M = (256, 1024, 2048, 4096, 8192, 16384, 32768)
+# (threads, cluster, max_lanes, max_register_elements, hold_columns)
+FWD_RETUNE_KNOBS = ((64, 0, 64, 0, -1), (128, 0, 128, 0, -1),
+                    (256, 0, 256, 0, -1), (512, 0, 512, 0, -1),
+                    (128, 0, 32, 0, -1), (256, 0, 64, 0, -1),
+                    (0, 0, 0, 0, 1), (128, 0, 128, 0, 1),
+                    (256, 0, 256, 0, 1), (0, 0, 64, 0, 1))
+
+
+def table_knobs(path=None):
+    """{(op, dtype, tuned N): {(threads, cluster, lanes, mre, hc)}}: the
+    forward knobs of the checked-in table."""
+    path = path or os.path.join(HERE, "..", "lib", "Conversion", "NormToGPU",
+                                "tuning", "sm_90.json")
+    with open(path) as f:
+        entries = json.load(f)["entries"]
+    out = {}
+    for e in entries:
+        if e["kernel"] != "forward":
+            continue
+        op = "layer_norm" if e["row_sums"] == 2 else "rms_norm"
+        for dt in (("bf16", "f16") if e["element_bytes"] == 2 else ("f32",)):
+            out.setdefault((op, dt, e["tuned_n"]), set()).add((
+                e.get("threads", 0), e.get("cluster", 0),
+                e.get("max_lanes", 0), e.get("max_register_elements", 0),
+                e.get("hold_columns", 0) or -1))
+    return out
+
+
+def fwd_retune_plan():
+    points, cands = table_plan(dtypes=("bf16", "f32"), ops=C.FWD_OPS,
+                               ns=FWD_RETUNE_N, knobs=FWD_RETUNE_KNOBS,
+                               ms=FWD_RETUNE_M,
+                               fields=("threads", "cluster", "lanes", "mre",
+                                       "hc"))
+    have = table_knobs()
+    for key, cs in cands.items():
+        known = {(c.threads, c.cluster, c.lanes, c.mre, c.hc) for c in cs}
+        for k in sorted(have.get(key, ())):
+            if k not in known:
+                cs.append(C.Cfg(key[0], key[2], key[1], **dict(zip(
+                    ("threads", "cluster", "lanes", "mre", "hc"), k))))
+    return points, cands
+
+
 PLANS = dict(TABLE_PLANS, explore=explore_plan, grid=grid_plan,
              groups=groups_plan, fma=fma_plan, wide=wide_plan,
              prefetch=prefetch_plan, pvec=pvec_plan, pipe=pipe_plan,
@@ -504,7 +592,8 @@ PLANS = dict(TABLE_PLANS, explore=explore_plan, grid=grid_plan,
                 "fwd-cluster-big": fwd_cluster_big_plan,
                 "hold": hold_plan, "push": push_plan,
                 "fwd-share": fwd_share_plan, "fwd-hold": fwd_hold_plan,
-                "holdout": holdout_plan, "restrict": restrict_plan},
+                "holdout": holdout_plan, "restrict": restrict_plan,
+                "fwd-tiny": fwd_tiny_plan, "fwd-retune": fwd_retune_plan},
              **{"grid-cfgs": grid_cfgs_plan,
                 "grid-cfgs-f32": lambda: grid_cfgs_plan(("bf16", "f32"))})
 
@@ -532,8 +621,8 @@ def cmd_prepare(args):
             todo[c.name] = c
     # The candidates against the cost model: no tuning table under them
     # (the grid plans' configurations are the table's, by their --rows).
-    extra = "" if args.plan.startswith("grid") or args.plan == "holdout" \
-        else "--tuning=false"
+    extra = "" if args.plan.startswith("grid") or args.plan in (
+        "holdout", "fwd-tiny") else "--tuning=false"
     # More norm-compile flags for every candidate (A/B runs of a pipeline
     # option, e.g. TUNE_EXTRA_FLAGS=--restrict-arguments=false).
     extra = (extra + " " + os.environ.get("TUNE_EXTRA_FLAGS", "")).strip()
