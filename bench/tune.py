@@ -16,9 +16,10 @@ and a table (tune.md) printed last.
   python3 bench/tune.py prepare [--plan explore] [--dir .dev/tune]
   python3 bench/tune.py run [--plan explore] [--dir .dev/tune] [--out DIR]
                             [--deadline EPOCH]
-  python3 bench/tune.py table tune.json...   (plans table, table-f32,
-      table-fwd: writes the chip family's table,
-      lib/Conversion/NormToGPU/tuning/sm_90.json)
+  python3 bench/tune.py table tune.json... [--supersede tune.json...]
+      (plans table, table-f32, table-fwd...: writes the chip family's
+      table, lib/Conversion/NormToGPU/tuning/sm_90.json; a superseding
+      run's points drop every earlier run's rows there)
   python3 bench/tune.py check-table   (every entry of the table compiled
       at its ranges' ends and middle: after `table`, before a GPU)
   python3 bench/tune.py compare before.json after.json   (one plan run
@@ -535,12 +536,12 @@ def fwd_tiny_plan():
 # 10.3). Per (op, dtype, N): the cost model, every knob the table holds for
 # that N (so that a stale measurement of it is replaced) and a row a block
 # of 64-512 threads, rows of 32 and 64 lanes, the column vectors held; at
-# the N and M the earlier forward plans measured (winners() wants a bucket's
-# both ends), so `table` can be written again from all runs with this one
-# last.
+# the N and M (buckets 129-8192) the earlier forward plans measured
+# (winners() wants a bucket's both ends), so `table` can be written again
+# from all runs with this one last.
 FWD_RETUNE_N = (512, 768, 1024, 1536, 2048, 2560, 3584, 4096, 5120, 6144,
                 7168, 8192, 10240, 12288, 16384)
-FWD_RETUNE_M = (256, 1024, 2048, 4096, 8192, 16384, 32768)
+FWD_RETUNE_M = (256, 1024, 2048, 4096, 8192)
 # (threads, cluster, max_lanes, max_register_elements, hold_columns)
 FWD_RETUNE_KNOBS = ((64, 0, 64, 0, -1), (128, 0, 128, 0, -1),
                     (256, 0, 256, 0, -1), (512, 0, 512, 0, -1),
@@ -1051,13 +1052,27 @@ def make_table(rows):
     return entries
 
 
+def superseded(rows, fresh):
+    """rows less those of (op, dtype, N, M bucket) keys that a row of
+    `fresh` measured: a plan run again over entries whose kernels changed
+    since (fwd-retune) stands alone there, so that a candidate measured
+    only by an older run, against its older default, cannot win on that
+    run's numbers."""
+    keys = {(r["op"], r["dtype"], r["N"], row_bucket(r["M"]))
+            for r in fresh if "us" in r}
+    return [r for r in rows
+            if (r["op"], r["dtype"], r["N"], row_bucket(r["M"])) not in keys]
+
+
 def cmd_table(args):
     rows, sources = [], []
-    for path in args.results:
+    for path in args.results + (args.supersede or []):
         with open(path) as f:
             d = json.load(f)
         for r in d["rows"]:
             r["run"] = len(sources)  # winners() compares within a run
+        if path in (args.supersede or []):
+            rows = superseded(rows, d["rows"])
         rows += d["rows"]
         sources.append("%s (plan %s, %s)" % (os.path.basename(path),
                                              d["plan"], d.get("device", "?")))
@@ -1187,6 +1202,9 @@ def main(argv=None):
     p = sub.add_parser("table")
     p.add_argument("results", nargs="+",
                    help="tune.json of `run`s of the table plans")
+    p.add_argument("--supersede", nargs="+", metavar="JSON",
+                   help="runs read after RESULTS whose (op, dtype, N, M "
+                   "bucket) points replace every earlier run's there")
     p.add_argument("--family", default="sm_90")
     p.add_argument("--table", default=os.path.join(
         HERE, "..", "lib", "Conversion", "NormToGPU", "tuning",

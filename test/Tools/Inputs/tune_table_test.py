@@ -278,6 +278,69 @@ class Table(unittest.TestCase):
         self.assertIn("layer_norm_grad bf16: 2 points, after / before "
                       "1.000 (geometric mean), 0.500-2.000", lines)
 
+    def test_supersede(self):
+        # Run 0 measured a knob at 1.25x its default; run 1 (the fresh
+        # one) measures the default and another knob, 1.10x, at the same
+        # bucket. Merged, run 0's knob wins on its own run's numbers;
+        # superseded, run 0's rows are gone there and run 1's knob wins.
+        # A bucket run 1 did not measure keeps run 0's rows.
+        r0 = [row(1024, 100, n=4096), row(1024, 80, n=4096, threads=512),
+              row(16384, 100, n=4096), row(16384, 80, n=4096, threads=512)]
+        r1 = [row(1024, 100, n=4096), row(1024, 91, n=4096, cluster=2)]
+        for r in r0:
+            r["run"] = 0
+        for r in r1:
+            r["run"] = 1
+        merged = T.make_table(r0 + r1)
+        self.assertEqual([(e["rows"], e.get("threads")) for e in merged],
+                         [([513, 2048], 512), ([8193, 0], 512)])
+        kept = T.make_table(T.superseded(r0, r1) + r1)
+        self.assertEqual([(e["rows"], e.get("threads"), e.get("cluster"))
+                          for e in kept],
+                         [([513, 2048], None, 2), ([8193, 0], 512, None)])
+        with tempfile.TemporaryDirectory() as d:
+            paths = []
+            for i, rs in enumerate((r0, r1)):
+                paths.append(os.path.join(d, "run%d.json" % i))
+                with open(paths[-1], "w") as f:
+                    json.dump({"plan": "p", "rows": rs}, f)
+            table = os.path.join(d, "table.json")
+            real, T.out = T.out, lambda *a: None
+            try:
+                T.cmd_table(argparse.Namespace(
+                    results=paths[:1], supersede=paths[1:], family="x",
+                    table=table))
+            finally:
+                T.out = real
+            with open(table) as f:
+                got = json.load(f)["entries"]
+        self.assertEqual([e.get("cluster") for e in got], [2, None])
+
+    def test_retune_plan_has_the_tables_knobs(self):
+        # fwd-retune measures again every forward knob the table holds at
+        # its N (else a stale measurement of it could keep its entry).
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "t.json")
+            with open(path, "w") as f:
+                json.dump({"entries": [
+                    {"kernel": "forward", "row_sums": 2, "element_bytes": 2,
+                     "n": [2291, 3029], "rows": [513, 2048], "tuned_n": 2560,
+                     "threads": 256, "max_lanes": 32,
+                     "max_register_elements": 128, "hold_columns": 1},
+                    {"kernel": "dx", "partial_rows": 1, "element_bytes": 2,
+                     "n": [1, 0], "rows": [1, 0], "tuned_n": 4096,
+                     "threads": 512}]}, f)
+            knobs = T.table_knobs(path)
+        self.assertEqual(knobs, {
+            ("layer_norm", "bf16", 2560): {(256, 0, 32, 128, 1)},
+            ("layer_norm", "f16", 2560): {(256, 0, 32, 128, 1)}})
+        _, cands = T.fwd_retune_plan()
+        for key, ks in T.table_knobs().items():
+            if key in cands:
+                have = {(c.threads, c.cluster, c.lanes, c.mre, c.hc)
+                        for c in cands[key]}
+                self.assertLessEqual(ks, have, key)
+
     def test_keys_known_to_the_parser(self):
         with open(os.path.join(ROOT, "lib", "Conversion", "NormToGPU",
                                "Tuning.cpp")) as f:
