@@ -550,9 +550,15 @@ FWD_RETUNE_KNOBS = ((64, 0, 64, 0, -1), (128, 0, 128, 0, -1),
                     (256, 0, 256, 0, 1), (0, 0, 64, 0, 1))
 
 
+# The Cfg fields of a retune knob, and the table entry keys they come from.
+RETUNE_FIELDS = ("threads", "cluster", "lanes", "mre", "hc")
+RETUNE_KEYS = ("threads", "cluster", "max_lanes", "max_register_elements",
+               "hold_columns")
+
+
 def table_knobs(path=None):
-    """{(op, dtype, tuned N): {(threads, cluster, lanes, mre, hc)}}: the
-    forward knobs of the checked-in table."""
+    """{(op, dtype, tuned N): {knob as RETUNE_FIELDS}}: the forward knobs
+    of the checked-in table (hold_columns absent: -1, the model's)."""
     path = path or os.path.join(HERE, "..", "lib", "Conversion", "NormToGPU",
                                 "tuning", "sm_90.json")
     with open(path) as f:
@@ -563,26 +569,21 @@ def table_knobs(path=None):
             continue
         op = "layer_norm" if e["row_sums"] == 2 else "rms_norm"
         for dt in (("bf16", "f16") if e["element_bytes"] == 2 else ("f32",)):
-            out.setdefault((op, dt, e["tuned_n"]), set()).add((
-                e.get("threads", 0), e.get("cluster", 0),
-                e.get("max_lanes", 0), e.get("max_register_elements", 0),
-                e.get("hold_columns", 0) or -1))
+            knob = tuple(e.get(k, 0) for k in RETUNE_KEYS)
+            out.setdefault((op, dt, e["tuned_n"]), set()).add(
+                knob[:-1] + (knob[-1] or -1,))
     return out
 
 
 def fwd_retune_plan():
     points, cands = table_plan(dtypes=("bf16", "f32"), ops=C.FWD_OPS,
                                ns=FWD_RETUNE_N, knobs=FWD_RETUNE_KNOBS,
-                               ms=FWD_RETUNE_M,
-                               fields=("threads", "cluster", "lanes", "mre",
-                                       "hc"))
+                               ms=FWD_RETUNE_M, fields=RETUNE_FIELDS)
     have = table_knobs()
     for key, cs in cands.items():
-        known = {(c.threads, c.cluster, c.lanes, c.mre, c.hc) for c in cs}
-        for k in sorted(have.get(key, ())):
-            if k not in known:
-                cs.append(C.Cfg(key[0], key[2], key[1], **dict(zip(
-                    ("threads", "cluster", "lanes", "mre", "hc"), k))))
+        known = {tuple(getattr(c, f) for f in RETUNE_FIELDS) for c in cs}
+        cs += [C.Cfg(key[0], key[2], key[1], **dict(zip(RETUNE_FIELDS, k)))
+               for k in sorted(have.get(key, ())) if k not in known]
     return points, cands
 
 
@@ -1066,12 +1067,13 @@ def superseded(rows, fresh):
 
 def cmd_table(args):
     rows, sources = [], []
-    for path in args.results + (args.supersede or []):
+    fresh = args.supersede or []
+    for i, path in enumerate(args.results + fresh):
         with open(path) as f:
             d = json.load(f)
         for r in d["rows"]:
             r["run"] = len(sources)  # winners() compares within a run
-        if path in (args.supersede or []):
+        if i >= len(args.results):
             rows = superseded(rows, d["rows"])
         rows += d["rows"]
         sources.append("%s (plan %s, %s)" % (os.path.basename(path),

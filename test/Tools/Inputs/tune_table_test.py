@@ -35,6 +35,15 @@ def row(m, us, threads=0, cluster=0, mre=0, bitwise=True, n=262144,
     return r
 
 
+def runs(*lists):
+    """The row lists, each tagged with its index as `run` (what cmd_table
+    gives each file's rows)."""
+    for i, rs in enumerate(lists):
+        for r in rs:
+            r["run"] = i
+    return lists
+
+
 class Table(unittest.TestCase):
     def test_buckets(self):
         self.assertEqual([T.row_bucket(m) for m in
@@ -180,12 +189,9 @@ class Table(unittest.TestCase):
         # Run 0 times the default at 100 and 512 threads at 90 (1.11x); run
         # 1 times the default again at 88 and a cluster at 87 (1.01x). The
         # threads win on their own run's default, not against run 1's.
-        r0 = [row(16384, 100, n=4096), row(16384, 90, n=4096, threads=512)]
-        r1 = [row(16384, 88, n=4096), row(16384, 87, n=4096, cluster=2)]
-        for r in r0:
-            r["run"] = 0
-        for r in r1:
-            r["run"] = 1
+        r0, r1 = runs(
+            [row(16384, 100, n=4096), row(16384, 90, n=4096, threads=512)],
+            [row(16384, 88, n=4096), row(16384, 87, n=4096, cluster=2)])
         es = T.make_table(r0 + r1)
         self.assertEqual(len(es), 1)
         self.assertEqual(es[0]["threads"], 512)
@@ -284,13 +290,10 @@ class Table(unittest.TestCase):
         # bucket. Merged, run 0's knob wins on its own run's numbers;
         # superseded, run 0's rows are gone there and run 1's knob wins.
         # A bucket run 1 did not measure keeps run 0's rows.
-        r0 = [row(1024, 100, n=4096), row(1024, 80, n=4096, threads=512),
-              row(16384, 100, n=4096), row(16384, 80, n=4096, threads=512)]
-        r1 = [row(1024, 100, n=4096), row(1024, 91, n=4096, cluster=2)]
-        for r in r0:
-            r["run"] = 0
-        for r in r1:
-            r["run"] = 1
+        r0, r1 = runs(
+            [row(1024, 100, n=4096), row(1024, 80, n=4096, threads=512),
+             row(16384, 100, n=4096), row(16384, 80, n=4096, threads=512)],
+            [row(1024, 100, n=4096), row(1024, 91, n=4096, cluster=2)])
         merged = T.make_table(r0 + r1)
         self.assertEqual([(e["rows"], e.get("threads")) for e in merged],
                          [([513, 2048], 512), ([8193, 0], 512)])
