@@ -206,8 +206,19 @@ struct ChooseGeometryPass
     setIfTaken(g, &Geometry::pipeline, e->pipeline, s, target);
     setIfTaken(g, &Geometry::narrowCache, e->narrowCache, s, target);
     // Its hold_columns where it has one (the key absent: the cost
-    // model's), forward kernels too.
-    if (e->holdColumns >= 0)
+    // model's), forward kernels too. Off the N it was measured at, a hold
+    // stands only where a lane holds no more chunks than it did there: the
+    // held registers grow with them (RMSNorm bf16 N = 10240's entry, 256
+    // threads: 5 chunks, 80 registers and three blocks an SM; at N = 11008
+    // 6 chunks, 97 and two, 0.88x of not holding on the H200).
+    bool holdGrows = false;
+    if (e->holdColumns == 1 && e->tunedN && e->tunedN != *s.n) {
+      RowShape at = knobs;
+      at.n = e->tunedN;
+      holdGrows =
+          g.chunksPerLane > chooseRowGeometry(at, target).chunksPerLane;
+    }
+    if (e->holdColumns >= 0 && !holdGrows)
       holdSet = setIfTaken(g, &Geometry::holdColumns, e->holdColumns, s,
                            target)
                     .empty();

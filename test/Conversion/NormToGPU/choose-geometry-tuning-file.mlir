@@ -209,3 +209,34 @@ func.func @forward_cluster_follows(%x: memref<?x3584xf32>, %y: memref<?x3584xf32
   norm.rms_norm x(%x : memref<?x3584xf32>) outs y(%y : memref<?x3584xf32>) rstd(%r : memref<?xf32>)
   return
 }
+
+// -----
+
+// A hold measured at one N stands off it only where a lane holds no more
+// chunks than there: the RMSNorm forward bf16 at N = 9160-11217, M =
+// 2049-8192, hold_columns 1 measured at N = 10240 (the cost model's 256
+// lanes of 5 chunks; it holds nothing at these M). At N = 9216 (5 chunks,
+// the last one partial) and 10240 the entry's hold stands; at N = 11008 a
+// lane would hold 6 chunks, more registers than were measured, and the
+// cost model's (no hold) stands. Below the entry's rows (M = 64) the cost
+// model's rule decides, as everywhere.
+// SM80-LABEL: func.func @hold_tuned_n
+// ABOVE-LABEL: func.func @hold_tuned_n
+// ABOVE: norm.geometry = #norm.row_geometry<regime = registers, threads = 256, lanes = 256, rows = 1, vector = 8, chunks = 5, layout = both, hold_columns = 1,
+// ABOVE-LABEL: func.func @hold_fewer_chunks
+// ABOVE: norm.geometry = #norm.row_geometry<regime = registers, threads = 256, lanes = 256, rows = 1, vector = 8, chunks = 5, layout = both, hold_columns = 1,
+// ABOVE-LABEL: func.func @hold_more_chunks
+// ABOVE: norm.geometry = #norm.row_geometry<regime = registers, threads = 256, lanes = 256, rows = 1, vector = 8, chunks = 6, layout = both, shared
+// ABOVE-NOT: hold_columns
+func.func @hold_tuned_n(%x: memref<?x10240xbf16>, %w: memref<10240xbf16>, %y: memref<?x10240xbf16>, %r: memref<?xf32>) {
+  norm.rms_norm x(%x : memref<?x10240xbf16>) weight(%w : memref<10240xbf16>) outs y(%y : memref<?x10240xbf16>) rstd(%r : memref<?xf32>)
+  return
+}
+func.func @hold_fewer_chunks(%x: memref<?x9216xbf16>, %w: memref<9216xbf16>, %y: memref<?x9216xbf16>, %r: memref<?xf32>) {
+  norm.rms_norm x(%x : memref<?x9216xbf16>) weight(%w : memref<9216xbf16>) outs y(%y : memref<?x9216xbf16>) rstd(%r : memref<?xf32>)
+  return
+}
+func.func @hold_more_chunks(%x: memref<?x11008xbf16>, %w: memref<11008xbf16>, %y: memref<?x11008xbf16>, %r: memref<?xf32>) {
+  norm.rms_norm x(%x : memref<?x11008xbf16>) weight(%w : memref<11008xbf16>) outs y(%y : memref<?x11008xbf16>) rstd(%r : memref<?xf32>)
+  return
+}
