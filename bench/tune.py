@@ -542,6 +542,7 @@ def fwd_tiny_plan():
 FWD_RETUNE_N = (512, 768, 1024, 1536, 2048, 2560, 3584, 4096, 5120, 6144,
                 7168, 8192, 10240, 12288, 16384)
 FWD_RETUNE_M = (256, 1024, 2048, 4096, 8192)
+FWD_RETUNE_HINTS = tuple(sorted({C.bucket_rows(m) for m in FWD_RETUNE_M}))
 # (threads, cluster, max_lanes, max_register_elements, hold_columns)
 FWD_RETUNE_KNOBS = ((64, 0, 64, 0, -1), (128, 0, 128, 0, -1),
                     (256, 0, 256, 0, -1), (512, 0, 512, 0, -1),
@@ -584,6 +585,15 @@ def fwd_retune_plan():
         known = {tuple(getattr(c, f) for f in RETUNE_FIELDS) for c in cs}
         cs += [C.Cfg(key[0], key[2], key[1], **dict(zip(RETUNE_FIELDS, k)))
                for k in sorted(have.get(key, ())) if k not in known]
+        # Each with every bucket's rows hint, as norm_mlir.torch compiles
+        # M (useful() runs it at its own bucket's M only): the kernels a
+        # call gets, pointers restricted where the bucket's launch is one
+        # wave. The first run of this plan compiled no hint, so its
+        # one-wave kernels were the unrestricted ones no call runs
+        # (RMSNorm bf16 2048 x 2560: 10.5 us there, 12.0 in the
+        # cross-section's hinted kernel).
+        cs[:] = [dataclasses.replace(c, rows=h) for h in FWD_RETUNE_HINTS
+                 for c in cs]
     return points, cands
 
 
@@ -930,7 +940,10 @@ def winners(rows):
     candidate or the default at an M, the last one counts."""
     by, bases = {}, {}
     for r in rows:
-        if "us" not in r or r["fixed_groups"] or r.get("rows") or \
+        # A rows hint other than the M's own bucket's compiled a kernel no
+        # call of that M runs.
+        if "us" not in r or r["fixed_groups"] or \
+                r.get("rows", 0) not in (0, C.bucket_rows(r["M"])) or \
                 "fma" in r["cfg"].split("-"):
             continue
         key = (r["op"], r["dtype"], r["N"], row_bucket(r["M"]))

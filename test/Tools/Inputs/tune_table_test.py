@@ -344,6 +344,35 @@ class Table(unittest.TestCase):
                         for c in cands[key]}
                 self.assertLessEqual(ks, have, key)
 
+    def test_rows_hint(self):
+        # A candidate compiled with a rows hint counts at the M of that
+        # hint's bucket (the kernel a call of that M gets), against the
+        # default with the same hint; with another bucket's hint it is no
+        # measurement of that M.
+        def hinted(m, us, hint, threads=0):
+            r = row(m, us, threads=threads, n=4096, op="rms_norm")
+            r["rows"] = hint
+            return r
+        rows = [hinted(1024, 100, 513), hinted(2048, 100, 513),
+                hinted(1024, 80, 513, threads=128),
+                hinted(2048, 80, 513, threads=128),
+                # bucket 2049-8192: the fast candidate carries bucket
+                # 513's hint there, the one of its own hint is no faster
+                hinted(4096, 100, 2049), hinted(8192, 100, 2049),
+                hinted(4096, 100, 2049, threads=512),
+                hinted(8192, 100, 2049, threads=512),
+                hinted(4096, 50, 513, threads=512),
+                hinted(8192, 50, 513, threads=512)]
+        es = T.make_table(rows)
+        self.assertEqual([(e["rows"], e.get("threads")) for e in es],
+                         [([513, 2048], 128)])
+        _, cands = T.fwd_retune_plan()
+        for cs in cands.values():
+            self.assertEqual(sorted({c.rows for c in cs}),
+                             list(T.FWD_RETUNE_HINTS))
+            for m in T.FWD_RETUNE_M:
+                self.assertTrue(any(T.useful(c, m, 4096) for c in cs))
+
     def test_keys_known_to_the_parser(self):
         with open(os.path.join(ROOT, "lib", "Conversion", "NormToGPU",
                                "Tuning.cpp")) as f:
