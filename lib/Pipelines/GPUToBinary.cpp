@@ -64,6 +64,7 @@ void norm::buildGPUToBinaryPipeline(OpPassManager &pm,
   restrict.apply = options.restrictArguments;
   restrict.rows = rows;
   restrict.chip = options.chip;
+  restrict.residentBlocks = options.restrictResident;
   pm.addPass(createNormRestrictKernelArguments(restrict));
 
   GpuModuleToBinaryPassOptions binary;

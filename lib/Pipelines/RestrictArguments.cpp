@@ -18,6 +18,7 @@
 #include "norm/Pipelines/Passes.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 
 namespace mlir::norm {
@@ -95,23 +96,26 @@ struct RestrictKernelArgumentsPass
     bool readOnly = true;
   };
 
-  /// Whether the cost rule restricts the kernel `launch` launches, by its
-  /// record in the caller's `norm.kernels`.
-  bool pays(gpu::LaunchFuncOp launch, FunctionOpInterface caller,
-            const std::optional<norm::TargetInfo> &target) {
+  /// The blocks an SM the cost rule wants resident for the kernel `launch`
+  /// launches, by its record in the caller's `norm.kernels`; 0 where the
+  /// rule does not restrict it.
+  int64_t pays(gpu::LaunchFuncOp launch, FunctionOpInterface caller,
+               const std::optional<norm::TargetInfo> &target) {
     auto list = caller ? caller->getAttrOfType<ArrayAttr>("norm.kernels")
                        : ArrayAttr();
     if (!list || !target)
-      return false;
+      return 0;
     for (Attribute a : list) {
       auto k = dyn_cast<norm::KernelAttr>(a);
       if (!k || k.getRecord().name != launch.getKernelName().getValue())
         continue;
       const auto &r = k.getRecord();
-      return r.kind == norm::manifest::KernelKind::Forward &&
-             norm::restrictPays(r.block, r.rows, r.cluster, rows, *target);
+      if (r.kind != norm::manifest::KernelKind::Forward)
+        return 0;
+      return norm::restrictBlocksPerSM(r.block, r.rows, r.cluster, rows,
+                                       *target);
     }
-    return false;
+    return 0;
   }
 
   void runOnOperation() override {
@@ -122,6 +126,9 @@ struct RestrictKernelArgumentsPass
     // parameters do not match the descriptor layout are dropped.
     DenseMap<Operation *, DenseMap<int64_t, Allowed>> kernels;
     DenseSet<Operation *> mismatched;
+    // Per kernel: the blocks an SM its restricted launches want resident
+    // (the most of them); -1 once a launch of it is not restricted.
+    DenseMap<Operation *, int64_t> resident;
     module.walk([&](gpu::LaunchFuncOp launch) {
       auto kernel = SymbolTable::lookupNearestSymbolFrom<LLVM::LLVMFuncOp>(
           launch, launch.getKernel());
@@ -144,7 +151,13 @@ struct RestrictKernelArgumentsPass
         return isa<MemRefType>(v.getType()) && !isa<BlockArgument>(v) &&
                !v.getDefiningOp<memref::AllocOp>();
       });
-      bool restricted = !views && pays(launch, caller, target);
+      int64_t blocksPerSM = views ? 0 : pays(launch, caller, target);
+      bool restricted = blocksPerSM > 0;
+      auto [slot, first] = resident.try_emplace(kernel, blocksPerSM);
+      if (!restricted || slot->second < 0)
+        slot->second = -1;
+      else if (!first)
+        slot->second = std::max(slot->second, blocksPerSM);
       int64_t at = 0;
       for (Value v : operands) {
         int64_t count = loweredParameters(v.getType());
@@ -175,15 +188,24 @@ struct RestrictKernelArgumentsPass
       if (mismatched.contains(op))
         continue;
       auto kernel = cast<LLVM::LLVMFuncOp>(op);
+      bool any = false;
       for (auto &[index, a] : params) {
         if (!a.noAlias)
           continue;
+        any = true;
         kernel.setArgAttr(index, LLVM::LLVMDialect::getNoAliasAttrName(),
                           unit);
         if (a.readOnly)
           kernel.setArgAttr(index, LLVM::LLVMDialect::getReadonlyAttrName(),
                             unit);
       }
+      // The wave the rule counted on: ptxas fits the registers to these
+      // blocks an SM (.minnctapersm), spilling if it must.
+      int64_t blocksPerSM = resident.lookup(op);
+      if (any && residentBlocks && blocksPerSM > 0)
+        kernel->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(),
+                        IntegerAttr::get(IntegerType::get(&getContext(), 32),
+                                         blocksPerSM));
     }
     module.walk([](FunctionOpInterface f) {
       for (unsigned i = 0, e = f.getNumArguments(); i < e; ++i) {

@@ -2,6 +2,7 @@
 // RUN: norm-opt %s --split-input-file --norm-to-gpu-binary='format=isa rows=1 restrict-arguments=false' --mlir-print-ir-after=norm-restrict-kernel-arguments -o /dev/null 2>&1 | FileCheck %s --check-prefix=OFF
 // RUN: norm-opt %s --split-input-file --norm-to-gpu-binary='format=isa rows=16384' --mlir-print-ir-after=norm-restrict-kernel-arguments -o /dev/null 2>&1 | FileCheck %s --check-prefix=OFF
 // RUN: norm-opt %s --split-input-file --norm-to-gpu-binary='format=isa rows=1' | FileCheck %s --check-prefix=PTX
+// RUN: norm-opt %s --split-input-file --norm-to-gpu-binary='format=isa rows=1 restrict-resident=true' | FileCheck %s --check-prefix=RES
 
 // The whole pipeline on an RMSNorm forward and backward as norm-compile
 // builds them. Built for M <= 128 the forward's launch is one wave
@@ -10,7 +11,10 @@
 // rstd through noalias ones. Built for M = 16384, or with
 // restrict-arguments=false, nothing is (OFF). The backward's kernels are
 // never restricted; dy and dx could not be (dx may be dy itself). The host
-// functions keep no marks.
+// functions keep no marks. With restrict-resident=true (RES) the
+// restricted kernel also carries the blocks an SM its launch needs to
+// stay one wave (.minnctapersm 1: 8 rows a block of 1024 threads, 16
+// blocks at M = 128); by default it does not.
 // CHECK-LABEL: llvm.func @norm_kernel_forward_0(
 // CHECK-SAME: %arg0: !llvm.ptr, %arg1: !llvm.ptr {llvm.noalias, llvm.readonly}, %arg2: i64
 // CHECK-SAME: %arg7: !llvm.ptr, %arg8: !llvm.ptr {llvm.noalias, llvm.readonly}, %arg9: i64
@@ -21,7 +25,9 @@
 // CHECK-NOT: llvm.noalias
 // CHECK-NOT: norm.noalias
 // OFF-NOT: llvm.noalias
+// PTX-NOT: .minnctapersm
 // PTX: ld.global.nc
+// RES: .maxntid 1024, 1, 1\0A.minnctapersm 1\0A
 func.func @norm_kernel(%x: memref<?x1024xbf16, strided<[?, 1], offset: ?>>, %weight: memref<1024xbf16, strided<[1], offset: ?>>, %y: memref<?x1024xbf16, strided<[?, 1], offset: ?>>, %rstd: memref<?xf32, strided<[1], offset: ?>>) {
   norm.rms_norm x(%x : memref<?x1024xbf16, strided<[?, 1], offset: ?>>) weight(%weight : memref<1024xbf16, strided<[1], offset: ?>>) outs y(%y : memref<?x1024xbf16, strided<[?, 1], offset: ?>>) rstd(%rstd : memref<?xf32, strided<[1], offset: ?>>)
   return

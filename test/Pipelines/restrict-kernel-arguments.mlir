@@ -2,6 +2,8 @@
 // RUN: norm-opt %s --split-input-file --norm-restrict-kernel-arguments="rows=1 apply=false" | FileCheck %s --check-prefix=OFF
 // RUN: norm-opt %s --split-input-file --norm-restrict-kernel-arguments | FileCheck %s --check-prefix=OFF
 // RUN: norm-opt %s --split-input-file --norm-restrict-kernel-arguments=rows=100000 | FileCheck %s --check-prefix=OFF
+// RUN: norm-opt %s --split-input-file --norm-restrict-kernel-arguments=rows=1 | FileCheck %s --check-prefix=NORES
+// RUN: norm-opt %s --split-input-file --norm-restrict-kernel-arguments="rows=1 resident=true" | FileCheck %s --check-prefix=RES
 
 // The cost rule (Geometry.h restrictPays) takes the forward kernels whose
 // launch at the last M of the hint's bucket is one wave: @k, 256 threads
@@ -133,6 +135,51 @@ module attributes {gpu.container_module} {
     gpu.launch_func @kernels::@wide blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1) args(%p : memref<f32>)
     gpu.launch_func @kernels::@many blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1) args(%p : memref<f32>)
     gpu.launch_func @kernels::@unrecorded blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1) args(%p : memref<f32>)
+    return
+  }
+}
+
+// -----
+
+// With resident=true (RES; off by default) the blocks an SM the rule
+// counted on (restrictBlocksPerSM: the launch at the bucket's last M, M =
+// 128 here, over sm_90's 132 SMs) go on each restricted kernel as
+// nvvm.minctasm, ptxas's .minnctapersm: @one, 256 threads of 8 rows, 16
+// blocks, one an SM; @eight, a row over a cluster of 8 blocks of 128
+// threads, 1024 blocks, eight an SM. A kernel the rule does not restrict
+// (@dx2) gets none; by default (NORES) or with no restriction at all
+// (OFF) no kernel has one.
+// RES-LABEL: llvm.func @one(
+// RES-SAME: nvvm.minctasm = 1 : i32
+// RES-LABEL: llvm.func @eight(
+// RES-SAME: nvvm.minctasm = 8 : i32
+// RES-LABEL: llvm.func @dx2(
+// RES-NOT: nvvm.minctasm
+// RES: func.func @host
+// NORES-LABEL: llvm.func @one(
+// NORES-SAME: {llvm.noalias, llvm.readonly}
+// NORES-NOT: nvvm.minctasm
+// NORES: func.func @host
+// OFF-LABEL: llvm.func @one(
+// OFF-NOT: nvvm.minctasm
+// OFF: func.func @host
+module attributes {gpu.container_module} {
+  gpu.module @kernels {
+    llvm.func @one(%a0: !llvm.ptr, %a1: !llvm.ptr, %a2: i64) attributes {gpu.kernel, nvvm.kernel} {
+      llvm.return
+    }
+    llvm.func @eight(%a0: !llvm.ptr, %a1: !llvm.ptr, %a2: i64) attributes {gpu.kernel, nvvm.kernel} {
+      llvm.return
+    }
+    llvm.func @dx2(%a0: !llvm.ptr, %a1: !llvm.ptr, %a2: i64) attributes {gpu.kernel, nvvm.kernel} {
+      llvm.return
+    }
+  }
+  func.func @host(%p: memref<f32> {norm.noalias, norm.readonly}) attributes {norm.kernels = [#norm.kernel<name = "one", kind = forward, block = 256, grid = row_blocks, rows = 8>, #norm.kernel<name = "eight", kind = forward, block = 128, grid = row_blocks, rows = 1, cluster = 8>, #norm.kernel<name = "dx2", kind = dx, block = 256, grid = programs, rows = 1>]} {
+    %c1 = arith.constant 1 : index
+    gpu.launch_func @kernels::@one blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1) args(%p : memref<f32>)
+    gpu.launch_func @kernels::@eight blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1) args(%p : memref<f32>)
+    gpu.launch_func @kernels::@dx2 blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1) args(%p : memref<f32>)
     return
   }
 }

@@ -256,6 +256,11 @@ def NormRestrictKernelArguments
            "geometry's hint (0: unknown: nothing is restricted)">,
     Option<"chip", "chip", "std::string", /*default=*/"\"sm_90\"",
            "Target SM architecture (its SM count)">,
+    Option<"residentBlocks", "resident", "bool", /*default=*/"false",
+           "Also give each restricted kernel nvvm.minctasm: the blocks an "
+           "SM its launch needs to stay one wave (restrictBlocksPerSM; "
+           "off by default: ptxas spills to meet it, 0.71x where it "
+           "spilled, docs/NOTES.md)">,
   ];
 }
 

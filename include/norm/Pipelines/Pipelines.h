@@ -160,6 +160,13 @@ struct GPUToBinaryOptions : public PassPipelineOptions<GPUToBinaryOptions> {
                      "keeps their arguments apart (norm-restrict-kernel-"
                      "arguments); false: may-alias pointers throughout"),
       llvm::cl::init(true)};
+  Option<bool> restrictResident{
+      *this, "restrict-resident",
+      llvm::cl::desc("Give each restricted kernel the blocks an SM its "
+                     "launch needs to stay one wave (nvvm.minctasm, "
+                     "ptxas's .minnctapersm); off by default: measured "
+                     "0.94x, ptxas spills to meet it (docs/NOTES.md)"),
+      llvm::cl::init(false)};
 };
 
 /// Options of the CPU lowering of the loop nests (for execution tests).

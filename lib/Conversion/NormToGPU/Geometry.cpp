@@ -148,14 +148,23 @@ bool mlir::norm::holdColumnsPays(const Geometry &g, const RowShape &s,
 bool mlir::norm::restrictPays(int64_t threads, int64_t rowsPerBlock,
                               int64_t cluster, int64_t rows,
                               const TargetInfo &target) {
-  if (rows <= 0 || threads <= 0 || rowsPerBlock <= 0)
-    return false;
+  return restrictBlocksPerSM(threads, rowsPerBlock, cluster, rows, target) >
+         0;
+}
+
+int64_t mlir::norm::restrictBlocksPerSM(int64_t threads, int64_t rowsPerBlock,
+                                        int64_t cluster, int64_t rows,
+                                        const TargetInfo &target) {
+  if (rows <= 0 || threads <= 0 || rowsPerBlock <= 0 || target.sms <= 0)
+    return 0;
   std::optional<int64_t> end = bucketLastRow(rows);
   if (!end)
-    return false;
+    return 0;
   int64_t blocks =
       llvm::divideCeil(*end, rowsPerBlock) * std::max<int64_t>(cluster, 1);
-  return blocks <= target.sms * std::max<int64_t>(kThreadsPerSM / threads, 1);
+  if (blocks > target.sms * std::max<int64_t>(kThreadsPerSM / threads, 1))
+    return 0;
+  return llvm::divideCeil(blocks, target.sms);
 }
 
 bool mlir::norm::tuningTransfers(const Geometry &tuned, const Geometry &g) {

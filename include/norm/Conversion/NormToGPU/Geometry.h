@@ -386,6 +386,17 @@ bool holdColumnsPays(const Geometry &g, const RowShape &s, int64_t rows,
 bool restrictPays(int64_t threads, int64_t rowsPerBlock, int64_t cluster,
                   int64_t rows, const TargetInfo &target);
 
+/// The blocks an SM that the launch restrictPays judges (the bucket's last
+/// M) needs resident to be one wave: ceil(blocks / SMs); 0 where
+/// restrictPays is false. norm-restrict-kernel-arguments gives it to the
+/// kernel as `nvvm.minctasm` (`.minnctapersm`), so the registers the moved
+/// loads take cannot push the launch past one wave (RMSNorm bf16 N = 2560,
+/// 4 rows a block of 256 threads: 512 blocks at M = 2048 need four an SM;
+/// restricted, ptxas gave it 80 registers, three).
+int64_t restrictBlocksPerSM(int64_t threads, int64_t rowsPerBlock,
+                            int64_t cluster, int64_t rows,
+                            const TargetInfo &target);
+
 /// The registers a forward thread of a register-regime geometry is
 /// estimated to need with its column vectors held: its row cache (K V
 /// f32), the held chunks as 32-bit words of the row's element type, and
