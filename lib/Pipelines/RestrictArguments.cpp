@@ -126,8 +126,9 @@ struct RestrictKernelArgumentsPass
     // parameters do not match the descriptor layout are dropped.
     DenseMap<Operation *, DenseMap<int64_t, Allowed>> kernels;
     DenseSet<Operation *> mismatched;
-    // Per kernel: the blocks an SM its restricted launches want resident
-    // (the most of them); -1 once a launch of it is not restricted.
+    // Per kernel: the most blocks an SM any of its launches wants resident
+    // (a launch the rule does not restrict clears every noalias, so its
+    // kernel gets none of them).
     DenseMap<Operation *, int64_t> resident;
     module.walk([&](gpu::LaunchFuncOp launch) {
       auto kernel = SymbolTable::lookupNearestSymbolFrom<LLVM::LLVMFuncOp>(
@@ -153,11 +154,8 @@ struct RestrictKernelArgumentsPass
       });
       int64_t blocksPerSM = views ? 0 : pays(launch, caller, target);
       bool restricted = blocksPerSM > 0;
-      auto [slot, first] = resident.try_emplace(kernel, blocksPerSM);
-      if (!restricted || slot->second < 0)
-        slot->second = -1;
-      else if (!first)
-        slot->second = std::max(slot->second, blocksPerSM);
+      int64_t &wanted = resident[kernel];
+      wanted = std::max(wanted, blocksPerSM);
       int64_t at = 0;
       for (Value v : operands) {
         int64_t count = loweredParameters(v.getType());

@@ -184,14 +184,18 @@ struct ChooseGeometryPass
     // hold_columns, stand on it as they were measured: LayerNorm backward
     // 65536 x 2560, the N = 3072 entry's prefetch, pipeline and narrow
     // caches, 280 us in the fifth session's run, 455 without them).
-    bool layoutKnobs = e->threads || e->cluster || e->maxLanes ||
-                       e->maxRegisterElements;
-    if (layoutKnobs && e->tunedN && e->tunedN != *s.n) {
+    // The entry's knobs laid out at the N it was measured at, where that
+    // is not this one.
+    std::optional<Geometry> measured;
+    if (e->tunedN && e->tunedN != *s.n) {
       RowShape at = knobs;
       at.n = e->tunedN;
-      if (!tuningTransfers(chooseRowGeometry(at, target), g))
-        return chosen;
+      measured = chooseRowGeometry(at, target);
     }
+    bool layoutKnobs = e->threads || e->cluster || e->maxLanes ||
+                       e->maxRegisterElements;
+    if (layoutKnobs && measured && !tuningTransfers(*measured, g))
+      return chosen;
     if (s.partials == PartialSums::Deterministic && s.partialRows > 0 &&
         !samePartialOrder(g, chosen))
       return chosen;
@@ -211,13 +215,8 @@ struct ChooseGeometryPass
     // held registers grow with them (RMSNorm bf16 N = 10240's entry, 256
     // threads: 5 chunks, 80 registers and three blocks an SM; at N = 11008
     // 6 chunks, 97 and two, 0.88x of not holding on the H200).
-    bool holdGrows = false;
-    if (e->holdColumns == 1 && e->tunedN && e->tunedN != *s.n) {
-      RowShape at = knobs;
-      at.n = e->tunedN;
-      holdGrows =
-          g.chunksPerLane > chooseRowGeometry(at, target).chunksPerLane;
-    }
+    bool holdGrows = e->holdColumns == 1 && measured &&
+                     g.chunksPerLane > measured->chunksPerLane;
     if (e->holdColumns >= 0 && !holdGrows)
       holdSet = setIfTaken(g, &Geometry::holdColumns, e->holdColumns, s,
                            target)
