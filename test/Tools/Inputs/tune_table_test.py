@@ -373,6 +373,21 @@ class Table(unittest.TestCase):
             for m in T.FWD_RETUNE_M:
                 self.assertTrue(any(T.useful(c, m, 4096) for c in cs))
 
+    def test_holdout_odd_plan(self):
+        # Odd N and f16, each the table's configuration against the cost
+        # model's, compiled with the table (not --tuning=false).
+        points, cands = T.holdout_odd_plan()
+        self.assertIn("holdout-odd", T.TABLE_SIDE_PLANS)
+        self.assertEqual({dt for _, dt, _, _ in points},
+                         {"f16", "bf16", "f32"})
+        self.assertTrue(any(n % 2 for _, _, n, _ in points))
+        for cs in cands.values():
+            tuned = [c for c in cs if not c.untuned]
+            self.assertEqual(
+                sorted(c.name for c in cs if c.untuned),
+                sorted(T.dataclasses.replace(c, untuned=True).name
+                       for c in tuned))
+
     def test_keys_known_to_the_parser(self):
         with open(os.path.join(ROOT, "lib", "Conversion", "NormToGPU",
                                "Tuning.cpp")) as f:
