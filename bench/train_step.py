@@ -262,6 +262,9 @@ def run_config(width, norm, precision, mode, args, device):
                     for k in (0, 1)]
             except Exception as ex:  # noqa: BLE001 (the timing stands)
                 print("profile failed: %s: %s" % (type(ex).__name__, ex))
+        if "profile" in res:
+            res["norm_share"] = [norm_share(p["kernels"])
+                                 for p in res["profile"]]
         ms = [[timer.ms(m) for m in ts] for ts in times]
         res["torch_ms"] = statistics.median(ms[0])
         res["ours_ms"] = statistics.median(ms[1])
@@ -345,6 +348,24 @@ def kernel_times(step, count, first, b, t, device):
             "host_ms": statistics.median(host) * 1e3,
             "host_ms_plain": statistics.median(plain) * 1e3,
             "host": host_events(events), "gpu": gpu}
+
+
+# Kernels that compute a norm (or its backward): torch's eager ones
+# (vectorized_layer_norm_kernel, the GammaBeta and compute-stats ones),
+# inductor's fused ones (their names list the fused aten ops, a norm among
+# them: those also do the fused neighbours' work) and ours (norm_kernel_).
+NORM_KERNEL = re.compile(r"norm|GammaBeta|RowwiseMoments|compute_stats|"
+                         r"ComputeInternalGradients|ComputeFusedParams",
+                         re.IGNORECASE)
+
+
+def norm_share(kernels):
+    """(GPU us a step of the kernels NORM_KERNEL matches, GPU us a step of
+    all kernels) of kernel_times()["kernels"]."""
+    total = sum(us for us, _ in kernels.values())
+    norm = sum(us for name, (us, _) in kernels.items()
+               if NORM_KERNEL.search(name) and "clip" not in name.lower())
+    return norm, total
 
 
 PHASES = ("step", "forward", "backward", "optimizer")
@@ -701,20 +722,32 @@ def _native_for_cpu(nt):
 # ----------------------------------------------------------------- output
 
 def training_table(results):
+    # With --profile: the norm kernels' GPU time a step, torch's model's as
+    # a share of its kernels' time, and ours (us).
+    shares = any("norm_share" in r for r in results)
     head = ("| width | B x T x layers | norm | params | mode | torch ms | "
-            "ours ms | torch / ours | rounds' ratios | loss torch / ours |")
-    lines = [head, "|" + " --- |" * 5 + " ---: |" * 3 + " --- | --- |"]
+            "ours ms | torch / ours | " +
+            ("norm kernels: torch's share, torch / ours us | "
+             if shares else "") + "rounds' ratios | loss torch / ours |")
+    lines = [head, "|" + " --- |" * 5 + " ---: |" * (4 if shares else 3) +
+             " --- | --- |"]
     for r in results:
+        share = []
+        if shares:
+            ns = r.get("norm_share")
+            share = ["%.1f%%, %.0f / %.0f" % (
+                100 * ns[0][0] / ns[0][1] if ns[0][1] else 0, ns[0][0],
+                ns[1][0]) if ns else ""]
         if "torch_ms" in r:
             rr = r.get("round_ratios") or []
             cells = ["%.2f" % r["torch_ms"], "%.2f" % r["ours_ms"],
-                     "%.3fx" % (r["torch_ms"] / r["ours_ms"]),
+                     "%.3fx" % (r["torch_ms"] / r["ours_ms"])] + share + [
                      "%.3f-%.3f (%d of %d >= 1)" % (
                          min(rr), max(rr), sum(v >= 1 for v in rr),
                          len(rr)) if rr else "",
                      "%.4f / %.4f" % tuple(r["loss"])]
         else:
-            cells = ["", "", "", "", ""]
+            cells = [""] * (5 + len(share))
         note = r.get("error") or r.get("skipped")
         if note:
             cells[-1] = (cells[-1] + " " if cells[-1] else "") + \
@@ -756,7 +789,12 @@ def parse(argv=None):
                     help="no GPU: tiny models on the CPU (torch's functions "
                     "there) and the op bodies' host time, launches "
                     "validated instead of run")
-    ap.add_argument("--widths", type=int, nargs="+", choices=sorted(SHAPES))
+    ap.add_argument("--shape", nargs="+", default=[], metavar="W=BxTxL",
+                    help="model shapes besides (or instead of) the default "
+                    "ones: width W with batch B, T tokens and L layers, "
+                    "e.g. 768=32x2048x4 (a GPU-bound step, where the norms "
+                    "are a larger share of it); --widths picks among them")
+    ap.add_argument("--widths", type=int, nargs="+")
     ap.add_argument("--norms", nargs="+", choices=NORMS)
     ap.add_argument("--precisions", nargs="+", choices=PRECISIONS)
     ap.add_argument("--modes", nargs="+", choices=MODES)
@@ -794,6 +832,19 @@ def parse(argv=None):
                     "their kernels' time a step (GPU) and their host "
                     "events' self CPU time a step (GPU and CPU)")
     args = ap.parse_args(argv)
+    for spec in args.shape:
+        m = re.fullmatch(r"(\d+)=(\d+)x(\d+)x(\d+)", spec)
+        if not m or min(int(v) for v in m.groups()) < 1:
+            ap.error("--shape %r is not W=BxTxL (positive integers)" % spec)
+        w, b, t, layers = (int(v) for v in m.groups())
+        if w % 64:
+            ap.error("--shape %r: the width must be a multiple of 64 (heads "
+                     "of 64 dimensions)" % spec)
+        SHAPES[w] = (b, t, layers)
+    for w in args.widths or []:
+        if w not in SHAPES:
+            ap.error("--widths: %d is not one of %s (--shape adds one)" % (
+                w, sorted(SHAPES)))
     quick = args.quick or args.cpu
     args.widths = args.widths or ([512] if args.cpu else [1024] if quick
                                   else sorted(SHAPES))

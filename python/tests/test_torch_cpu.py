@@ -2515,6 +2515,50 @@ def test_train_step_host_tables_of_a_synthetic_profile():
     assert "| `aten::empty` | +10.0 | 5.0 | 15.0 | 1.0 / 1.0 |" in md
 
 
+def test_train_step_shapes_and_norm_share():
+    """--shape adds a model shape (a GPU-bound step where the norms are a
+    larger share) that --widths and --config then pick; bad ones are
+    refused. norm_share counts torch's eager norm kernels, inductor's fused
+    ones and ours, and the step table gets the share column with
+    --profile."""
+    mod = _train_step_module()
+    saved = dict(mod.SHAPES)
+    try:
+        args = mod.parse(["--shape", "768=32x2048x4", "--config",
+                          "768:rms_norm:bf16:eager", "--no-host"])
+        assert mod.SHAPES[768] == (32, 2048, 4)
+        assert args.configs == [("eager", 768, "rms_norm", "bf16")]
+        for bad in (["--shape", "768=32x2048"], ["--shape", "700=1x2x3"],
+                    ["--shape", "768=0x2x3"], ["--widths", "640"]):
+            with pytest.raises(SystemExit):
+                mod.parse(bad)
+    finally:
+        mod.SHAPES.clear()
+        mod.SHAPES.update(saved)
+    kernels = {
+        "void at::native::(anonymous namespace)::vectorized_layer_norm_"
+        "kernel<c10::BFloat16, float>(int, float, ...)": (30.0, 3),
+        "void at::native::GammaBetaBackwardCUDAKernelTemplate<...>": (20.0, 3),
+        "triton_per_fused_add_native_layer_norm_3": (10.0, 2),
+        "norm_kernel_dx_1": (5.0, 3),
+        "ampere_bf16_s16816gemm_bf16_128x128": (900.0, 30),
+        "multi_tensor_apply_kernel<clip_norm>": (35.0, 1)}
+    norm, total = mod.norm_share(kernels)
+    assert (norm, total) == (65.0, 1000.0)
+    row = {"width": 768, "shape": "32x2048x4", "norm": "layer_norm",
+           "precision": "bf16", "mode": "eager", "torch_ms": 2.0,
+           "ours_ms": 1.9, "round_ratios": [1.05], "loss": [9.0, 9.0],
+           "norm_share": [(65.0, 1000.0), (20.0, 950.0)]}
+    skipped = {"width": 512, "shape": "16x512x4", "norm": "rms_norm",
+               "precision": "bf16", "mode": "compile", "skipped": "budget"}
+    table = mod.training_table([row, skipped])
+    assert "norm kernels" in table[0]
+    assert "| 6.5%, 65 / 20 |" in table[2]
+    cols = len(table[0].split("|"))
+    assert all(len(line.split("|")) == cols for line in table)
+    assert "norm kernels" not in mod.training_table([skipped])[0]
+
+
 def test_train_step_host_events_of_a_real_profile():
     """kernel_times on the CPU profiles make_step's ranges: the self CPU
     times on the step's thread add up to its span."""
