@@ -981,6 +981,11 @@ def main(argv=None):
                    "%s %s" % (args.profile, r["width"], r["norm"],
                               r["precision"], r["mode"]), ""]
             md += host_tables(r, md=True)
+            gpu = profile_table(r)[:-len(host_tables(r))] \
+                if r["profile"][0].get("gpu", True) else []
+            if gpu:
+                md += ["", "GPU kernels a step (us, launches):", "", "```"] \
+                    + gpu + ["```"]
     if args.out:
         with open(args.out, "w") as f:
             f.write("\n".join(md) + "\n")
