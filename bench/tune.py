@@ -495,6 +495,24 @@ def holdout_odd_plan():
                        lambda c: dataclasses.replace(c, untuned=True))
 
 
+# "dres": the backward with dresidual (what add_layer_norm / add_rms_norm
+# and inductor's folded residual adds run) against the same backward
+# without it, norm_mlir.torch's configuration (the table's), over the N
+# where models put norms and two M: whether reading one more row costs
+# about its bytes (on the H200, 65536 x 768 LayerNorm bf16: 124 us
+# without, 238 with, where a fourth row's bytes would make it ~165).
+# Prepared twice, the second with TUNE_EXTRA_FLAGS=--early-rows=true
+# (norm-cache-rows reads dresidual in the first column loop), and run
+# --against, it times that option.
+DRES_N = (512, 768, 1024, 2048, 4096, 6144, 8192, 12288)
+DRES_M = (8192, 65536)
+
+
+def dres_plan():
+    return paired_plan(("bf16", "f32"), C.GRAD_OPS, DRES_N, DRES_M,
+                       lambda c: dataclasses.replace(c, dres=True))
+
+
 # "restrict": the cost model's configuration (prepare adds --tuning=false
 # to every plan but the grid's and holdout; the bucket's rows hint as
 # norm_mlir.torch gives it) with the kernels' pointers noalias / readonly
@@ -620,7 +638,7 @@ PLANS = dict(TABLE_PLANS, explore=explore_plan, grid=grid_plan,
                 "hold": hold_plan, "push": push_plan,
                 "fwd-share": fwd_share_plan, "fwd-hold": fwd_hold_plan,
                 "holdout": holdout_plan, "holdout-odd": holdout_odd_plan,
-                "restrict": restrict_plan,
+                "restrict": restrict_plan, "dres": dres_plan,
                 "fwd-tiny": fwd_tiny_plan, "fwd-retune": fwd_retune_plan},
              **{"grid-cfgs": grid_cfgs_plan,
                 "grid-cfgs-f32": lambda: grid_cfgs_plan(("bf16", "f32"))})
@@ -628,7 +646,7 @@ PLANS = dict(TABLE_PLANS, explore=explore_plan, grid=grid_plan,
 
 # Plans whose candidates are compiled with the tuning table (the others
 # with --tuning=false: candidates against the cost model).
-TABLE_SIDE_PLANS = ("holdout", "holdout-odd", "fwd-tiny")
+TABLE_SIDE_PLANS = ("holdout", "holdout-odd", "fwd-tiny", "dres")
 
 
 def useful(cfg, m, n):

@@ -45,7 +45,9 @@ void norm::buildLowerToLoopsPipeline(OpPassManager &pm,
   fn.addPass(createNormPromote());
   check(CheckedStage::Promoted);
   fn.addPass(createNormFusePartials());
-  fn.addPass(createNormCacheRows());
+  NormCacheRowsOptions cache;
+  cache.earlyRows = options.earlyRows;
+  fn.addPass(createNormCacheRows(cache));
   check(CheckedStage::Fused);
   // No canonicalize here: it folds single-iteration loops (N = 1, one
   // group) together with their norm.stage tags, which norm-map-to-gpu

@@ -46,6 +46,13 @@ struct LowerToLoopsOptions : public PassPipelineOptions<LowerToLoopsOptions> {
       llvm::cl::desc("Also bufferize function signatures (tensor arguments "
                      "and results become memrefs)"),
       llvm::cl::init(true)};
+  Option<bool> earlyRows{
+      *this, "early-rows",
+      llvm::cl::desc("Read the rows only a later column loop reads "
+                     "(dresidual) in the first one, into row caches "
+                     "(norm-cache-rows early-rows); off by default until "
+                     "timed"),
+      llvm::cl::init(false)};
 };
 
 /// The cost model's knobs (norm-choose-geometry) that only it reads; it and

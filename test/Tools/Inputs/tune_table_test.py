@@ -388,6 +388,23 @@ class Table(unittest.TestCase):
                 sorted(T.dataclasses.replace(c, untuned=True).name
                        for c in tuned))
 
+    def test_dres_plan(self):
+        # Each grad configuration with and without dresidual, compiled
+        # with the table (what norm_mlir.torch runs), bf16 and f32.
+        points, cands = T.dres_plan()
+        self.assertIn("dres", T.TABLE_SIDE_PLANS)
+        self.assertEqual({op for op, _, _, _ in points}, set(T.C.GRAD_OPS))
+        self.assertEqual({dt for _, dt, _, _ in points}, {"bf16", "f32"})
+        for cs in cands.values():
+            plain = sorted(c.name for c in cs if not c.dres)
+            self.assertTrue(plain)
+            self.assertEqual(
+                sorted(c.name for c in cs if c.dres),
+                sorted(T.dataclasses.replace(c, dres=True).name
+                       for c in cs if not c.dres))
+            self.assertTrue(all("--dresidual" in c.flags() for c in cs
+                                if c.dres))
+
     def test_keys_known_to_the_parser(self):
         with open(os.path.join(ROOT, "lib", "Conversion", "NormToGPU",
                                "Tuning.cpp")) as f:

@@ -122,12 +122,50 @@ Value promotedValue(memref::LoadOp load) {
   return load;
 }
 
+/// Rows only a later column loop of `cols` loads at [r, j], from memrefs
+/// nothing in `rowBody` writes: loaded by the first loop at the top of its
+/// body (extended as the later load is used) and added to `firstValue`, so
+/// that cacheRows serves the later loads from a row cache.
+void readLateRowsFirst(Value r, Block &rowBody, ArrayRef<scf::ForOp> cols,
+                       DenseMap<Value, Value> &firstValue,
+                       const DenseMap<Value, Value> &storedValue) {
+  DenseSet<Value> written;
+  rowBody.walk([&](Operation *op) {
+    auto effects = dyn_cast<MemoryEffectOpInterface>(op);
+    for (Value operand : op->getOperands())
+      if (isa<MemRefType>(operand.getType()) &&
+          (!effects || effects.getEffectOnValue<MemoryEffects::Write>(operand)))
+        written.insert(operand);
+  });
+  scf::ForOp first = cols.front();
+  Value j0 = first.getInductionVar();
+  for (scf::ForOp later : cols.drop_front()) {
+    Value j = later.getInductionVar();
+    for (auto load : later.getBody()->getOps<memref::LoadOp>()) {
+      Value mem = load.getMemRef();
+      if (load.getIndices().size() != 2 || load.getIndices()[0] != r ||
+          load.getIndices()[1] != j || firstValue.count(mem) ||
+          storedValue.count(mem) || written.contains(mem))
+        continue;
+      OpBuilder fb = OpBuilder::atBlockBegin(first.getBody());
+      auto early =
+          memref::LoadOp::create(fb, load.getLoc(), mem, ValueRange{r, j0});
+      Value v = early;
+      if (Value used = promotedValue(load); used != load.getResult())
+        v = arith::ExtFOp::create(fb, load.getLoc(), used.getType(),
+                                  early.getResult());
+      firstValue[mem] = v;
+    }
+  }
+}
+
 /// One row body (row `r`): later column loops read the row from
 /// a cache filled by the first column loop. The caches are allocated right
 /// before `nest` and freed after it; they are tagged `norm.private`: each
 /// program needs its own copy when programs run in parallel (GPU mapping
 /// keeps them in registers).
-LogicalResult cacheRows(Value r, Block &rowBody, Operation *nest) {
+LogicalResult cacheRows(Value r, Block &rowBody, Operation *nest,
+                        bool earlyRows) {
   SmallVector<scf::ForOp> cols = llvm::to_vector(rowBody.getOps<scf::ForOp>());
   if (cols.size() < 2)
     return success();
@@ -164,6 +202,13 @@ LogicalResult cacheRows(Value r, Block &rowBody, Operation *nest) {
     fb.setInsertionPointAfterValue(v);
     return arith::ExtFOp::create(fb, loc, type, v);
   };
+  // early-rows: rows only a later column loop reads (dresidual, read
+  // where dx is formed), of memrefs the row body never writes, read by the
+  // first loop too, so their loads are in flight with x's and dy's instead
+  // of a memory round trip after the row's sums (LayerNorm backward bf16
+  // 65536 x 768 on the H200: 124 us, 238 with dresidual read late).
+  if (earlyRows)
+    readLateRowsFirst(r, rowBody, cols, firstValue, storedValue);
   if (firstValue.empty() && storedValue.empty())
     return success();
 
@@ -252,11 +297,12 @@ struct CacheRowsPass : public norm::impl::NormCacheRowsBase<CacheRowsPass> {
                           "`for p { for r { row } }`";
         return signalPassFailure();
       }
-      if (failed(cacheRows(row->second, *row->first, dx)))
+      if (failed(cacheRows(row->second, *row->first, dx, earlyRows)))
         return signalPassFailure();
     }
     for (scf::ForOp fwd : forwards)
-      if (failed(cacheRows(fwd.getInductionVar(), *fwd.getBody(), fwd)))
+      if (failed(cacheRows(fwd.getInductionVar(), *fwd.getBody(), fwd,
+                           earlyRows)))
         return signalPassFailure();
 
     if (failed(norm::checkRowsReadOnce(getOperation(), "norm-cache-rows")))

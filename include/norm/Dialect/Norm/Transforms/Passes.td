@@ -438,11 +438,23 @@ def NormCacheRows : Pass<"norm-cache-rows", "::mlir::func::FuncOp"> {
     scf.for %j ... { %x2 = memref.load %cx[%j] ... dx }
     ```
 
+    With `early-rows=true`, a row that only a later column loop reads (a
+    backward's `dresidual`, read where dx is formed), of a buffer the row
+    body never writes, is read by the first loop too and served from a
+    cache like x's: its load is in flight with x's and dy's instead of a
+    memory round trip after the row's sums. It costs a cache's registers;
+    off by default until it is timed (docs/NOTES.md, tenth session).
+
     Post-condition (checked): in every row body of a dx or forward nest, no
     buffer's row is loaded by more than one column loop (x and dy are read
     from memory once per row); a load that cannot be served from the cache
     is an error naming it.
   }];
+  let options = [
+    Option<"earlyRows", "early-rows", "bool", /*default=*/"false",
+           "Also read, in the first column loop, the rows only a later "
+           "loop reads (dresidual), into row caches">,
+  ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::memref::MemRefDialect"];
 }
