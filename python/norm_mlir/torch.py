@@ -147,6 +147,33 @@ def _supported(device):
     return ok
 
 
+def _pipeline_options(text):
+    """{name: value} of NORM_MLIR_PIPELINE_OPTIONS: pipeline options
+    (norm-compile's --NAME=VALUE, without the dashes) for every kernel the
+    package compiles, e.g. ``early-rows=true`` or ``threads=256
+    hold-columns=1``, separated by spaces or commas. They are part of the
+    kernel cache's key. ``rows`` is the package's own (the M bucket's
+    hint) and may not be given."""
+    opts = {}
+    for word in text.replace(",", " ").split():
+        name, eq, value = word.partition("=")
+        name = name.lstrip("-")
+        if not eq or not name or not value or \
+                not name.replace("-", "").isalnum():
+            raise ValueError("NORM_MLIR_PIPELINE_OPTIONS: %r is not "
+                             "NAME=VALUE" % word)
+        if name == "rows":
+            raise ValueError("NORM_MLIR_PIPELINE_OPTIONS: rows is the "
+                             "package's own (each M bucket's hint)")
+        opts[name] = value
+    return opts
+
+
+# Read once, at import: every kernel of the process is compiled alike.
+_EXTRA_OPTIONS = _pipeline_options(
+    os.environ.get("NORM_MLIR_PIPELINE_OPTIONS", ""))
+
+
 def _compiled(spec, chip):
     """The kernels of `spec` (a dict of compile_spec's arguments) for
     `chip`, through the cache: PTX, which the driver builds at load (no
@@ -157,8 +184,11 @@ def _compiled(spec, chip):
     strategy = "deterministic" if spec["op"].endswith("_grad") else None
     spec = dict(spec)
     rows = spec.pop("rows", 0)
+    options = dict(_EXTRA_OPTIONS)
     if rows:  # the tuning table's M range (a pipeline option)
-        spec["options"] = {"rows": rows}
+        options["rows"] = rows
+    if options:
+        spec["options"] = options
     try:
         return _cache.get(chip=chip, format="ptx", strategy=strategy, **spec)
     except CompileError as ex:

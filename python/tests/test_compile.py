@@ -53,6 +53,21 @@ def test_compile_options_reach_the_pipeline():
     assert k.manifest["kernels"][0]["kind"] == "zero"
 
 
+def test_early_rows_reaches_the_pipeline():
+    """early-rows (what NORM_MLIR_PIPELINE_OPTIONS gives norm_mlir.torch's
+    kernels): dresidual's 16-byte loads move before the row's shuffles."""
+    def loads_before_sums(**options):
+        k = norm_mlir.compile_spec("layer_norm_grad", 768, "bf16",
+                                   dresidual=True,
+                                   options=dict(rows=8193, **options))
+        ptx = k.image.decode()
+        dx = ptx[ptx.index(".entry norm_kernel_dx"):]
+        vector = dx[dx.index("ld.global.v4"):]  # the aligned body
+        return vector[:vector.index("shfl.sync")].count("ld.global.v4")
+    assert loads_before_sums() == 3  # x, dy, weight
+    assert loads_before_sums(**{"early-rows": "true"}) == 4  # dresidual
+
+
 @pytest.mark.parametrize("op,names", [
     ("layer_norm", ["x", "weight", "bias", "y", "mean", "rstd"]),
     ("rms_norm", ["x", "weight", "y", "rstd"]),

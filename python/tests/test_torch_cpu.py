@@ -2974,3 +2974,31 @@ def test_cpp_bodies_are_the_kernels_the_direct_table_stands_for(
             with pytest.raises(NotImplementedError):
                 nt.rms_norm(torch.randn(2, 32), 32)  # no CPU kernel now
             assert counted() == (0, 1)
+
+
+def test_pipeline_options_from_the_environment(monkeypatch):
+    """NORM_MLIR_PIPELINE_OPTIONS: pipeline options for every kernel the
+    package compiles (an A/B of a compiler option on a whole training step
+    with one wheel), merged with the M bucket's rows hint into the cache's
+    options; malformed words and `rows` are refused."""
+    parse = nt._pipeline_options
+    assert parse("") == {}
+    assert parse("early-rows=true") == {"early-rows": "true"}
+    assert parse(" --threads=256, hold-columns=1 ") == {
+        "threads": "256", "hold-columns": "1"}
+    for bad in ("early-rows", "=1", "threads=", "a b=1", "x;y=1",
+                "rows=8193"):
+        with pytest.raises(ValueError):
+            parse(bad)
+    seen = []
+    monkeypatch.setattr(nt._cache, "get", lambda **kw: seen.append(kw))
+    spec = {"op": "rms_norm_grad", "n": 512, "dtype": "bf16", "rows": 129}
+    monkeypatch.setattr(nt, "_EXTRA_OPTIONS", {})
+    nt._compiled(spec, "sm_90")
+    assert seen[-1]["options"] == {"rows": 129}
+    monkeypatch.setattr(nt, "_EXTRA_OPTIONS", {"early-rows": "true"})
+    nt._compiled(spec, "sm_90")
+    assert seen[-1]["options"] == {"early-rows": "true", "rows": 129}
+    nt._compiled(dict(spec, rows=0), "sm_90")
+    assert seen[-1]["options"] == {"early-rows": "true"}
+    assert spec["rows"] == 129  # the caller's spec is left as it was
