@@ -18,6 +18,10 @@
 #   bash scripts/gpu-prepare.sh            BUILD_DIR (build), JOBS (2),
 #                                          PTXAS (auto) are honoured
 #   NO_PTXAS=1 bash scripts/gpu-prepare.sh skip the resource report
+#   EXTRA_FLAGS=--early-rows=true bash scripts/gpu-prepare.sh
+#                                          every kernel compiled with these
+#                                          norm-compile flags too (gpu_check
+#                                          of a pipeline option)
 #   GRID=1 bash scripts/gpu-prepare.sh     also the configurations of
 #                                          bench/grid.py (issue 21:
 #                                          NORM_CONFIG_SETS=grid, ~90 more)
@@ -185,7 +189,7 @@ compile_s=$(python3 -c "print('%.1f' % ($t1 - $t0))")
 # sm_80; configs.TUNED_CASES).
 log "the deterministic backward configurations for sm_80 (PTX) into $OUTDIR/kernels-sm80"
 NORM_CONFIG_SETS= NAME_FILTER='^(layer|rms)_norm_grad-.*-deterministic(-r[0-9]+)?$' \
-  EXTRA_FLAGS=--chip=sm_80 \
+  EXTRA_FLAGS="--chip=sm_80 ${EXTRA_FLAGS:-}" \
   JOBS=$JOBS bash scripts/compile-configs.sh "$NC" "$OUTDIR/kernels-sm80" || true
 
 #--- resource report (ptxas -v), optional --------------------------------#
