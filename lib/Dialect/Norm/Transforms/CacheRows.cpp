@@ -36,6 +36,26 @@ using namespace mlir;
 
 namespace {
 
+/// Whether `op` may write its operand `operand`, a memref (an op that does
+/// not say what it does with its operands is taken to write them all).
+bool mayWrite(Operation *op, Value operand) {
+  if (!isa<MemRefType>(operand.getType()))
+    return false;
+  auto effects = dyn_cast<MemoryEffectOpInterface>(op);
+  return !effects || effects.getEffectOnValue<MemoryEffects::Write>(operand);
+}
+
+/// The memrefs some op in `block` (nested ones too) may write.
+DenseSet<Value> writtenIn(Block &block) {
+  DenseSet<Value> written;
+  block.walk([&](Operation *op) {
+    for (Value operand : op->getOperands())
+      if (mayWrite(op, operand))
+        written.insert(operand);
+  });
+  return written;
+}
+
 /// Loads of `block`'s rows that repeat (same memref, same indices) with no
 /// write to that memref in between are replaced by the first one.
 void dedupeLoads(Block &block) {
@@ -56,10 +76,8 @@ void dedupeLoads(Block &block) {
       continue;
     }
     // A write to a memref forgets what was loaded from it.
-    auto effects = dyn_cast<MemoryEffectOpInterface>(op);
     for (Value operand : op.getOperands())
-      if (isa<MemRefType>(operand.getType()) &&
-          (!effects || effects.getEffectOnValue<MemoryEffects::Write>(operand)))
+      if (mayWrite(&op, operand))
         llvm::erase_if(seen, [&](memref::LoadOp prev) {
           return prev.getMemRef() == operand;
         });
@@ -96,14 +114,7 @@ void dedupeLoads(Block &block) {
 /// nothing in the loop writes, move before the loop (the per-row statistics
 /// the recomputation reloads per element).
 void hoistInvariantLoads(scf::ForOp loop) {
-  DenseSet<Value> written;
-  loop.walk([&](Operation *op) {
-    auto effects = dyn_cast<MemoryEffectOpInterface>(op);
-    for (Value operand : op->getOperands())
-      if (isa<MemRefType>(operand.getType()) &&
-          (!effects || effects.getEffectOnValue<MemoryEffects::Write>(operand)))
-        written.insert(operand);
-  });
+  DenseSet<Value> written = writtenIn(*loop.getBody());
   for (Operation &op : llvm::make_early_inc_range(*loop.getBody())) {
     auto load = dyn_cast<memref::LoadOp>(op);
     if (!load || written.contains(load.getMemRef()) ||
@@ -129,14 +140,7 @@ Value promotedValue(memref::LoadOp load) {
 void readLateRowsFirst(Value r, Block &rowBody, ArrayRef<scf::ForOp> cols,
                        DenseMap<Value, Value> &firstValue,
                        const DenseMap<Value, Value> &storedValue) {
-  DenseSet<Value> written;
-  rowBody.walk([&](Operation *op) {
-    auto effects = dyn_cast<MemoryEffectOpInterface>(op);
-    for (Value operand : op->getOperands())
-      if (isa<MemRefType>(operand.getType()) &&
-          (!effects || effects.getEffectOnValue<MemoryEffects::Write>(operand)))
-        written.insert(operand);
-  });
+  DenseSet<Value> written = writtenIn(rowBody);
   scf::ForOp first = cols.front();
   Value j0 = first.getInductionVar();
   for (scf::ForOp later : cols.drop_front()) {
