@@ -764,6 +764,31 @@ def cmd_run(args):
     return rc
 
 
+def plan_inputs(torch, op, tdt, n, m, cands, device="cuda"):
+    """The inputs a point's candidates read, by manifest argument name:
+    every input any of them declares (configs.Cfg.expected_args), on fresh
+    random data."""
+    layer = op.startswith("layer")
+    x = (torch.randn(m, n, device=device) +
+         (torch.rand(m, 1, device=device) * 2 - 1)).to(tdt)
+    w = (1 + 0.25 * torch.randn(n, device=device)).to(tdt)
+    ins = {"x": x, "weight": w}
+    if op.endswith("_grad"):
+        xf = x.float()
+        mean = xf.mean(1) if layer else None
+        xc = xf - mean[:, None] if layer else xf
+        ins["rstd"] = (xc * xc).mean(1).add(C.EPS).rsqrt().contiguous()
+        del xf, xc
+        ins["dy"] = torch.randn(m, n, device=device).to(tdt)
+        if layer:
+            ins["mean"] = mean.contiguous()
+        if any(c.dres for c in cands):
+            ins["dresidual"] = torch.randn(m, n, device=device).to(tdt)
+    elif layer:
+        ins["bias"] = (0.5 * torch.randn(n, device=device)).to(tdt)
+    return ins
+
+
 def run_plan(args):
     import torch
     from triton.testing import do_bench
@@ -793,23 +818,8 @@ def run_plan(args):
         if args.deadline and time.time() > args.deadline - 10:
             out("tune: deadline: stopping before %s %dx%d" % (op, m, n))
             break
-        layer = op.startswith("layer")
+        ins = plan_inputs(torch, op, tdt[dt], n, m, cands[(op, dt, n)])
         grad = op.endswith("_grad")
-        x = (torch.randn(m, n, device="cuda") +
-             (torch.rand(m, 1, device="cuda") * 2 - 1)).to(tdt[dt])
-        w = (1 + 0.25 * torch.randn(n, device="cuda")).to(tdt[dt])
-        ins = {"x": x, "weight": w}
-        if grad:
-            xf = x.float()
-            mean = xf.mean(1) if layer else None
-            xc = xf - mean[:, None] if layer else xf
-            ins["rstd"] = (xc * xc).mean(1).add(C.EPS).rsqrt().contiguous()
-            del xf, xc
-            ins["dy"] = torch.randn(m, n, device="cuda").to(tdt[dt])
-            if layer:
-                ins["mean"] = mean.contiguous()
-        elif layer:
-            ins["bias"] = (0.5 * torch.randn(n, device="cuda")).to(tdt[dt])
         base_bits = None
         for c in cands[(op, dt, n)]:
             if not useful(c, m, n):
@@ -877,7 +887,7 @@ def run_plan(args):
             except Exception as ex:  # noqa: BLE001
                 r["error"] = "%s: %s" % (type(ex).__name__, ex)
             rows.append(r)
-        del x, w, ins
+        del ins
         torch.cuda.empty_cache()
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, args.json_name), "w") as f:

@@ -13,6 +13,7 @@ import sys
 import tarfile
 import tempfile
 import unittest
+import warnings
 
 ROOT = sys.argv[1]
 sys.path.insert(0, os.path.join(ROOT, "bench"))
@@ -404,6 +405,29 @@ class Table(unittest.TestCase):
                        for c in cs if not c.dres))
             self.assertTrue(all("--dresidual" in c.flags() for c in cs
                                 if c.dres))
+
+    def test_run_gives_every_input_a_candidate_declares(self):
+        # run_plan binds buffers by manifest argument name: an input a
+        # candidate declares (dresidual for plan dres) and run does not
+        # make fails that candidate on the device, after the device time
+        # is spent.
+        try:
+            with warnings.catch_warnings():  # torch's, about numpy
+                warnings.simplefilter("ignore")
+                import torch
+        except ImportError:
+            self.skipTest("no torch")
+        tdt = {"bf16": torch.bfloat16, "f16": torch.float16,
+               "f32": torch.float32}
+        for plan in sorted(T.PLANS):
+            points, cands = T.PLANS[plan]()
+            for op, dt, n in {(op, dt, n) for op, dt, n, _ in points}:
+                cs = cands[(op, dt, n)]
+                ins = T.plan_inputs(torch, op, tdt[dt], 8, 4, cs, "cpu")
+                for c in cs:
+                    wanted = {a[0] for a in c.expected_args()
+                              if a[1] == "input"}
+                    self.assertLessEqual(wanted, set(ins), (plan, c.name))
 
     def test_keys_known_to_the_parser(self):
         with open(os.path.join(ROOT, "lib", "Conversion", "NormToGPU",
