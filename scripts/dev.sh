@@ -152,12 +152,6 @@ lit_counts() {
 # without torch and a GPU. Echoes "passed failed skipped".
 pytest_counts() {
   python3 -m pytest --version >/dev/null 2>&1 || pip_install pytest
-  # torch for python/tests/test_torch_cpu.py (state dicts, the ops' real
-  # bodies validated against their manifests, fake tensors): the GPU
-  # machine's version. PyPI's wheel is the CUDA build (about 3 GB with its
-  # nvidia-* dependencies, 1.5 minutes to install here); it runs on the CPU.
-  python3 -c "import torch" >/dev/null 2>&1 ||
-    pip_install "torch==$TORCH_VERSION"
   local out rc
   set +e
   out=$(NORM_MLIR_LIB_DIR="$BUILD_DIR/lib" PYTHONPATH="$ROOT/python" \
@@ -183,6 +177,14 @@ pytest_counts() {
 
 run_tests() {
   local p f s sp=0 sf=0 ss=0 pp pf ps
+  # torch for python/tests/test_torch_cpu.py (state dicts, the ops' real
+  # bodies validated against their manifests, fake tensors) and for
+  # test/Tools/tune-table.test (bench/tune.py's inputs, on the CPU): the
+  # GPU machine's version. PyPI's wheel is the CUDA build (about 3 GB with
+  # its nvidia-* dependencies, 1.5 minutes to install here); it runs on
+  # the CPU.
+  python3 -c "import torch" >/dev/null 2>&1 ||
+    pip_install "torch==$TORCH_VERSION"
   read -r p f s < <(lit_counts "$BUILD_DIR/lit.log" "$BUILD_DIR/test")
   log "python/tests (pytest)"
   read -r pp pf ps < <(pytest_counts)
