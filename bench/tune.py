@@ -513,6 +513,21 @@ def dres_plan():
                        lambda c: dataclasses.replace(c, dres=True))
 
 
+# "dres-holdout": plan dres's question at N and M it was not decided on
+# (the rule of Geometry.h dxEarlyRows was read off plan dres), f16 too:
+# prepared with the defaults and again with TUNE_EXTRA_FLAGS=
+# --early-rows=false (dresidual read late, nothing asked of the wave), run
+# --against.
+DRES_HOLD_N = (640, 1536, 2560, 3072, 3584, 5120, 7168, 10240)
+DRES_HOLD_M = (4096, 32768)
+
+
+def dres_holdout_plan():
+    return paired_plan(("bf16", "f16", "f32"), C.GRAD_OPS, DRES_HOLD_N,
+                       DRES_HOLD_M,
+                       lambda c: dataclasses.replace(c, dres=True))
+
+
 # "restrict": the cost model's configuration (prepare adds --tuning=false
 # to every plan but the grid's and holdout; the bucket's rows hint as
 # norm_mlir.torch gives it) with the kernels' pointers noalias / readonly
@@ -639,6 +654,7 @@ PLANS = dict(TABLE_PLANS, explore=explore_plan, grid=grid_plan,
                 "fwd-share": fwd_share_plan, "fwd-hold": fwd_hold_plan,
                 "holdout": holdout_plan, "holdout-odd": holdout_odd_plan,
                 "restrict": restrict_plan, "dres": dres_plan,
+                "dres-holdout": dres_holdout_plan,
                 "fwd-tiny": fwd_tiny_plan, "fwd-retune": fwd_retune_plan},
              **{"grid-cfgs": grid_cfgs_plan,
                 "grid-cfgs-f32": lambda: grid_cfgs_plan(("bf16", "f32"))})
@@ -646,7 +662,8 @@ PLANS = dict(TABLE_PLANS, explore=explore_plan, grid=grid_plan,
 
 # Plans whose candidates are compiled with the tuning table (the others
 # with --tuning=false: candidates against the cost model).
-TABLE_SIDE_PLANS = ("holdout", "holdout-odd", "fwd-tiny", "dres")
+TABLE_SIDE_PLANS = ("holdout", "holdout-odd", "fwd-tiny", "dres",
+                    "dres-holdout")
 
 
 def useful(cfg, m, n):

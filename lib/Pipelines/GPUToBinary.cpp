@@ -33,6 +33,7 @@ void norm::buildGPUToBinaryPipeline(OpPassManager &pm,
   pm.addPass(createNormCheckTarget(check));
 
   pm.addPass(createNormAttachClusterDims());
+  pm.addPass(createNormAttachResidentBlocks());
 
   GpuNVVMAttachTargetOptions target;
   target.chip = options.chip;

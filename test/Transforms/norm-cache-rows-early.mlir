@@ -1,13 +1,14 @@
-// RUN: norm-opt %s --split-input-file --norm-cache-rows=early-rows=true | FileCheck %s
-// RUN: norm-opt %s --split-input-file --norm-cache-rows | FileCheck %s --check-prefix=OFF
-// RUN: norm-opt %s --split-input-file --norm-lower-to-loops=early-rows=true | FileCheck %s --check-prefix=PIPE
-// RUN: norm-opt %s --split-input-file --norm-lower-to-loops | FileCheck %s --check-prefix=PIPEOFF
+// RUN: norm-opt %s --split-input-file --norm-cache-rows | FileCheck %s
+// RUN: norm-opt %s --split-input-file --norm-cache-rows=early-rows=false | FileCheck %s --check-prefix=OFF
+// RUN: norm-opt %s --split-input-file --norm-lower-to-loops | FileCheck %s --check-prefix=PIPE
+// RUN: norm-opt %s --split-input-file --norm-lower-to-loops=early-rows=false | FileCheck %s --check-prefix=PIPEOFF
 
-// norm-cache-rows early-rows (off by default: OFF). A row only the last
-// column loop reads (a backward's dresidual), of a memref the row body
-// never writes: the first loop reads it too (its load in flight with x's
-// rather than a memory round trip after the row's sum) into a row cache,
-// which the last loop reads.
+// norm-cache-rows early-rows (the default; off with early-rows=false). A row
+// only the last column loop reads (a backward's dresidual), of a memref
+// the row body never writes: the first loop reads it too (its load in
+// flight with x's rather than a memory round trip after the row's sum)
+// into a row cache tagged norm.early_row, which the last loop reads (the
+// GPU mapping may read it late again: map-to-gpu-early-rows.mlir).
 // OFF-LABEL: func @late_row_read_early
 // OFF: scf.for
 // OFF:   scf.for
@@ -17,7 +18,8 @@
 // OFF:     memref.load %arg1[%{{.*}}, %{{.*}}] : memref<?x?xbf16>
 // CHECK-LABEL: func @late_row_read_early
 // CHECK-SAME: (%[[X:[^:]+]]: memref<?x?xbf16>, %[[D:[^:]+]]: memref<?x?xbf16>, %[[Y:[^:]+]]: memref<?x?xbf16>,
-// CHECK-COUNT-2: memref.alloc(%{{.*}}) {norm.row_cache} : memref<?xf32>
+// CHECK: memref.alloc(%{{.*}}) {norm.row_cache} : memref<?xf32>
+// CHECK-NEXT: memref.alloc(%{{.*}}) {norm.early_row, norm.row_cache} : memref<?xf32>
 // CHECK: scf.for %[[ROW:[^ ]+]] =
 // CHECK:   scf.for %[[J:[^ ]+]] = {{.*}} -> (f32)
 // CHECK-NEXT: %[[LD:.*]] = memref.load %[[D]][%[[ROW]], %[[J]]] : memref<?x?xbf16>
@@ -98,10 +100,11 @@ func.func @late_row_written_stays(%x: memref<?x?xbf16>, %d: memref<?x?xbf16>,
 // Through the pipeline (norm-lower-to-loops early-rows, which
 // norm-to-gpu-binary and norm-compile take too): RMSNorm backward with a
 // dresidual reads it in the first column loop of the dx nest, into a
-// third row cache; without the option, in the last.
+// third row cache, the early one; with early-rows=false, in the last.
 // PIPE-LABEL: func @rms_grad_dresidual
 // PIPE-SAME: memref<?xf32, strided<[1], offset: ?>>, %[[DRES:[^:]+]]:
-// PIPE-COUNT-3: memref.alloc() {norm.row_cache} : memref<64xf32>
+// PIPE-COUNT-2: memref.alloc() {norm.row_cache} : memref<64xf32>
+// PIPE-NEXT: memref.alloc() {norm.early_row, norm.row_cache} : memref<64xf32>
 // PIPE: scf.for %{{.*}} iter_args({{.*}}) -> (f32, f32) {
 // PIPE-NEXT: memref.load %[[DRES]]
 // PIPE: norm.stage = #norm.stage<dx>

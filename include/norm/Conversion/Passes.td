@@ -177,7 +177,13 @@ def NormMapToGPU : Pass<"norm-map-to-gpu", "::mlir::func::FuncOp"> {
     Post-condition (checked, an error naming the op): no `norm.stage` nest
     or other loop remains outside a `gpu.launch`; the host function only
     allocates the workspace and launches kernels, each recorded in the
-    function's `norm.kernels` attribute.
+    function's `norm.kernels` attribute. A `dx` kernel with early rows
+    (row caches `norm.early_row`, filled in the first column loop for rows
+    only a later loop reads: dresidual) keeps them or reads those rows late
+    again, and its record gets `resident = B`, the blocks an SM its largest
+    launch (G at the largest M, or the op's fixed G) needs to be one wave,
+    where that is what its geometry's register estimate allows
+    (Geometry.h dxEarlyRows; off with `fit-early-rows=false`).
   }];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::vector::VectorDialect",
@@ -185,7 +191,12 @@ def NormMapToGPU : Pass<"norm-map-to-gpu", "::mlir::func::FuncOp"> {
   let options = [
     Option<"chip", "chip", "std::string", /*default=*/"\"sm_90\"",
            "Target chip (TargetInfo): the geometry is checked against its "
-           "limits (block and cluster size, opt-in shared memory)">
+           "limits (block and cluster size, opt-in shared memory)">,
+    Option<"fitEarly", "fit-early-rows", "bool", /*default=*/"true",
+           "Decide per dx kernel whether its early rows (norm-cache-rows "
+           "early-rows) stay and the blocks an SM it asks ptxas for "
+           "(Geometry.h dxEarlyRows); false: every early row stays and "
+           "nothing is asked">
   ];
 }
 

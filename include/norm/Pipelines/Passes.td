@@ -184,6 +184,33 @@ def NormAttachClusterDims
   }];
 }
 
+def NormAttachResidentBlocks
+    : Pass<"norm-attach-resident-blocks", "::mlir::ModuleOp"> {
+  let summary = "Compile the blocks an SM each kernel's record asks for into "
+                "the kernel";
+  let description = [{
+    A kernel whose `#norm.kernel` record (the launching function's
+    `norm.kernels`) has `resident = B` gets `nvvm.minctasm = B`, which
+    becomes `.minnctapersm B` in the PTX: ptxas then fits the kernel's
+    registers to B blocks an SM. norm-map-to-gpu records it for a `dx`
+    kernel whose largest launch is one wave only at B blocks an SM
+    (Geometry.h dxResidentBlocks); outlining keeps nothing of the launch
+    but its sizes, so the record carries it here.
+
+    ```mlir
+    func.func @f(...) attributes {norm.kernels = [#norm.kernel<name =
+        "f_dx_0", kind = dx, block = 256, grid = programs, ...,
+        resident = 4>]} { gpu.launch_func @f_dx_0::@f_dx_0 ... }
+    gpu.func @f_dx_0(...) kernel
+    // becomes
+    gpu.func @f_dx_0(...) kernel attributes {nvvm.minctasm = 4 : i32}
+    ```
+
+    A kernel launched from functions whose records ask for different
+    numbers gets the largest. A kernel without a record is left alone.
+  }];
+}
+
 def NormMarkRestrictArguments
     : Pass<"norm-mark-restrict-arguments", "::mlir::func::FuncOp"> {
   let summary = "Mark the function arguments that the norm op's contract "

@@ -50,9 +50,10 @@ struct LowerToLoopsOptions : public PassPipelineOptions<LowerToLoopsOptions> {
       *this, "early-rows",
       llvm::cl::desc("Read the rows only a later column loop reads "
                      "(dresidual) in the first one, into row caches "
-                     "(norm-cache-rows early-rows); off by default until "
-                     "timed"),
-      llvm::cl::init(false)};
+                     "(norm-cache-rows early-rows); the GPU mapping reads "
+                     "them late again where they would cost a wave "
+                     "(norm-map-to-gpu fit-early-rows)"),
+      llvm::cl::init(true)};
 };
 
 /// The cost model's knobs (norm-choose-geometry) that only it reads; it and

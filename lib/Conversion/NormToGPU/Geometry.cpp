@@ -167,6 +167,30 @@ int64_t mlir::norm::restrictBlocksPerSM(int64_t threads, int64_t rowsPerBlock,
   return llvm::divideCeil(blocks, target.sms);
 }
 
+DxEarlyRows mlir::norm::dxEarlyRows(const Geometry &g, int64_t partialRows,
+                                    int64_t earlyRows, int64_t programs,
+                                    const TargetInfo &target) {
+  if (earlyRows <= 0)
+    return {};
+  if (!g.registers || g.cluster > 1 || g.threads <= 0)
+    return {/*early=*/false, 0};
+  int64_t share = g.chunksPerLane * g.vec;
+  int64_t late = registerEstimate(g, partialRows) + (g.pipeline ? share : 0);
+  int64_t early = late + earlyRows * share;
+  int64_t need =
+      target.sms > 0 ? llvm::divideCeil(std::max<int64_t>(programs, 0),
+                                        target.sms)
+                     : 0;
+  if (need >= 2 && need * g.threads <= kThreadsPerSM) {
+    int64_t budget = kRegistersPerSM / (need * g.threads);
+    if (early <= budget)
+      return {/*early=*/true, need};
+    if (late <= budget)
+      return {/*early=*/false, need};
+  }
+  return {/*early=*/late <= maxRegisters(g), 0};
+}
+
 bool mlir::norm::tuningTransfers(const Geometry &tuned, const Geometry &g) {
   return tuned.registers == g.registers &&
          g.slotUse() >= tuned.slotUse() - kTunedSlotLoss;

@@ -69,6 +69,14 @@ FailureOr<RowNest> analyzeRowNest(scf::ForOp nest, bool forward);
 /// (`ws[p, j]`, p the program), one per workspace, in body order.
 SmallVector<memref::StoreOp> partialRowStores(RowNest &rn);
 
+/// Every load of a row cache (`norm.row_cache`) in `rows` whose allocation
+/// `which` selects becomes the load (and extension) the cache was filled
+/// from, at the loading loop's column; the caches, and fills nothing else
+/// uses, are erased (RowChunksLooped.cpp). The looped regime rereads every
+/// row; the register regime the early rows dxEarlyRows reads late.
+void rereadRowCaches(scf::ForOp rows,
+                     function_ref<bool(memref::AllocOp)> which);
+
 /// Launches the row kernel of `rn` with `rn.geometry` (RowKernel.cpp picks
 /// its strategies; the looped chunk walk first turns the nest's row caches
 /// back into loads of the row).

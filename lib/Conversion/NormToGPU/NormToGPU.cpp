@@ -21,6 +21,7 @@
 #include "norm/Conversion/Passes.h"
 #include "norm/Dialect/Norm/IR/NormOps.h"
 #include "norm/Dialect/Norm/IR/StageContract.h"
+#include "norm/Support/Groups.h"
 #include "norm/Support/ManifestSchema.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -136,12 +137,46 @@ struct MapToGPUPass : public norm::impl::NormMapToGPUBase<MapToGPUPass> {
   /// (absent: no cluster).
   void record(OpBuilder &b, StringRef name, norm::manifest::KernelKind kind,
               int64_t threads, norm::manifest::GridRule grid,
-              int64_t columns = 0, const Geometry *g = nullptr) {
+              int64_t columns = 0, const Geometry *g = nullptr,
+              int64_t resident = 0) {
     kernels.push_back(norm::KernelAttr::get(
         b.getContext(), name, kind, threads, grid, columns, g ? g->lanes : 0,
         g ? g->rows : 0, g ? g->vec : 0,
         g ? std::optional<bool>(g->registers) : std::nullopt,
-        g && g->cluster > 1 ? g->cluster : 0, g ? g->dynamicSharedBytes : 0));
+        g && g->cluster > 1 ? g->cluster : 0, g ? g->dynamicSharedBytes : 0,
+        resident));
+  }
+
+  /// What the dx kernel of `rn` does with its early rows (dxEarlyRows):
+  /// reads them late again where the rule says so, and returns the blocks
+  /// an SM to record. Its largest launch is the program loop's constant
+  /// bound (the op's fixed G) or groupCap(N).
+  int64_t fitEarlyRows(norm::RowNest &rn) {
+    if (rn.forward || !fitEarly)
+      return 0;
+    DenseSet<Operation *> early;
+    rn.rows.walk([&](memref::StoreOp store) {
+      if (auto alloc = store.getMemRef().getDefiningOp<memref::AllocOp>())
+        if (norm::isRowCache(alloc) && norm::isEarlyRow(alloc))
+          early.insert(alloc);
+    });
+    if (early.empty())
+      return 0;
+    norm::RowShape shape = norm::rowShapeOf(rn, {});
+    int64_t programs = 0;
+    if (std::optional<int64_t> g =
+            getConstantIntValue(rn.nest.getUpperBound()))
+      programs = *g;
+    else if (shape.n)
+      programs = norm::groupCap(*shape.n);
+    norm::DxEarlyRows fit =
+        norm::dxEarlyRows(rn.geometry, shape.partialRows,
+                          int64_t(early.size()), programs, *target);
+    if (!fit.early)
+      norm::rereadRowCaches(rn.rows, [&](memref::AllocOp alloc) {
+        return early.contains(alloc.getOperation());
+      });
+    return fit.residentBlocks;
   }
 
   /// The zero kernel's block (it only writes rows).
@@ -215,11 +250,12 @@ struct MapToGPUPass : public norm::impl::NormMapToGPUBase<MapToGPUPass> {
         return failure();
       rn->geometry = *g;
       rn->codegen = &norm::TargetCodegen::forTarget(*target);
+      int64_t resident = fitEarlyRows(*rn);
       norm::buildRowKernel(*rn, name);
       record(b, name, forward ? KernelKind::Forward : KernelKind::Dx,
              rn->geometry.threads,
              forward ? GridRule::RowBlocks : GridRule::Programs,
-             /*columns=*/0, &rn->geometry);
+             /*columns=*/0, &rn->geometry, resident);
       break;
     }
     default:

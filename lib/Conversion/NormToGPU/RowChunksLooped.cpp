@@ -74,14 +74,14 @@ void LoopedChunks::walk(OpBuilder &rb, Value chunks, int64_t rowsPerChunk,
   carried.assign(last.getResults().begin(), last.getResults().end());
 }
 
-/// Every cache load of the nest's row body becomes the load (and
-/// extension) the cache was filled from.
-void LoopedChunks::prepare() {
-  scf::ForOp rows = ctx.nest.rows;
+void norm::rereadRowCaches(scf::ForOp rows,
+                           function_ref<bool(memref::AllocOp)> which) {
   SmallVector<memref::AllocOp> caches;
+  // Loads that filled a cache and may have no other use left.
+  SmallVector<Operation *> fills;
   rows.walk([&](memref::StoreOp store) {
     auto alloc = store.getMemRef().getDefiningOp<memref::AllocOp>();
-    if (!alloc || !norm::isRowCache(alloc))
+    if (!alloc || !norm::isRowCache(alloc) || !which(alloc))
       return;
     // value = extf(load src[r, j]) or load src[r, j]; or a value the
     // column loop also stores to a row (h = x + residual): then it is
@@ -127,6 +127,8 @@ void LoopedChunks::prepare() {
     // The template load made for a stored row is not part of the body.
     if (!src->getBlock())
       src->erase();
+    else
+      fills.push_back(ext ? ext.getOperation() : src);
     if (!llvm::is_contained(caches, alloc))
       caches.push_back(alloc);
   });
@@ -135,6 +137,23 @@ void LoopedChunks::prepare() {
       user->erase();
     alloc.erase();
   }
+  // A fill only the cache used (an early row's load in the first loop).
+  for (Operation *op : fills) {
+    if (!op->use_empty())
+      continue;
+    Operation *load = isa<arith::ExtFOp>(op)
+                          ? op->getOperand(0).getDefiningOp()
+                          : nullptr;
+    op->erase();
+    if (load && load->use_empty())
+      load->erase();
+  }
+}
+
+/// Every cache load of the nest's row body becomes the load (and
+/// extension) the cache was filled from.
+void LoopedChunks::prepare() {
+  norm::rereadRowCaches(ctx.nest.rows, [](memref::AllocOp) { return true; });
 }
 
 std::unique_ptr<ChunkWalk> norm::makeLoopedChunks(RowContext &ctx) {

@@ -628,6 +628,64 @@ int main() {
     }
   }
 
+  // dxEarlyRows: a dx kernel's early rows against its wave (sm_90, 132
+  // SMs). 256 threads, 512 programs: four blocks an SM, 64 registers.
+  {
+    TargetInfo h = *TargetInfo::get("sm_90");
+    Geometry g;
+    g.registers = true;
+    g.threads = 256;
+    g.lanes = 256;
+    g.vec = 8;
+    g.partials = PartialsHome::Shared;
+    // 16 a lane: late 64 fits, early 80 does not: late, four blocks.
+    g.chunksPerLane = 2;
+    DxEarlyRows r = dxEarlyRows(g, 2, 1, 512, h);
+    check(!r.early && r.residentBlocks == 4,
+          "dxEarlyRows 16 a lane: late, 4 blocks an SM");
+    // 8 a lane: early 56 fits: early, four blocks.
+    g.chunksPerLane = 1;
+    r = dxEarlyRows(g, 2, 1, 512, h);
+    check(r.early && r.residentBlocks == 4,
+          "dxEarlyRows 8 a lane: early, 4 blocks an SM");
+    // A pipelined row counts a share: 8 a lane, partials in registers
+    // (late 64 + 8 = 72) fits neither: early, nothing asked.
+    g.pipeline = 1;
+    g.partials = PartialsHome::Registers;
+    r = dxEarlyRows(g, 2, 1, 512, h);
+    check(r.early && r.residentBlocks == 0,
+          "dxEarlyRows pipelined: early, nothing asked");
+    g.pipeline = 0;
+    // 256 programs: two blocks an SM, 128 registers; 32 a lane, late 128
+    // (batched loads count an array) fits, early 160 does not.
+    g.partials = PartialsHome::Shared;
+    g.chunksPerLane = 4;
+    r = dxEarlyRows(g, 2, 1, 256, h);
+    check(!r.early && r.residentBlocks == 2,
+          "dxEarlyRows 32 a lane, 256 programs: late, 2 blocks an SM");
+    // One wave at one block an SM: nothing to keep; early.
+    r = dxEarlyRows(g, 2, 1, 100, h);
+    check(r.early && r.residentBlocks == 0,
+          "dxEarlyRows one block an SM: early, nothing asked");
+    // Past the thread's ceiling without the early row: late.
+    g.chunksPerLane = 12;
+    r = dxEarlyRows(g, 2, 1, 256, h);
+    check(!r.early && r.residentBlocks == 0,
+          "dxEarlyRows past the ceiling: late, nothing asked");
+    // No early rows: nothing changes; a cluster or the looped regime
+    // reads late.
+    r = dxEarlyRows(g, 2, 0, 512, h);
+    check(r.early && r.residentBlocks == 0, "dxEarlyRows without early rows");
+    g.chunksPerLane = 1;
+    g.cluster = 2;
+    r = dxEarlyRows(g, 2, 1, 512, h);
+    check(!r.early && r.residentBlocks == 0, "dxEarlyRows cluster: late");
+    g.cluster = 1;
+    g.registers = false;
+    r = dxEarlyRows(g, 2, 1, 512, h);
+    check(!r.early && r.residentBlocks == 0, "dxEarlyRows looped: late");
+  }
+
   if (failures)
     std::printf("%d check(s) failed\n", failures);
   else

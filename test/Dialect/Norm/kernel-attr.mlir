@@ -91,6 +91,22 @@ func.func @dynamic_shared() attributes {norm.kernels = [
 
 // -----
 
+// The blocks an SM a dx kernel is compiled to keep resident (the
+// manifest's resident_blocks) are `resident`.
+// CHECK-LABEL: func @resident
+// CHECK-SAME: #norm.kernel<name = "f_dx_1", kind = dx, block = 256, grid = programs, lanes = 256, rows = 1, vector = 8, registers = true, resident = 4>]
+func.func @resident() attributes {norm.kernels = [
+    #norm.kernel<resident = 4, name = "f_dx_1", kind = dx, block = 256, grid = programs, lanes = 256, rows = 1, vector = 8, registers = true>]} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{#norm.kernel: resident must be in [1, 32], got 64}}
+func.func @resident_too_many() attributes {k = #norm.kernel<name = "k", kind = dx, block = 32, grid = programs, resident = 64>}
+
+// -----
+
 // The ranges are the manifest's: a block of 2048 threads is refused here,
 // as the runtime would refuse its manifest.
 // expected-error @+1 {{#norm.kernel: block must be in [1, 1024], got 2048}}

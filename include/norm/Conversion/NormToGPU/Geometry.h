@@ -397,6 +397,36 @@ int64_t restrictBlocksPerSM(int64_t threads, int64_t rowsPerBlock,
                             int64_t cluster, int64_t rows,
                             const TargetInfo &target);
 
+/// What a `dx` kernel with early rows (row caches norm-cache-rows filled
+/// in the first column loop for rows only a later loop reads: dresidual)
+/// does with them: keep them or read those rows late again, and the blocks
+/// an SM it asks ptxas to keep resident (`.minnctapersm`, 0: none).
+struct DxEarlyRows {
+  bool early = true;
+  int64_t residentBlocks = 0;
+};
+
+/// The rule. The geometry was chosen (tuned) for the kernel without the
+/// early rows; their registers must not cost it the wave it had. The
+/// largest launch, `programs` blocks, is one wave at need = ceil(programs
+/// / SMs) blocks an SM, which leaves budget = 65536 / (need x threads)
+/// registers a thread. With `late` the register estimate (registerEstimate,
+/// plus a lane share for a pipelined row) and `early` that plus a share
+/// for each of `earlyRows` rows: early and resident where early fits the
+/// budget, late and resident where only late does; otherwise (no wave to
+/// keep, or nothing fits) early unless late is already past the thread's
+/// ceiling (maxRegisters: the kernel spills without them). A split row
+/// (cluster) or the looped regime reads late, as before early rows
+/// existed. Measured on the H200 (plan dres, 56 backward kernels with
+/// dresidual, N = 512-12288, bf16 / f32, M = 8192 / 65536), against
+/// reading late without residency: this rule 0.90x the time (no kernel
+/// slower than 1.01x); early rows everywhere 0.93x, up to 1.42x slower
+/// where they cost a wave (N = 4096: 64 -> 79 registers, four 256-thread
+/// blocks an SM -> three, 512 programs in two waves).
+DxEarlyRows dxEarlyRows(const Geometry &g, int64_t partialRows,
+                        int64_t earlyRows, int64_t programs,
+                        const TargetInfo &target);
+
 /// The registers a forward thread of a register-regime geometry is
 /// estimated to need with its column vectors held: its row cache (K V
 /// f32), the held chunks as 32-bit words of the row's element type, and

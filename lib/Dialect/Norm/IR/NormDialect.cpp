@@ -70,6 +70,7 @@ LogicalResult NormDialect::verifyOperationAttribute(Operation *op,
   if (name == getStrategyAttrHelper().getName())
     return expect(isa<ReductionStrategyAttr>(value), "a #norm.strategy");
   if (name == getRowCacheAttrHelper().getName() ||
+      name == getEarlyRowAttrHelper().getName() ||
       name == getRecomputableAttrHelper().getName() ||
       name == getWorkspaceAttrHelper().getName() ||
       name == getWrittenAttrHelper().getName()) {

@@ -106,6 +106,16 @@ void norm::setRowCache(Operation *alloc) {
       alloc, UnitAttr::get(alloc->getContext()));
 }
 
+bool norm::isEarlyRow(Operation *alloc) {
+  NormDialect *d = dialectOf(alloc);
+  return d && d->getEarlyRowAttrHelper().isAttrPresent(alloc);
+}
+
+void norm::setEarlyRow(Operation *alloc) {
+  loadedDialect(alloc).getEarlyRowAttrHelper().setAttr(
+      alloc, UnitAttr::get(alloc->getContext()));
+}
+
 bool norm::isWorkspace(Operation *alloc) {
   NormDialect *d = dialectOf(alloc);
   return d && d->getWorkspaceAttrHelper().isAttrPresent(alloc);

@@ -211,8 +211,16 @@ LogicalResult cacheRows(Value r, Block &rowBody, Operation *nest,
   // first loop too, so their loads are in flight with x's and dy's instead
   // of a memory round trip after the row's sums (LayerNorm backward bf16
   // 65536 x 768 on the H200: 124 us, 238 with dresidual read late).
-  if (earlyRows)
+  DenseSet<Value> early; // memrefs read early
+  if (earlyRows) {
+    DenseSet<Value> before;
+    for (auto &[mem, v] : firstValue)
+      before.insert(mem);
     readLateRowsFirst(r, rowBody, cols, firstValue, storedValue);
+    for (auto &[mem, v] : firstValue)
+      if (!before.contains(mem))
+        early.insert(mem);
+  }
   if (firstValue.empty() && storedValue.empty())
     return success();
 
@@ -229,6 +237,8 @@ LogicalResult cacheRows(Value r, Block &rowBody, Operation *nest,
     auto alloc = memref::AllocOp::create(pb, loc, ArrayRef<OpFoldResult>{n},
                                          v.getType());
     norm::setRowCache(alloc);
+    if (early.contains(memref))
+      norm::setEarlyRow(alloc);
     cache = alloc;
     pb.setInsertionPointAfter(nest);
     memref::DeallocOp::create(pb, loc, cache);

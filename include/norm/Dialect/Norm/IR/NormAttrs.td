@@ -30,10 +30,13 @@ def Norm_KernelAttr : AttrDef<Norm_Dialect, "Kernel"> {
     `cluster` (compiled into the kernel as `.reqnctapercluster`, so it needs
     sm_90 or later). `shared` (absent: 0) is the dynamic shared memory the
     kernel is launched with, in bytes (the manifest's
-    `dynamic_shared_bytes`). The keys, their ranges and the enum names are
-    those of the manifest's kernel fields (norm/Support/ManifestSchema.def),
-    from which the attribute's storage (a `KernelRecord`), parser, printer
-    and verifier are stamped.
+    `dynamic_shared_bytes`). `resident` (absent: none) is the blocks an SM
+    a `programs` dx kernel is compiled to keep resident (`.minnctapersm`,
+    norm-attach-resident-blocks), where its largest launch is one wave
+    only at that many (the manifest's `resident_blocks`). The keys, their
+    ranges and the enum names are those of the manifest's kernel fields
+    (norm/Support/ManifestSchema.def), from which the attribute's storage
+    (a `KernelRecord`), parser, printer and verifier are stamped.
 
     ```mlir
     #norm.kernel<name = "f_dx_1", kind = dx, block = 256, grid = programs,
@@ -67,7 +70,8 @@ def Norm_KernelAttr : AttrDef<Norm_Dialect, "Kernel"> {
                      CArg<"int64_t", "0">:$vector,
                      CArg<"std::optional<bool>", "std::nullopt">:$registers,
                      CArg<"int64_t", "0">:$cluster,
-                     CArg<"int64_t", "0">:$shared), [{
+                     CArg<"int64_t", "0">:$shared,
+                     CArg<"int64_t", "0">:$resident), [{
       ::mlir::norm::manifest::KernelRecord record;
       record.name = name.str();
       record.kind = kind;
@@ -80,6 +84,7 @@ def Norm_KernelAttr : AttrDef<Norm_Dialect, "Kernel"> {
       record.registers = registers;
       record.cluster = cluster;
       record.shared = shared;
+      record.resident = resident;
       return $_get($_ctxt, record);
     }]>
   ];

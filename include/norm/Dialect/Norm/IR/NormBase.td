@@ -49,6 +49,7 @@ def Norm_Dialect : Dialect {
     "::mlir::TypeAttr":$accumulate,
     "::mlir::norm::ReductionStrategyAttr":$strategy,
     "::mlir::UnitAttr":$row_cache,
+    "::mlir::UnitAttr":$early_row,
     "::mlir::UnitAttr":$recomputable,
     "::mlir::UnitAttr":$workspace,
     "::mlir::UnitAttr":$written,

@@ -83,6 +83,13 @@ void setRecomputable(Operation *alloc);
 bool isRowCache(Operation *alloc);
 void setRowCache(Operation *alloc);
 
+/// `norm.early_row` on a row cache's memref.alloc: the row only a later
+/// column loop reads, read by the first (norm-cache-rows early-rows); the
+/// GPU mapping may turn it back into the later loop's load
+/// (dxEarlyRows).
+bool isEarlyRow(Operation *alloc);
+void setEarlyRow(Operation *alloc);
+
 /// `norm.workspace` on a memref.alloc.
 bool isWorkspace(Operation *alloc);
 void setWorkspace(Operation *alloc);

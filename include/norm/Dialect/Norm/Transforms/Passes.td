@@ -438,12 +438,13 @@ def NormCacheRows : Pass<"norm-cache-rows", "::mlir::func::FuncOp"> {
     scf.for %j ... { %x2 = memref.load %cx[%j] ... dx }
     ```
 
-    With `early-rows=true`, a row that only a later column loop reads (a
-    backward's `dresidual`, read where dx is formed), of a buffer the row
-    body never writes, is read by the first loop too and served from a
-    cache like x's: its load is in flight with x's and dy's instead of a
-    memory round trip after the row's sums. It costs a cache's registers;
-    off by default until it is timed (docs/NOTES.md, tenth session).
+    With `early-rows` (the default), a row that only a later column loop
+    reads (a backward's `dresidual`, read where dx is formed), of a buffer
+    the row body never writes, is read by the first loop too and served
+    from a cache like x's, tagged `norm.early_row`: its load is in flight
+    with x's and dy's instead of a memory round trip after the row's sums.
+    It costs a cache's registers; the GPU mapping reads such a row late
+    again where they would cost its kernel a wave (Geometry.h dxEarlyRows).
 
     Post-condition (checked): in every row body of a dx or forward nest, no
     buffer's row is loaded by more than one column loop (x and dy are read
@@ -451,7 +452,7 @@ def NormCacheRows : Pass<"norm-cache-rows", "::mlir::func::FuncOp"> {
     is an error naming it.
   }];
   let options = [
-    Option<"earlyRows", "early-rows", "bool", /*default=*/"false",
+    Option<"earlyRows", "early-rows", "bool", /*default=*/"true",
            "Also read, in the first column loop, the rows only a later "
            "loop reads (dresidual), into row caches">,
   ];
