@@ -54,18 +54,28 @@ def test_compile_options_reach_the_pipeline():
 
 
 def test_early_rows_reaches_the_pipeline():
-    """early-rows (what NORM_MLIR_PIPELINE_OPTIONS gives norm_mlir.torch's
-    kernels): dresidual's 16-byte loads move before the row's shuffles."""
-    def loads_before_sums(**options):
-        k = norm_mlir.compile_spec("layer_norm_grad", 768, "bf16",
+    """early-rows (on by default; NORM_MLIR_PIPELINE_OPTIONS can turn it
+    off for norm_mlir.torch's kernels): dresidual's 16-byte loads move
+    before the row's shuffles where the kernel keeps its wave with them,
+    and the kernel asks for the blocks an SM that wave needs
+    (docs/GPU.md, early rows)."""
+    def compiled(dtype, n, **options):
+        k = norm_mlir.compile_spec("layer_norm_grad", n, dtype,
                                    dresidual=True,
                                    options=dict(rows=8193, **options))
         ptx = k.image.decode()
         dx = ptx[ptx.index(".entry norm_kernel_dx"):]
         vector = dx[dx.index("ld.global.v4"):]  # the aligned body
-        return vector[:vector.index("shfl.sync")].count("ld.global.v4")
-    assert loads_before_sums() == 3  # x, dy, weight
-    assert loads_before_sums(**{"early-rows": "true"}) == 4  # dresidual
+        loads = vector[:vector.index("shfl.sync")].count("ld.global.v4")
+        return loads, k.manifest["kernels"][0].get("resident_blocks")
+    off = {"early-rows": "false"}
+    # f32 N = 2048: 8 elements a lane (two 16-byte chunks), the early row
+    # fits four blocks an SM.
+    assert compiled("f32", 2048) == (8, 4)  # x, dy, weight, dresidual
+    assert compiled("f32", 2048, **off) == (6, None)
+    # bf16 N = 768, partials in registers: only the late kernel fits.
+    assert compiled("bf16", 768) == (3, 4)
+    assert compiled("bf16", 768, **off) == (3, None)
 
 
 @pytest.mark.parametrize("op,names", [
