@@ -341,6 +341,35 @@ def pipe_plan():
     return points, cands
 
 
+# "small-n": plan pipe's knobs (and 128 / 512 threads) below N = 1024,
+# where the table has no backward entry and the cost model's LayerNorm
+# kernel is furthest from inductor's (65536 x 768 bf16: 124 us for 302 MB);
+# bf16 and f32. A measurement for the table's next run, not yet in it.
+SMALL_N = (512, 768)
+SMALL_N_KNOBS = PIPE_KNOBS + ((128, 0, 0, 0, 0), (512, 0, 0, 0, 0),
+                              (128, 0, 0, 1, 0))
+
+
+def small_n_plan():
+    return table_plan(dtypes=("bf16", "f32"), ns=SMALL_N,
+                      knobs=SMALL_N_KNOBS, ms=PIPE_M + (65536,),
+                      fields=("threads", "prefetch", "pv", "pl", "nc"))
+
+
+# "small-n-holdout": the table's backward entries below N = 1024 (from
+# plan small-n) where they were not tuned: each point's configuration as
+# norm_mlir.torch compiles it (its M bucket's rows hint), prepared with the
+# table and again with TUNE_EXTRA_FLAGS=--tuning-file=<the table before>,
+# run --against.
+SMALL_HOLD_N = (320, 384, 448, 640, 704, 832)
+SMALL_HOLD_M = (4096, 32768)
+
+
+def small_n_holdout_plan():
+    return paired_plan(("bf16", "f32"), C.GRAD_OPS, SMALL_HOLD_N,
+                       SMALL_HOLD_M, lambda c: c)
+
+
 def paired_plan(dtypes, ops, ns, ms, variant, has_n=lambda dt, n: True):
     """norm_mlir.torch's configuration at each (op, dtype, N, M) of the
     product (no tensor above TENSOR_LIMIT; has_n: which N a dtype takes)
@@ -655,6 +684,8 @@ PLANS = dict(TABLE_PLANS, explore=explore_plan, grid=grid_plan,
                 "holdout": holdout_plan, "holdout-odd": holdout_odd_plan,
                 "restrict": restrict_plan, "dres": dres_plan,
                 "dres-holdout": dres_holdout_plan,
+                "small-n": small_n_plan,
+                "small-n-holdout": small_n_holdout_plan,
                 "fwd-tiny": fwd_tiny_plan, "fwd-retune": fwd_retune_plan},
              **{"grid-cfgs": grid_cfgs_plan,
                 "grid-cfgs-f32": lambda: grid_cfgs_plan(("bf16", "f32"))})
@@ -663,7 +694,7 @@ PLANS = dict(TABLE_PLANS, explore=explore_plan, grid=grid_plan,
 # Plans whose candidates are compiled with the tuning table (the others
 # with --tuning=false: candidates against the cost model).
 TABLE_SIDE_PLANS = ("holdout", "holdout-odd", "fwd-tiny", "dres",
-                    "dres-holdout")
+                    "dres-holdout", "small-n-holdout")
 
 
 def useful(cfg, m, n):
