@@ -194,7 +194,7 @@ def NormAttachResidentBlocks
     becomes `.minnctapersm B` in the PTX: ptxas then fits the kernel's
     registers to B blocks an SM. norm-map-to-gpu records it for a `dx`
     kernel whose largest launch is one wave only at B blocks an SM
-    (Geometry.h dxResidentBlocks); outlining keeps nothing of the launch
+    (Geometry.h dxEarlyRows); outlining keeps nothing of the launch
     but its sizes, so the record carries it here.
 
     ```mlir
