@@ -341,6 +341,20 @@ def pipe_plan():
     return points, cands
 
 
+# "dres-few": plan dres-holdout's question where rows are few (one wave
+# at any geometry, so the blocks an SM asked for only cost registers) and
+# at odd N (the element body), f16 / bf16 / f32, with dresidual only.
+DRES_FEW_N = (777, 3000, 4096, 8192)
+DRES_FEW_M = (1, 64, 512, 2048)
+
+
+def dres_few_plan():
+    points, cands = paired_plan(("bf16", "f16", "f32"), C.GRAD_OPS,
+                                DRES_FEW_N, DRES_FEW_M,
+                                lambda c: dataclasses.replace(c, dres=True))
+    return points, {k: [c for c in cs if c.dres] for k, cs in cands.items()}
+
+
 # "small-n": plan pipe's knobs (and 128 / 512 threads) below N = 1024,
 # where the table has no backward entry and the cost model's LayerNorm
 # kernel is furthest from inductor's (65536 x 768 bf16: 124 us for 302 MB);
@@ -685,6 +699,7 @@ PLANS = dict(TABLE_PLANS, explore=explore_plan, grid=grid_plan,
                 "restrict": restrict_plan, "dres": dres_plan,
                 "dres-holdout": dres_holdout_plan,
                 "small-n": small_n_plan,
+                "dres-few": dres_few_plan,
                 "small-n-holdout": small_n_holdout_plan,
                 "fwd-tiny": fwd_tiny_plan, "fwd-retune": fwd_retune_plan},
              **{"grid-cfgs": grid_cfgs_plan,
@@ -694,7 +709,7 @@ PLANS = dict(TABLE_PLANS, explore=explore_plan, grid=grid_plan,
 # Plans whose candidates are compiled with the tuning table (the others
 # with --tuning=false: candidates against the cost model).
 TABLE_SIDE_PLANS = ("holdout", "holdout-odd", "fwd-tiny", "dres",
-                    "dres-holdout", "small-n-holdout")
+                    "dres-holdout", "small-n-holdout", "dres-few")
 
 
 def useful(cfg, m, n):
