@@ -370,6 +370,31 @@ def small_n_plan():
                       fields=("threads", "prefetch", "pv", "pl", "nc"))
 
 
+# "small-g": the small-N backward (LayerNorm and RMSNorm bf16, N = 512-2048,
+# M = 16384 / 65536, with and without dresidual) with more programs (a fixed
+# G of 1024 / 2048 against the default's 512: more, shorter blocks, so a
+# kernel that holds fewer blocks an SM loses less to the last wave) alone and
+# with the next row loaded ahead (pipeline 1, which costs the registers that
+# drop a block an SM). A fixed G changes dweight/dbias bits, so a win is a
+# case for the cost model's G (Groups.h), never a table entry.
+SMALL_G_N = (512, 768, 1024, 2048)
+SMALL_G_M = (16384, 65536)
+SMALL_G_KNOBS = ((0, 0), (0, 1), (1024, 0), (1024, 1), (2048, 0), (2048, 1))
+
+
+def small_g_plan():
+    points, cands = [], {}
+    for op in C.GRAD_OPS:
+        for n in SMALL_G_N:
+            cs = cands.setdefault((op, "bf16", n), [])
+            for dres in (False, True):
+                cs += [C.Cfg(op, n, "bf16", groups=g, pl=pl, dres=dres)
+                       for g, pl in SMALL_G_KNOBS]
+            for m in SMALL_G_M:
+                points.append((op, "bf16", n, m))
+    return points, cands
+
+
 # "small-n-holdout": the table's backward entries below N = 1024 (from
 # plan small-n) where they were not tuned: each point's configuration as
 # norm_mlir.torch compiles it (its M bucket's rows hint), prepared with the
@@ -701,6 +726,7 @@ PLANS = dict(TABLE_PLANS, explore=explore_plan, grid=grid_plan,
                 "small-n": small_n_plan,
                 "dres-few": dres_few_plan,
                 "small-n-holdout": small_n_holdout_plan,
+                "small-g": small_g_plan,
                 "fwd-tiny": fwd_tiny_plan, "fwd-retune": fwd_retune_plan},
              **{"grid-cfgs": grid_cfgs_plan,
                 "grid-cfgs-f32": lambda: grid_cfgs_plan(("bf16", "f32"))})

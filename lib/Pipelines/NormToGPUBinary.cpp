@@ -39,6 +39,7 @@ void norm::buildNormToGPUBinaryPipeline(OpPassManager &pm,
   pm.addNestedPass<func::FuncOp>(createNormChooseGeometry(choose));
   NormMapToGPUOptions map;
   map.chip = options.chip;
+  map.rows = options.rows;
   pm.addNestedPass<func::FuncOp>(createNormMapToGPU(map));
   pm.addPass(createGpuKernelOutliningPass());
   pm.addPass(createCanonicalizerPass());

@@ -181,7 +181,8 @@ def NormMapToGPU : Pass<"norm-map-to-gpu", "::mlir::func::FuncOp"> {
     (row caches `norm.early_row`, filled in the first column loop for rows
     only a later loop reads: dresidual) keeps them or reads those rows late
     again, and its record gets `resident = B`, the blocks an SM its largest
-    launch (G at the largest M, or the op's fixed G) needs to be one wave,
+    launch (G at the largest M of the `rows` hint's bucket, or G's cap for
+    N without a hint, or the op's fixed G) needs to be one wave,
     where that is what its geometry's register estimate allows
     (Geometry.h dxEarlyRows; off with `fit-early-rows=false`).
   }];
@@ -196,7 +197,12 @@ def NormMapToGPU : Pass<"norm-map-to-gpu", "::mlir::func::FuncOp"> {
            "Decide per dx kernel whether its early rows (norm-cache-rows "
            "early-rows) stay and the blocks an SM it asks ptxas for "
            "(Geometry.h dxEarlyRows); false: every early row stays and "
-           "nothing is asked">
+           "nothing is asked">,
+    Option<"rows", "rows", "int64_t", /*default=*/"0",
+           "Rows M the kernels are built for, a hint (norm-choose-geometry's "
+           "`rows`): a dx kernel's early rows are fitted to G at the largest "
+           "M of the hint's bucket (0: G's cap for N). Kernels stay correct "
+           "for every M">
   ];
 }
 

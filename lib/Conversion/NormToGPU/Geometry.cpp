@@ -7,6 +7,7 @@
 #include "norm/Conversion/NormToGPU/Geometry.h"
 #include "Tuning.h"
 #include "norm/Conversion/NormToGPU/TargetInfo.h"
+#include "norm/Support/Groups.h"
 
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/Support/MathExtras.h"
@@ -165,6 +166,12 @@ int64_t mlir::norm::restrictBlocksPerSM(int64_t threads, int64_t rowsPerBlock,
   if (blocks > target.sms * std::max<int64_t>(kThreadsPerSM / threads, 1))
     return 0;
   return llvm::divideCeil(blocks, target.sms);
+}
+
+int64_t mlir::norm::dxLargestPrograms(int64_t n, int64_t rows) {
+  std::optional<int64_t> end =
+      rows > 0 ? bucketLastRow(rows) : std::optional<int64_t>();
+  return end ? defaultGroups(*end, n) : groupCap(n);
 }
 
 DxEarlyRows mlir::norm::dxEarlyRows(const Geometry &g, int64_t partialRows,

@@ -150,7 +150,8 @@ struct MapToGPUPass : public norm::impl::NormMapToGPUBase<MapToGPUPass> {
   /// What the dx kernel of `rn` does with its early rows (dxEarlyRows):
   /// reads them late again where the rule says so, and returns the blocks
   /// an SM to record. Its largest launch is the program loop's constant
-  /// bound (the op's fixed G) or groupCap(N).
+  /// bound (the op's fixed G) or G at the largest M of the `rows` hint's
+  /// bucket (dxLargestPrograms).
   int64_t fitEarlyRows(norm::RowNest &rn) {
     if (rn.forward || !fitEarly)
       return 0;
@@ -168,7 +169,7 @@ struct MapToGPUPass : public norm::impl::NormMapToGPUBase<MapToGPUPass> {
             getConstantIntValue(rn.nest.getUpperBound()))
       programs = *g;
     else if (shape.n)
-      programs = norm::groupCap(*shape.n);
+      programs = norm::dxLargestPrograms(*shape.n, rows);
     norm::DxEarlyRows fit =
         norm::dxEarlyRows(rn.geometry, shape.partialRows,
                           int64_t(early.size()), programs, *target);

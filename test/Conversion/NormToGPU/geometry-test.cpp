@@ -19,6 +19,7 @@
 
 #include "norm/Conversion/NormToGPU/Geometry.h"
 #include "norm/Conversion/NormToGPU/TargetInfo.h"
+#include "norm/Support/Groups.h"
 
 #include "Tuning.h"
 
@@ -685,6 +686,21 @@ int main() {
     r = dxEarlyRows(g, 2, 1, 512, h);
     check(!r.early && r.residentBlocks == 0, "dxEarlyRows looped: late");
   }
+
+  // dxLargestPrograms: G at the last M of the rows hint's bucket (edges
+  // 128, 512, 2048, 8192), groupCap(N) without a hint or past the edges.
+  check(dxLargestPrograms(3000, 0) == 512, "dxLargestPrograms no hint: cap");
+  check(dxLargestPrograms(3000, 129) == defaultGroups(512, 3000) &&
+            dxLargestPrograms(3000, 129) == 256,
+        "dxLargestPrograms hint 129 at N = 3000: G(512) = 256");
+  check(dxLargestPrograms(777, 513) == defaultGroups(2048, 777) &&
+            dxLargestPrograms(777, 513) == 342,
+        "dxLargestPrograms hint 513 at N = 777: G(2048) = 342");
+  check(dxLargestPrograms(777, 1) == 128, "dxLargestPrograms hint 1: 128");
+  check(dxLargestPrograms(777, 8193) == 512,
+        "dxLargestPrograms past the last edge: cap");
+  check(dxLargestPrograms(20000, 2049) == 128,
+        "dxLargestPrograms never above the cap");
 
   if (failures)
     std::printf("%d check(s) failed\n", failures);

@@ -427,6 +427,16 @@ DxEarlyRows dxEarlyRows(const Geometry &g, int64_t partialRows,
                         int64_t earlyRows, int64_t programs,
                         const TargetInfo &target);
 
+/// The largest launch (programs, G) of a dx kernel over rows of `n`
+/// columns built for the rows hint `rows`: G at the last M of the hint's
+/// bucket (the tuning table's row edges; G grows with M), or groupCap(n)
+/// where the hint is 0 or in the last, unbounded bucket. Measured on the
+/// H200 (plan dres-few): judged at groupCap alone, LayerNorm bf16 512 x
+/// 3000 kept its early row for a wave of 512 programs it never launches
+/// (72 registers, 256 programs of 512 threads in two waves: 1.17x slower
+/// than reading late).
+int64_t dxLargestPrograms(int64_t n, int64_t rows);
+
 /// The registers a forward thread of a register-regime geometry is
 /// estimated to need with its column vectors held: its row cache (K V
 /// f32), the held chunks as 32-bit words of the row's element type, and
