@@ -19,7 +19,7 @@
 // CHECK: norm-cache-rows{early-rows=true}
 // CHECK: norm-check-stage{stage=fused}
 // CHECK: norm-choose-geometry{batch-rows=3 chip=sm_80 cluster=0 hold-columns=1 max-lanes=16 max-register-elements=32 narrow-cache=1 partial-vector=2 pipeline=1 prefetch=2 rows=0 threads=128 tuning=true tuning-file=t.json}
-// CHECK: norm-map-to-gpu{chip=sm_80 fit-early-rows=true}
+// CHECK: norm-map-to-gpu{chip=sm_80 fit-early-rows=true rows=0}
 // CHECK: norm-check-target{chip=sm_80
 // CHECK: norm-attach-cluster-dims
 // CHECK-NEXT: norm-attach-resident-blocks

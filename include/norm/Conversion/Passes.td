@@ -88,7 +88,10 @@ def NormChooseGeometry : Pass<"norm-choose-geometry", "::mlir::func::FuncOp"> {
     Option<"pipeline", "pipeline", "int64_t", /*default=*/"0",
            "Waves of rows whose loads a register-regime dx kernel issues "
            "ahead into registers, before the current row's in-row sums (0: "
-           "the tuning table's, else none; 1: the next wave's). No result "
+           "the tuning table's, else the cost model's: the next wave's for "
+           "a kernel with early rows (dresidual) of at most 8 elements a "
+           "lane, Geometry.h earlyPipelinePays, none otherwise; 1: the next "
+           "wave's). No result "
            "bit depends on it">,
     Option<"narrowCache", "narrow-cache", "int64_t", /*default=*/"0",
            "Row caches of a register-regime dx kernel over 16-bit rows kept "

@@ -94,7 +94,9 @@ struct GeometryOptions : public PassPipelineOptions<GeometryOptions> {
       *this, "pipeline",
       llvm::cl::desc("Waves of rows whose loads a register-regime dx kernel "
                      "issues ahead into registers (0: the tuning table's, "
-                     "else none; 1). No result bit depends on it"),
+                     "else the cost model's: 1 for a kernel with early "
+                     "rows (dresidual) of at most 8 elements a lane, none "
+                     "otherwise; 1). No result bit depends on it"),
       llvm::cl::init(0)};
   Option<int64_t> narrowCache{
       *this, "narrow-cache",

@@ -253,6 +253,10 @@ struct ChooseGeometryPass
       // the cost model's (a forward launch of at most a block an SM).
       if (holdColumns < 0 && !holdSet)
         g.holdColumns = holdColumnsPays(g, s, rows, target) ? 1 : 0;
+      // The next wave loaded ahead, where neither the option nor the
+      // entry says: the cost model's for a kernel with early rows.
+      if (!pipeline && !g.pipeline && earlyPipelinePays(g, s))
+        (void)setIfTaken(g, &Geometry::pipeline, 1, s, target);
       // The options that change no result bit, over the table's (dx
       // kernels: a forward block has no row ahead and no partial rows):
       // refused where the row cannot take them, as written ones would be.

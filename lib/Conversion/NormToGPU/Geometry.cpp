@@ -168,6 +168,11 @@ int64_t mlir::norm::restrictBlocksPerSM(int64_t threads, int64_t rowsPerBlock,
   return llvm::divideCeil(blocks, target.sms);
 }
 
+bool mlir::norm::earlyPipelinePays(const Geometry &g, const RowShape &s) {
+  return !s.forward && s.earlyRows > 0 && g.registers && g.cluster <= 1 &&
+         g.chunksPerLane * g.vec <= kEarlyPipelineShare;
+}
+
 int64_t mlir::norm::dxLargestPrograms(int64_t n, int64_t rows) {
   std::optional<int64_t> end =
       rows > 0 ? bucketLastRow(rows) : std::optional<int64_t>();

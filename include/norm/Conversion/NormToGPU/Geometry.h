@@ -254,6 +254,9 @@ struct RowShape {
   /// dx kernel. The tuning table's forward entries may name one
   /// (`row_sums`): the two forwards differ in their best geometry.
   int64_t rowSums = 0;
+  /// A dx kernel's row caches filled in its first column loop for rows only
+  /// a later loop reads (norm-cache-rows' `norm.early_row`: dresidual).
+  int64_t earlyRows = 0;
 };
 
 /// How a row nest is spread over a block.
@@ -426,6 +429,20 @@ struct DxEarlyRows {
 DxEarlyRows dxEarlyRows(const Geometry &g, int64_t partialRows,
                         int64_t earlyRows, int64_t programs,
                         const TargetInfo &target);
+
+/// Whether the cost model loads a dx kernel's next wave of rows ahead
+/// (Geometry::pipeline = 1) where neither the option nor the tuning table
+/// says: a register-regime kernel with early rows (dresidual: three rows
+/// read a row, x, dy and dresidual, all in the first column loop) whose
+/// lanes hold at most kEarlyPipelineShare elements of a row each, so the
+/// buffers cost at most that many registers a row read. Measured on the
+/// H200 (plan small-g, LayerNorm / RMSNorm bf16, N = 512-2048, M = 16384
+/// and 65536): faster at all 16 points with dresidual (LayerNorm 65536 x
+/// 768 165.5 -> 151.8 us, 65536 x 1024 190 -> 171), while the plain
+/// LayerNorm kernels, two rows read, lose (125 -> 144 us at 768), so it is
+/// not asked of them.
+inline constexpr int64_t kEarlyPipelineShare = 8;
+bool earlyPipelinePays(const Geometry &g, const RowShape &s);
 
 /// The largest launch (programs, G) of a dx kernel over rows of `n`
 /// columns built for the rows hint `rows`: G at the last M of the hint's
