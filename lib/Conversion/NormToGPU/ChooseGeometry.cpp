@@ -80,7 +80,7 @@ struct ChooseGeometryPass
     if (pipeline < 0 || pipeline > kMaxPipeline)
       return emitError(func.getLoc())
              << "norm-choose-geometry: pipeline must be 0 (the tuning "
-                "table's, else none) to "
+                "table's, else the cost model's) to "
              << kMaxPipeline << ", got " << static_cast<int64_t>(pipeline);
     if (narrowCache < 0 || narrowCache > 1)
       return emitError(func.getLoc())

@@ -9,7 +9,8 @@
 // its row caches of bf16 rows as bf16; threads, lanes and chunks stay the
 // cost model's (no result bit changes). The forward kernel takes neither
 // (one wave a block; its cache holds x - mean): untouched. The defaults (0)
-// are the tuning table's, else none, which the attribute elides.
+// are the tuning table's, else the cost model's (none for these kernels
+// without early rows), which the attribute elides.
 // CHECK-LABEL: func.func @ahead
 // CHECK: norm.layer_norm_grad {{.*}}norm.geometry = #norm.row_geometry<regime = registers, threads = 256, lanes = 256, rows = 1, vector = 8, chunks = 2, layout = both, partials = shared, pipeline = 1, narrow_cache = 1, shared = 32832>
 // CHECK: norm.layer_norm {{.*}}norm.geometry = #norm.row_geometry<
@@ -19,7 +20,7 @@
 // NONE: norm.layer_norm_grad {{.*}}norm.geometry = #norm.row_geometry<regime = registers, threads = 256, lanes = 256, rows = 1, vector = 8, chunks = 2, partials = shared, shared = 32832>
 // NONE-NOT: pipeline
 // NONE-NOT: narrow_cache
-// RANGE: norm-choose-geometry: pipeline must be 0 (the tuning table's, else none) to 1, got 2
+// RANGE: norm-choose-geometry: pipeline must be 0 (the tuning table's, else the cost model's) to 1, got 2
 // NARROW: norm-choose-geometry: narrow-cache must be 0 (the tuning table's, else f32 caches) or 1, got 2
 func.func @ahead(%dy: memref<?x4096xbf16>, %x: memref<?x4096xbf16>, %mean: memref<?xf32>, %rstd: memref<?xf32>, %dx: memref<?x4096xbf16>, %w: memref<4096xbf16>, %dw: memref<4096xbf16>, %db: memref<4096xbf16>, %y: memref<?x4096xbf16>, %m2: memref<?xf32>, %r2: memref<?xf32>) {
   norm.layer_norm_grad dy(%dy : memref<?x4096xbf16>) x(%x : memref<?x4096xbf16>) mean(%mean : memref<?xf32>) rstd(%rstd : memref<?xf32>) weight(%w : memref<4096xbf16>) outs dx(%dx : memref<?x4096xbf16>) dweight(%dw : memref<4096xbf16>) dbias(%db : memref<4096xbf16>)
