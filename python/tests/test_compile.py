@@ -69,14 +69,14 @@ def test_early_rows_reaches_the_pipeline():
         loads = vector[:vector.index("shfl.sync")].count("ld.global.v4")
         return loads, k.manifest["kernels"][0].get("resident_blocks")
     off = {"early-rows": "false"}
-    # f32 N = 2048: 8 elements a lane (two 16-byte chunks). With the early
-    # row the cost model also loads the next wave ahead (Geometry.h
-    # earlyPipelinePays): x, dy, weight, dresidual, then the next row's x,
-    # dy and dresidual; it fits four blocks an SM.
-    assert compiled("f32", 2048) == (14, 4)
-    assert compiled("f32", 2048, **off) == (6, None)  # x, dy, weight
-    # bf16 N = 768, partials in registers, the next wave loaded ahead: no
-    # estimate fits a wave of four blocks, the early row stays.
+    # f32 N = 2048: 8 elements a lane (two 16-byte chunks), the early row
+    # fits four blocks an SM.
+    assert compiled("f32", 2048) == (8, 4)  # x, dy, weight, dresidual
+    assert compiled("f32", 2048, **off) == (6, None)
+    # bf16 N = 768, partials in registers, one chunk a lane: the cost model
+    # also loads the next wave ahead (Geometry.h earlyPipelinePays): x,
+    # dy, weight, dresidual, then the next row's x, dy and dresidual. No
+    # estimate fits a wave of four blocks; the early row stays.
     assert compiled("bf16", 768) == (7, None)
     assert compiled("bf16", 768, **off) == (3, None)
     # bf16 N = 4096: 16 elements a lane, more than the pipeline's share:

@@ -64,11 +64,8 @@
 // CHECK: norm.stage = #norm.stage<reduce>
 // CHECK: scf.for %{{.*}} = %{{.*}} to %[[GROUPS]]
 // CHECK:   %[[S:.*]]:2 = scf.for {{.*}} -> (bf16, bf16)
-// The means as products with 1 / N (one division a row, folded where N
-// is static).
-// CHECK:   %[[INV:.*]] = arith.divf
-// CHECK:   arith.mulf %[[S]]#0, %[[INV]]
-// CHECK:   arith.mulf %[[S]]#1, %[[INV]]
+// CHECK:   arith.divf %[[S]]#0
+// CHECK:   arith.divf %[[S]]#1
 // CHECK:   scf.for
 // CHECK:     memref.store {{.*}}, %[[DX]]
 // CHECK: norm.stage = #norm.stage<dx>

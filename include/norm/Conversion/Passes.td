@@ -89,7 +89,7 @@ def NormChooseGeometry : Pass<"norm-choose-geometry", "::mlir::func::FuncOp"> {
            "Waves of rows whose loads a register-regime dx kernel issues "
            "ahead into registers, before the current row's in-row sums (0: "
            "the tuning table's, else the cost model's: the next wave's for "
-           "a kernel with early rows (dresidual) of at most 8 elements a "
+           "a kernel with early rows (dresidual) of one 16-byte chunk a "
            "lane, Geometry.h earlyPipelinePays, none otherwise; 1: the next "
            "wave's). No result "
            "bit depends on it">,

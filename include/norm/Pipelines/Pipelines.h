@@ -95,7 +95,7 @@ struct GeometryOptions : public PassPipelineOptions<GeometryOptions> {
       llvm::cl::desc("Waves of rows whose loads a register-regime dx kernel "
                      "issues ahead into registers (0: the tuning table's, "
                      "else the cost model's: 1 for a kernel with early "
-                     "rows (dresidual) of at most 8 elements a lane, none "
+                     "rows (dresidual) of one 16-byte chunk a lane, none "
                      "otherwise; 1). No result bit depends on it"),
       llvm::cl::init(0)};
   Option<int64_t> narrowCache{

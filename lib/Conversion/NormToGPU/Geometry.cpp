@@ -170,7 +170,7 @@ int64_t mlir::norm::restrictBlocksPerSM(int64_t threads, int64_t rowsPerBlock,
 
 bool mlir::norm::earlyPipelinePays(const Geometry &g, const RowShape &s) {
   return !s.forward && s.earlyRows > 0 && g.registers && g.cluster <= 1 &&
-         g.chunksPerLane * g.vec <= kEarlyPipelineShare;
+         g.chunksPerLane == 1;
 }
 
 int64_t mlir::norm::dxLargestPrograms(int64_t n, int64_t rows) {

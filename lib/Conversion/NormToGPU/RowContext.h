@@ -171,13 +171,6 @@ struct RowContext {
   /// At the top of a wave: the current row's buffered statistics, mapped
   /// in `base` for the wave's row body.
   void takePreloaded(OpBuilder &rb);
-  /// At the top of a wave, after takePreloaded: the row body's loads at
-  /// [r] (the statistics) of memrefs it never writes, not yet mapped,
-  /// loaded once for the wave's row `row` (clamped to `last`, the block's
-  /// last row, for sub-groups past it: their values go unused) and mapped
-  /// in `base`, so every column loop of the row uses the one load instead
-  /// of loading again after the in-row sums.
-  void loadRowScalars(OpBuilder &rb, Value row, Value last);
 
   /// For each of the lane's groups k whose columns all lie below N: `body`
   /// with the chunk's first column j0, under the test that the chunk is in

@@ -150,26 +150,3 @@ void RowContext::takePreloaded(OpBuilder &rb) {
     base.map(op->getResult(0),
              memref::LoadOp::create(rb, loc, buf, ValueRange{zero}));
 }
-
-void RowContext::loadRowScalars(OpBuilder &rb, Value row, Value last) {
-  Block *rowBody = nest.rows.getBody();
-  Value rowIV = nest.rows.getInductionVar();
-  llvm::SmallPtrSet<Value, 8> written;
-  rowBody->walk([&](memref::StoreOp store) {
-    written.insert(store.getMemRef());
-  });
-  Value at;
-  for (Operation &op : rowBody->without_terminator()) {
-    auto load = dyn_cast<memref::LoadOp>(op);
-    if (!load || load.getIndices().size() != 1 ||
-        load.getIndices()[0] != rowIV || isRowCacheBuffer(load.getMemRef()) ||
-        written.contains(load.getMemRef()) || base.contains(load.getResult()))
-      continue;
-    if (!at)
-      at = arith::MinUIOp::create(rb, loc, row, last);
-    base.map(load.getResult(),
-             memref::LoadOp::create(
-                 rb, loc, base.lookupOrDefault(load.getMemRef()),
-                 ValueRange{at}));
-  }
-}

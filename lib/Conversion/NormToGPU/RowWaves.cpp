@@ -66,8 +66,6 @@ void Waves::emitRows(ColumnLoops &loops, Value lo, Value hi) {
                                          ctx.lane, ctx.c(0));
   Value sideEffects = reduction.beginRow(waves.getInductionVar(), lo, laneZero);
   ctx.takePreloaded(b);
-  ctx.loadRowScalars(b, rowIV,
-                     arith::SubIOp::create(b, loc, hi, ctx.c(1)));
   // The next wave's row, loaded ahead right after this row's first column
   // loop has taken its values (before the in-row sums).
   auto preloadNext = [&](scf::ForOp loop) {

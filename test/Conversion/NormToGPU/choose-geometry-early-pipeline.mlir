@@ -2,9 +2,10 @@
 // RUN: norm-opt %s --split-input-file --norm-lower-to-loops=early-rows=false --norm-choose-geometry=tuning=false | FileCheck %s --check-prefix=LATE
 
 // The cost model loads the next wave of rows ahead (pipeline = 1) for a
-// dx kernel with early rows (dresidual, read in the first column loop) of
-// at most 8 elements a lane (Geometry.h earlyPipelinePays): LayerNorm bf16
-// N = 768, two rows of 128 lanes a block, one 16-byte chunk a lane. The
+// dx kernel with early rows (dresidual, read in the first column loop)
+// whose lanes hold one 16-byte chunk of a row (Geometry.h
+// earlyPipelinePays): LayerNorm bf16 N = 768, two rows of 128 lanes a
+// block. The
 // pipelined rows are the aligned body's, so the layout becomes `both`.
 // Without early rows (early-rows=false) nothing is loaded ahead.
 // CHECK-LABEL: func.func @dres768
@@ -30,8 +31,8 @@ func.func @plain768(%dy: memref<?x768xbf16>, %x: memref<?x768xbf16>, %mean: memr
 
 // -----
 
-// N = 4096 with dresidual: 16 elements a lane, past the share (the three
-// buffered rows would cost 48 registers): not loaded ahead.
+// N = 4096 with dresidual: two chunks a lane (16 elements; the three
+// buffered rows would cost 24 registers): not loaded ahead.
 // CHECK-LABEL: func.func @dres4096
 // CHECK: norm.geometry = #norm.row_geometry<regime = registers, threads = 256, lanes = 256, rows = 1, vector = 8, chunks = 2, partials = shared, shared = 32832>
 func.func @dres4096(%dy: memref<?x4096xbf16>, %x: memref<?x4096xbf16>, %mean: memref<?xf32>, %rstd: memref<?xf32>, %w: memref<4096xbf16>, %dres: memref<?x4096xbf16>, %dx: memref<?x4096xbf16>, %dw: memref<4096xbf16>, %db: memref<4096xbf16>) {

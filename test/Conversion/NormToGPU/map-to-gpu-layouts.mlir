@@ -35,12 +35,10 @@ func.func @rms_norm_grad_n4095(%dy: memref<?x4095xbf16>, %x: memref<?x4095xbf16>
 // others the interleaved layout.
 // CHECK-LABEL: func @rms_norm_grad_n8192
 // CHECK: gpu.launch {{.*}} function(@rms_norm_grad_n8192_dx_1)
-// The row's rstd is loaded once a wave, before the column loops
-// (RowContext::loadRowScalars).
 // CHECK:   scf.if %{{.*}} {
 // CHECK-NEXT: scf.for
-// CHECK:         memref.load %{{.*}} : memref<?xf32>
-// CHECK-NEXT:  scf.if %{{.*}} -> (f32) {
+// CHECK:       scf.if %{{.*}} -> (f32) {
+// CHECK-NEXT:    memref.load %{{.*}} : memref<?xf32>
 // CHECK-NEXT:    arith.muli
 // CHECK-NEXT:    vector.load {{.*}} : memref<8192xbf16>, vector<8xbf16>
 // CHECK-NEXT:    vector.load {{.*}} : memref<?x8192xbf16>, vector<8xbf16>

@@ -434,14 +434,14 @@ DxEarlyRows dxEarlyRows(const Geometry &g, int64_t partialRows,
 /// (Geometry::pipeline = 1) where neither the option nor the tuning table
 /// says: a register-regime kernel with early rows (dresidual: three rows
 /// read a row, x, dy and dresidual, all in the first column loop) whose
-/// lanes hold at most kEarlyPipelineShare elements of a row each, so the
-/// buffers cost at most that many registers a row read. Measured on the
-/// H200 (plan small-g, LayerNorm / RMSNorm bf16, N = 512-2048, M = 16384
-/// and 65536): faster at all 16 points with dresidual (LayerNorm 65536 x
-/// 768 165.5 -> 151.8 us, 65536 x 1024 190 -> 171), while the plain
-/// LayerNorm kernels, two rows read, lose (125 -> 144 us at 768), so it is
-/// not asked of them.
-inline constexpr int64_t kEarlyPipelineShare = 8;
+/// lanes hold one 16-byte chunk of a row each, so a buffered row costs a
+/// lane four registers. Measured on the H200 (plan small-g, LayerNorm /
+/// RMSNorm bf16, N = 512-2048, M = 16384 and 65536): faster at all 16
+/// points with dresidual (LayerNorm 65536 x 768 165.5 -> 151.8 us, 65536 x
+/// 1024 190 -> 171), while the plain LayerNorm kernels, two rows read, lose
+/// (125 -> 144 us at 768), so it is not asked of them. With two chunks a
+/// lane (f32 N = 2048) it lost: LayerNorm 65536 x 2048 with dresidual 547
+/// -> 773 us (plan dres).
 bool earlyPipelinePays(const Geometry &g, const RowShape &s);
 
 /// The largest launch (programs, G) of a dx kernel over rows of `n`

@@ -307,14 +307,8 @@ void lowerGrad(OpT op, const SplitOptions &options, int64_t id,
                                               arith::MulFOp::create(b, gv, hv));
           return SmallVector<Value>{sumG, sumGX};
         });
-    // The row's means as products with 1 / N (a constant where N is
-    // static): two divisions a row and lane were ~16 of the ~300
-    // instructions a lane spends on a row pair at N = 768 (ptxas's
-    // div.rn.f32 with its slow-path check). dx may round differently in
-    // its last bit; dweight / dbias never use these.
-    Value invN = arith::DivFOp::create(b, e.storageConstant(1.0), nf);
-    Value meanG = arith::MulFOp::create(b, sums.getResult(0), invN);
-    Value meanGX = arith::MulFOp::create(b, sums.getResult(1), invN);
+    Value meanG = arith::DivFOp::create(b, sums.getResult(0), nf);
+    Value meanGX = arith::DivFOp::create(b, sums.getResult(1), nf);
     e.loop(zero, n, [&](Value j) {
       Value gv = e.load(g, {r, j});
       Value hv = e.load(xhat, {r, j});
