@@ -62,6 +62,16 @@ static void finishShape(RowShape &shape, bool forward,
                      shape.partials == PartialSums::None;
 }
 
+llvm::SmallPtrSet<Operation *, 4> norm::earlyRowCaches(RowNest &rn) {
+  llvm::SmallPtrSet<Operation *, 4> early;
+  rn.rows.walk([&](memref::StoreOp store) {
+    if (auto alloc = store.getMemRef().getDefiningOp<memref::AllocOp>())
+      if (isRowCache(alloc) && isEarlyRow(alloc))
+        early.insert(alloc);
+  });
+  return early;
+}
+
 RowShape norm::rowShapeOf(RowNest &rn, const GeometryKnobs &knobs) {
   RowShape shape;
   // N: the column loops' bound (one, checked by checkRowNestShape).
@@ -83,15 +93,7 @@ RowShape norm::rowShapeOf(RowNest &rn, const GeometryKnobs &knobs) {
           columns.insert(l.getMemRef());
       });
   shape.columnVectors = columns.size();
-  // Early rows: the row caches (allocated per program, outside the row
-  // loop) that the row body fills and norm-cache-rows tagged early.
-  llvm::SmallPtrSet<Operation *, 4> early;
-  rn.rows.walk([&](memref::StoreOp store) {
-    if (auto alloc = store.getMemRef().getDefiningOp<memref::AllocOp>())
-      if (isRowCache(alloc) && isEarlyRow(alloc))
-        early.insert(alloc);
-  });
-  shape.earlyRows = early.size();
+  shape.earlyRows = earlyRowCaches(rn).size();
   // A forward kernel's in-row sums: its column loops with results.
   if (rn.forward)
     for (Operation &op : *rn.rows.getBody())

@@ -14,6 +14,8 @@
 
 #include "norm/Dialect/Norm/IR/NormDialect.h"
 
+#include "llvm/ADT/SmallPtrSet.h"
+
 namespace mlir::norm {
 
 /// The cost model's knobs (norm-choose-geometry's options).
@@ -27,6 +29,11 @@ struct GeometryKnobs {
 
 /// The row of a lowered `dx` / `forward` nest.
 RowShape rowShapeOf(RowNest &rn, const GeometryKnobs &knobs);
+
+/// The early row caches of a nest: the row caches (allocated per program,
+/// outside the row loop) that its row body fills and norm-cache-rows
+/// tagged `norm.early_row` (dresidual). RowShape::earlyRows counts them.
+llvm::SmallPtrSet<Operation *, 4> earlyRowCaches(RowNest &rn);
 
 /// The row of the row kernel a norm op lowers to (its dx kernel, or the
 /// forward's kernel): the same shape as rowShapeOf gives its nest. None for

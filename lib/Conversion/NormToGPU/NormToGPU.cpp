@@ -155,12 +155,7 @@ struct MapToGPUPass : public norm::impl::NormMapToGPUBase<MapToGPUPass> {
   int64_t fitEarlyRows(norm::RowNest &rn) {
     if (rn.forward || !fitEarly)
       return 0;
-    DenseSet<Operation *> early;
-    rn.rows.walk([&](memref::StoreOp store) {
-      if (auto alloc = store.getMemRef().getDefiningOp<memref::AllocOp>())
-        if (norm::isRowCache(alloc) && norm::isEarlyRow(alloc))
-          early.insert(alloc);
-    });
+    llvm::SmallPtrSet<Operation *, 4> early = norm::earlyRowCaches(rn);
     if (early.empty())
       return 0;
     norm::RowShape shape = norm::rowShapeOf(rn, {});
