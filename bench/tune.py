@@ -1236,6 +1236,8 @@ def cmd_table(args):
         sources.append("%s (plan %s, %s)" % (os.path.basename(path),
                                              d["plan"], d.get("device", "?")))
     entries = make_table(rows)
+    # A run given again under --supersede is one source.
+    sources = list(dict.fromkeys(sources))
     table = {"family": args.family,
              "about": "Measured geometry choices (%s) for %s, written by "
                       "bench/tune.py table from %s; see docs/GPU.md, The "
