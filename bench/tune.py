@@ -713,6 +713,36 @@ def fwd_retune_plan():
     return points, cands
 
 
+# "warp-rows": the small-N backward (LayerNorm and RMSNorm bf16, N =
+# 512-2048, M = 16384 / 65536, with and without dresidual) with a row on
+# fewer lanes (max-lanes 16 / 32 / 64: several 16-byte chunks a lane, no
+# cross-warp step at 32 lanes or fewer) and the row caches narrow (bf16,
+# which the issue-9 run of max-lanes = 32 did not have: its f32 caches took
+# ptxas to 88-241 registers), alone and with the next row loaded ahead.
+# Same G and row-to-group assignment: no dweight/dbias bit may move.
+WARP_ROWS_N = (512, 768, 1024, 1536, 2048)
+WARP_ROWS_M = (16384, 65536)
+# (threads, max_lanes, narrow_cache, pipeline)
+WARP_ROWS_KNOBS = ((0, 32, 1, 0), (0, 32, 1, 1), (0, 32, 0, 0),
+                   (0, 64, 1, 0), (0, 16, 1, 0), (128, 32, 1, 0),
+                   (512, 32, 1, 0))
+
+
+def warp_rows_plan():
+    points, cands = [], {}
+    for op in C.GRAD_OPS:
+        for n in WARP_ROWS_N:
+            cs = cands.setdefault((op, "bf16", n), [])
+            for dres in (False, True):
+                cs.append(C.Cfg(op, n, "bf16", dres=dres))
+                cs += [C.Cfg(op, n, "bf16", dres=dres,
+                             **dict(zip(("threads", "lanes", "nc", "pl"), k)))
+                       for k in WARP_ROWS_KNOBS]
+            for m in WARP_ROWS_M:
+                points.append((op, "bf16", n, m))
+    return points, cands
+
+
 PLANS = dict(TABLE_PLANS, explore=explore_plan, grid=grid_plan,
              groups=groups_plan, fma=fma_plan, wide=wide_plan,
              prefetch=prefetch_plan, pvec=pvec_plan, pipe=pipe_plan,
@@ -727,6 +757,7 @@ PLANS = dict(TABLE_PLANS, explore=explore_plan, grid=grid_plan,
                 "dres-few": dres_few_plan,
                 "small-n-holdout": small_n_holdout_plan,
                 "small-g": small_g_plan,
+                "warp-rows": warp_rows_plan,
                 "fwd-tiny": fwd_tiny_plan, "fwd-retune": fwd_retune_plan},
              **{"grid-cfgs": grid_cfgs_plan,
                 "grid-cfgs-f32": lambda: grid_cfgs_plan(("bf16", "f32"))})
