@@ -743,6 +743,28 @@ def warp_rows_plan():
     return points, cands
 
 
+# "trim": the backward's rows trimmed of their idle warps (the cost
+# model's trim-idle-warps, the default) against the same kernels compiled
+# with TUNE_EXTRA_FLAGS=--trim-idle-warps=false (run --against), at N where
+# the trim changes the block (576-5376 for 16-bit rows, 320-2688 for f32:
+# chunks that are not a power of two), with and without dresidual, M =
+# 4096 / 65536. "trim-holdout": the same at N the rule was not read off.
+TRIM_N = {"bf16": (640, 768, 1152, 1536, 1792, 2304, 3584),
+          "f32": (384, 768, 896, 1152, 1792)}
+TRIM_HOLD_N = {"bf16": (576, 1088, 1344, 1664, 2176, 3200, 5248),
+               "f16": (704, 1280, 1472, 3392),
+               "f32": (320, 704, 1664, 2688)}
+TRIM_M = (4096, 65536)
+
+
+def trim_plan(ns=None):
+    ns = ns or TRIM_N
+    return paired_plan(tuple(ns), C.GRAD_OPS,
+                       sorted({n for v in ns.values() for n in v}), TRIM_M,
+                       lambda c: dataclasses.replace(c, dres=True),
+                       lambda dt, n: n in ns[dt])
+
+
 PLANS = dict(TABLE_PLANS, explore=explore_plan, grid=grid_plan,
              groups=groups_plan, fma=fma_plan, wide=wide_plan,
              prefetch=prefetch_plan, pvec=pvec_plan, pipe=pipe_plan,
@@ -757,7 +779,8 @@ PLANS = dict(TABLE_PLANS, explore=explore_plan, grid=grid_plan,
                 "dres-few": dres_few_plan,
                 "small-n-holdout": small_n_holdout_plan,
                 "small-g": small_g_plan,
-                "warp-rows": warp_rows_plan,
+                "warp-rows": warp_rows_plan, "trim": trim_plan,
+                "trim-holdout": lambda: trim_plan(TRIM_HOLD_N),
                 "fwd-tiny": fwd_tiny_plan, "fwd-retune": fwd_retune_plan},
              **{"grid-cfgs": grid_cfgs_plan,
                 "grid-cfgs-f32": lambda: grid_cfgs_plan(("bf16", "f32"))})

@@ -27,6 +27,7 @@ void norm::buildNormToGPUBinaryPipeline(OpPassManager &pm,
   choose.cluster = options.cluster;
   choose.batchRows = options.batchRows;
   choose.maxLanes = options.maxLanes;
+  choose.trimIdleWarps = options.trimIdleWarps;
   choose.prefetch = options.prefetch;
   choose.partialVector = options.partialVector;
   choose.pipeline = options.pipeline;

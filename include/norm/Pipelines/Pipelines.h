@@ -78,6 +78,11 @@ struct GeometryOptions : public PassPipelineOptions<GeometryOptions> {
       *this, "max-lanes",
       llvm::cl::desc("Most lanes per row of a row kernel (0: no cap)"),
       llvm::cl::init(0)};
+  Option<bool> trimIdleWarps{
+      *this, "trim-idle-warps",
+      llvm::cl::desc("A backward row keeps only the warps its chunks need "
+                     "(norm-choose-geometry trim-idle-warps)"),
+      llvm::cl::init(true)};
   Option<int64_t> prefetch{
       *this, "prefetch",
       llvm::cl::desc("Waves of rows a row kernel's block prefetches into L2 "

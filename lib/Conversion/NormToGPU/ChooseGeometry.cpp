@@ -325,8 +325,8 @@ struct ChooseGeometryPass
       }
       fileTable = std::move(*table);
     }
-    GeometryKnobs knobs{threads, maxRegisterElements, cluster, batchRows,
-                        maxLanes};
+    GeometryKnobs knobs{threads,   maxRegisterElements, cluster,
+                        batchRows, maxLanes,            trimIdleWarps};
     WalkResult result =
         func.walk<WalkOrder::PreOrder>([&](Operation *op) -> WalkResult {
           if (std::optional<RowShape> s = rowShapeOfOp(op, knobs))

@@ -56,6 +56,33 @@ static int64_t forwardLanes(int64_t chunks, int64_t maxLanes,
   return best;
 }
 
+/// A backward row of more than a warp keeps only the warps its chunks
+/// need: L = the chunks over K, rounded up to whole warps, instead of the
+/// power of two the block was chosen with (T shrinks to S L). Those
+/// warps had no chunk of the row, but ran its every per-row step: the
+/// statistics' loads, the in-row shuffles of zeros, both barriers and the
+/// cross-warp step (LayerNorm bf16 N = 768: 128 lanes for 96 chunks, one
+/// warp in four idle; ncu found that kernel bound by issue, not bytes).
+/// Nothing else moves: K, S and the rows of each program are the same,
+/// so every partial sum is added in the same order (samePartialOrder);
+/// only a row's in-row sums lose the idle warps' terms, which were +0.
+/// The forward keeps its power of two (forwardLanes already picks the
+/// lanes its chunks use best).
+static void trimIdleWarps(Geometry &g, int64_t chunks) {
+  if (!g.registers || g.lanes <= g.warp || g.cluster > 1)
+    return;
+  int64_t need = llvm::alignTo(llvm::divideCeil(chunks, g.chunksPerLane),
+                               g.warp);
+  if (need >= g.lanes)
+    return;
+  // More than half the power of two (its chunks needed more lanes than
+  // half of it): Geometry::chosenLanes recovers it.
+  assert(int64_t(llvm::PowerOf2Ceil(need)) == g.lanes &&
+         "trimmed lanes lost the power of two the block was chosen by");
+  g.lanes = need;
+  g.threads = g.rows * need;
+}
+
 /// Lanes, rows and chunking; `wholeBlockRows` gives every row the block.
 static Geometry layOut(const RowShape &s, const TargetInfo &target,
                        bool wholeBlockRows) {
@@ -83,6 +110,10 @@ static Geometry layOut(const RowShape &s, const TargetInfo &target,
   g.lanes = lanes;
   g.rows = s.threads / lanes;
   g.chunksPerLane = k;
+  // (Not where the block takes one row whatever its chunks: a locked
+  // row, or partial rows past the shared budget.)
+  if (!s.forward && s.trimIdleWarps && !wholeBlockRows)
+    trimIdleWarps(g, chunks);
   return g;
 }
 
@@ -205,12 +236,21 @@ DxEarlyRows mlir::norm::dxEarlyRows(const Geometry &g, int64_t partialRows,
 
 bool mlir::norm::tuningTransfers(const Geometry &tuned, const Geometry &g) {
   return tuned.registers == g.registers &&
-         g.slotUse() >= tuned.slotUse() - kTunedSlotLoss;
+         g.chosenSlotUse() >= tuned.chosenSlotUse() - kTunedSlotLoss;
 }
 
 bool mlir::norm::samePartialOrder(const Geometry &a, const Geometry &b) {
   if (a.rows == 1 && b.rows == 1)
     return true;
+  // Several rows in flight, partial rows in registers: row slot s of a
+  // block adds the rows s, s + S, ... of its program, each lane its own
+  // columns, and the S slots meet column by column in slot order
+  // (RowPartialsRegisters): the order is S's alone, whatever the lanes
+  // and threads that carry it.
+  if (a.registers && b.registers && a.cluster == 1 && b.cluster == 1 &&
+      a.partials == PartialsHome::Registers &&
+      b.partials == PartialsHome::Registers)
+    return a.rows == b.rows;
   return a.threads == b.threads && a.lanes == b.lanes && a.rows == b.rows &&
          a.vec == b.vec && a.registers == b.registers &&
          a.chunksPerLane == b.chunksPerLane && a.partials == b.partials &&
@@ -363,7 +403,7 @@ Geometry mlir::norm::chooseRowGeometry(const RowShape &s,
       RowShape c = s;
       c.threads = t;
       Geometry g = chooseRowGeometry(c, target);
-      if (!best || g.slotUse() > best->slotUse())
+      if (!best || g.chosenSlotUse() > best->chosenSlotUse())
         best = g;
     }
     assert(best && "no thread count fits the chip");

@@ -54,6 +54,7 @@ static void finishShape(RowShape &shape, bool forward,
   shape.cluster = knobs.cluster;
   shape.batchRows = knobs.batchRows;
   shape.maxLanes = knobs.maxLanes;
+  shape.trimIdleWarps = knobs.trimIdleWarps;
   shape.forward = forward;
   // A forward kernel has no partial rows (PartialSums::None): its row sums
   // (mean, the second moment) split like a dx kernel's, and each row's

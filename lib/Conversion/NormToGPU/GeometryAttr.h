@@ -25,6 +25,7 @@ struct GeometryKnobs {
   int64_t cluster = 0;
   int64_t batchRows = 0;
   int64_t maxLanes = 0;
+  bool trimIdleWarps = true;
 };
 
 /// The row of a lowered `dx` / `forward` nest.

@@ -158,8 +158,13 @@ int main() {
                      ref.sharedBytes + ref.dynamicSharedBytes <=
                          kGuaranteedOptInSharedBytes),
                 what + ": bad dynamic shared memory: " + show(ref));
+          // A backward row trimmed of its idle warps keeps the rows of the
+          // block the threads gave, in whole warps.
+          bool trimmed = !s.forward && ref.lanes > ref.warp &&
+                         ref.lanes % ref.warp == 0 &&
+                         ref.chosenLanes() * ref.rows == threads;
           check(ref.lanes * ref.rows == ref.threads &&
-                    (threads == 0 || ref.threads == threads),
+                    (threads == 0 || ref.threads == threads || trimmed),
                 what + ": lanes * rows != threads: " + show(ref));
           check(ref.cluster == 1,
                 what + ": a cluster on " + first.chip + ": " + show(ref));
@@ -259,7 +264,8 @@ int main() {
           describe(n, d, s) + ": shared bytes: got " + show(g));
   };
   bytes(4096, bf16, layer, 32768 + 64, 0); // static, as before
-  bytes(5120, bf16, layer, 64, 49152);     // 3 chunks x 8 x 256 lanes x 2
+  // 3 chunks x 8 x 224 lanes (640 chunks: 7 warps of 3, trimIdleWarps) x 2
+  bytes(5120, bf16, layer, 56, 43008);
   bytes(8192, bf16, layer, 64, 65536);     // 2 x 8192 x 4, dynamic
   bytes(12288, bf16, rms, 64, 49152);     // 6 chunks x 8 x 256 lanes
   bytes(16384, bf16, rms, 64, 0);
@@ -353,6 +359,51 @@ int main() {
     Geometry g = geometry(std::nullopt, bf16.bytes, rms, first, 0);
     check(g.threads == kLoopedThreads && !g.registers,
           "dynamic N threads=0: " + show(g));
+  }
+
+  // trim-idle-warps: a backward row of more than a warp keeps the warps
+  // its chunks need (whole warps), the rows and chunks of the block it was
+  // chosen as, so the same partial-sum order; the forward, a block that
+  // takes the row whatever its chunks (locked), and the option off keep
+  // the power of two.
+  auto trim = [&](int64_t n, const DType &d, const Strategy &s,
+                  int64_t threads, int64_t lanes, int64_t rows, int64_t k) {
+    // The threads the cost model chooses (0), as norm-compile does.
+    RowShape on = shapeOf(n, d.bytes, s, 0), off = on;
+    off.trimIdleWarps = false;
+    Geometry g = chooseRowGeometry(on, first), p = chooseRowGeometry(off, first);
+    std::string what = describe(n, d, s) + " trim-idle-warps: ";
+    check(g.threads == threads && g.lanes == lanes && g.rows == rows &&
+              g.chunksPerLane == k,
+          what + "got " + show(g));
+    check(p.rows == g.rows && p.chunksPerLane == g.chunksPerLane &&
+              p.lanes == g.chosenLanes() && p.threads == g.rows * p.lanes &&
+              samePartialOrder(g, p),
+          what + show(g) + " against " + show(p));
+    check(g.chosenSlotUse() == p.slotUse() && g.slotUse() > p.slotUse(),
+          what + "slot use " + std::to_string(g.slotUse()));
+    check(checkGeometry(g, on, first).empty(), what + "the checker refuses " +
+                                                  show(g));
+  };
+  trim(768, bf16, layer, 192, 96, 2, 1);   // 96 chunks: 3 warps, not 4
+  trim(768, bf16, rms, 192, 96, 2, 1);
+  trim(1280, bf16, layer, 160, 160, 1, 1); // 160 chunks: 5 warps, not 8
+  trim(768, f32, layer, 192, 192, 1, 1);   // 192 chunks
+  trim(2304, bf16, rms, 96, 96, 1, 3);     // 288 chunks: 3 x 96
+  trim(3584, bf16, layer, 224, 224, 1, 2); // 448 chunks: 2 x 224
+  {
+    // Whole chunks of a power of two, a row within a warp, a forward row,
+    // a locked row: untouched.
+    check(geometry(1024, bf16.bytes, layer, first, 0).threads == 256 &&
+              geometry(512, bf16.bytes, layer, first, 0).lanes == 64 &&
+              geometry(768, bf16.bytes, fwd, first, 256).lanes != 96 &&
+              geometry(768, bf16.bytes, locked, first, 256).lanes == 256,
+          "trim-idle-warps touched a row it keeps");
+    RowShape off = shapeOf(768, bf16.bytes, layer, 0);
+    off.trimIdleWarps = false;
+    Geometry p = chooseRowGeometry(off, first);
+    check(p.threads == 256 && p.lanes == 128,
+          "trim-idle-warps=false: " + show(p));
   }
 
   // 1024 threads, several rows in flight: partial rows that would not fit

@@ -22,8 +22,27 @@ func.func @rows_times_lanes(%x: tensor<?x1000xbf16>) -> tensor<?x1000xbf16> {
 // -----
 
 func.func @lanes_power_of_two(%x: tensor<?x1000xbf16>) -> tensor<?x1000xbf16> {
-  // expected-error @+1 {{#norm.row_geometry: lanes must be a power of two of at most threads (256), got 48}}
+  // expected-error @+1 {{#norm.row_geometry: lanes must be a power of two or a multiple of 32 (whole warps), at most threads (256), got 48}}
   %y, %r = norm.rms_norm x(%x : tensor<?x1000xbf16>) {norm.geometry = #norm.row_geometry<regime = registers, threads = 256, lanes = 48, rows = 4, vector = 8, chunks = 4>} -> y(tensor<?x1000xbf16>) rstd(tensor<?xf32>)
+  return %y : tensor<?x1000xbf16>
+}
+
+// -----
+
+// Whole warps that are no power of two (a backward row trimmed of its idle
+// warps): three warps a row, two rows a block of 192.
+// CHECK-LABEL: func.func @whole_warps
+// CHECK: #norm.row_geometry<regime = registers, threads = 192, lanes = 96, rows = 2, vector = 8, chunks = 1>
+func.func @whole_warps(%x: tensor<?x768xbf16>) -> tensor<?x768xbf16> {
+  %y, %r = norm.rms_norm x(%x : tensor<?x768xbf16>) {norm.geometry = #norm.row_geometry<regime = registers, threads = 192, lanes = 96, rows = 2, vector = 8, chunks = 1>} -> y(tensor<?x768xbf16>) rstd(tensor<?xf32>)
+  return %y : tensor<?x768xbf16>
+}
+
+// -----
+
+func.func @threads_whole_warps(%x: tensor<?x1000xbf16>) -> tensor<?x1000xbf16> {
+  // expected-error @+1 {{#norm.row_geometry: threads must be a power of two or a multiple of 32, up to 65536, got 100}}
+  %y, %r = norm.rms_norm x(%x : tensor<?x1000xbf16>) {norm.geometry = #norm.row_geometry<regime = registers, threads = 100, lanes = 100, rows = 1, vector = 8, chunks = 1>} -> y(tensor<?x1000xbf16>) rstd(tensor<?xf32>)
   return %y : tensor<?x1000xbf16>
 }
 

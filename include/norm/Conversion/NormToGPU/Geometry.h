@@ -20,6 +20,8 @@
 #ifndef NORM_CONVERSION_NORMTOGPU_GEOMETRY_H
 #define NORM_CONVERSION_NORMTOGPU_GEOMETRY_H
 
+#include "llvm/Support/MathExtras.h"
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -244,6 +246,9 @@ struct RowShape {
   /// The pass's `max-lanes` option: the most lanes a row spreads over (0:
   /// the block).
   int64_t maxLanes = 0;
+  /// The pass's `trim-idle-warps` option: a backward row keeps only the
+  /// warps its chunks need (trimIdleWarps in Geometry.cpp).
+  bool trimIdleWarps = true;
   /// A forward kernel (one row cache, no partial sums): its lanes per row
   /// follow kForwardShareChunks.
   bool forward = false;
@@ -262,7 +267,10 @@ struct RowShape {
 /// How a row nest is spread over a block.
 struct Geometry {
   int64_t threads = 256; // T
-  int64_t lanes = 256;   // L: lanes per row, a power of two dividing T
+  /// L: lanes per row: a power of two, or, for a row of more than a
+  /// warp, whole warps (the backward's: only the warps its chunks need,
+  /// trimIdleWarps).
+  int64_t lanes = 256;
   int64_t rows = 1;      // S = T / L: rows in flight per block
   int64_t vec = 1;       // V: elements per chunk (one widest access)
   /// Register regime (K unrolled chunks per lane, row caches in private
@@ -331,11 +339,24 @@ struct Geometry {
   int64_t warpsPerRow() const { return lanes > warp ? lanes / warp : 1; }
   /// Chunks of a row over the chunk slots its lanes walk (register
   /// regime; 0 otherwise).
-  double slotUse() const {
+  double slotUse() const { return slotUseOver(lanes); }
+  /// The lanes the block was chosen with: a row of whole warps trimmed
+  /// from a power of two (trimIdleWarps) counts the power of two, which
+  /// its lanes never reach half of.
+  int64_t chosenLanes() const {
+    return lanes > warp ? int64_t(llvm::PowerOf2Ceil(lanes)) : lanes;
+  }
+  /// slotUse over the chosen lanes: what the cost model picks a block by
+  /// and a tuning entry transfers by (trimming idle warps changes
+  /// neither choice, so no dweight/dbias bit).
+  double chosenSlotUse() const { return slotUseOver(chosenLanes()); }
+
+private:
+  double slotUseOver(int64_t l) const {
     if (!registers || !n)
       return 0;
     int64_t chunks = (*n + vec - 1) / vec;
-    return double(chunks) / double(chunksPerLane * lanes * cluster);
+    return double(chunks) / double(chunksPerLane * l * cluster);
   }
 };
 

@@ -278,15 +278,22 @@ LogicalResult RowGeometryAttr::verify(
     int64_t dynamicShared) {
   auto fail = [&]() { return emitError() << "#norm.row_geometry: "; };
   // Bounds far past any chip's, so that every product of them fits.
-  if (threads < 1 || !llvm::isPowerOf2_64(threads) || threads > (1 << 16))
-    return fail() << "threads must be a power of two up to 65536, got "
+  // Whole warps of every chip's 32 lanes, or a power of two (a block
+  // below a warp); norm-choose-geometry checks them against the chip.
+  auto blockSized = [](int64_t v) {
+    return llvm::isPowerOf2_64(v) || v % 32 == 0;
+  };
+  if (threads < 1 || !blockSized(threads) || threads > (1 << 16))
+    return fail() << "threads must be a power of two or a multiple of 32, "
+                     "up to 65536, got "
                   << threads;
   if (chunks < 0 || chunks > (1 << 16) || vector > (1 << 8) ||
       cluster > (1 << 10) || batch > (1 << 10))
     return fail() << "chunks (at most 65536), vector (256), cluster (1024) "
                      "or batch (1024) out of range";
-  if (lanes < 1 || !llvm::isPowerOf2_64(lanes) || lanes > threads)
-    return fail() << "lanes must be a power of two of at most threads ("
+  if (lanes < 1 || !blockSized(lanes) || lanes > threads)
+    return fail() << "lanes must be a power of two or a multiple of 32 "
+                     "(whole warps), at most threads ("
                   << threads << "), got " << lanes;
   if (rows * lanes != threads)
     return fail() << "rows x lanes must be threads: " << rows << " x "
