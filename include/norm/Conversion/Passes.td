@@ -72,9 +72,10 @@ def NormChooseGeometry : Pass<"norm-choose-geometry", "::mlir::func::FuncOp"> {
            "Most lanes a row of a row kernel spreads over (0: no cap beyond "
            "the block; a power of two)">,
     Option<"trimIdleWarps", "trim-idle-warps", "bool", /*default=*/"true",
-           "A backward row of more than a warp keeps only the warps its "
-           "chunks need (whole warps, not a power of two: no warp of a row "
-           "without a chunk of it); no dweight/dbias bit changes">,
+           "A backward row of more than a warp at one chunk a lane keeps "
+           "only the warps its chunks need (whole warps, not a power of "
+           "two: no warp of a row without a chunk of it); no "
+           "dweight/dbias bit changes">,
     Option<"batchRows", "batch-rows", "int64_t", /*default=*/"0",
            "Rows of the looped regime whose dweight/dbias terms one update "
            "of the partial rows adds (0: chosen, Geometry.h's "

@@ -189,3 +189,13 @@ func.func @narrow_cache_forward(%x: memref<?x4096xbf16>, %y: memref<?x4096xbf16>
   norm.rms_norm x(%x : memref<?x4096xbf16>) outs y(%y : memref<?x4096xbf16>) rstd(%rstd : memref<?xf32>) {norm.geometry = #norm.row_geometry<regime = registers, threads = 256, lanes = 256, rows = 1, vector = 8, chunks = 2, narrow_cache = 1>}
   return
 }
+
+// -----
+
+// Whole warps are lanes the attribute takes, but they must still cover
+// the row: N = 1024 bf16 is 128 chunks, 2 a lane of 96.
+func.func @whole_warps_do_not_cover(%dy: memref<?x1024xbf16>, %x: memref<?x1024xbf16>, %rstd: memref<?xf32>, %dx: memref<?x1024xbf16>, %w: memref<1024xbf16>, %dw: memref<1024xbf16>) {
+  // expected-error @+1 {{chunks: N = 1024 is 128 chunks over 96 lanes, 2 a lane; got chunks = 1}}
+  norm.rms_norm_grad dy(%dy : memref<?x1024xbf16>) x(%x : memref<?x1024xbf16>) rstd(%rstd : memref<?xf32>) weight(%w : memref<1024xbf16>) outs dx(%dx : memref<?x1024xbf16>) dweight(%dw : memref<1024xbf16>) {norm.geometry = #norm.row_geometry<regime = registers, threads = 192, lanes = 96, rows = 2, vector = 8, chunks = 1, partials = registers>}
+  return
+}

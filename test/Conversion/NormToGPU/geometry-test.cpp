@@ -264,8 +264,7 @@ int main() {
           describe(n, d, s) + ": shared bytes: got " + show(g));
   };
   bytes(4096, bf16, layer, 32768 + 64, 0); // static, as before
-  // 3 chunks x 8 x 224 lanes (640 chunks: 7 warps of 3, trimIdleWarps) x 2
-  bytes(5120, bf16, layer, 56, 43008);
+  bytes(5120, bf16, layer, 64, 49152);     // 3 chunks x 8 x 256 lanes x 2
   bytes(8192, bf16, layer, 64, 65536);     // 2 x 8192 x 4, dynamic
   bytes(12288, bf16, rms, 64, 49152);     // 6 chunks x 8 x 256 lanes
   bytes(16384, bf16, rms, 64, 0);
@@ -389,12 +388,13 @@ int main() {
   trim(768, bf16, rms, 192, 96, 2, 1);
   trim(1280, bf16, layer, 160, 160, 1, 1); // 160 chunks: 5 warps, not 8
   trim(768, f32, layer, 192, 192, 1, 1);   // 192 chunks
-  trim(2304, bf16, rms, 96, 96, 1, 3);     // 288 chunks: 3 x 96
-  trim(3584, bf16, layer, 224, 224, 1, 2); // 448 chunks: 2 x 224
   {
     // Whole chunks of a power of two, a row within a warp, a forward row,
-    // a locked row: untouched.
-    check(geometry(1024, bf16.bytes, layer, first, 0).threads == 256 &&
+    // a locked row, several chunks a lane (N = 2304: 288 chunks, 3 x 128;
+    // 3584: 448, 2 x 256): untouched.
+    check(geometry(2304, bf16.bytes, rms, first, 0).lanes == 128 &&
+              geometry(3584, bf16.bytes, layer, first, 0).lanes == 256 &&
+              geometry(1024, bf16.bytes, layer, first, 0).threads == 256 &&
               geometry(512, bf16.bytes, layer, first, 0).lanes == 64 &&
               geometry(768, bf16.bytes, fwd, first, 256).lanes != 96 &&
               geometry(768, bf16.bytes, locked, first, 256).lanes == 256,

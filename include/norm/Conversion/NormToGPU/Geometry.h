@@ -246,8 +246,9 @@ struct RowShape {
   /// The pass's `max-lanes` option: the most lanes a row spreads over (0:
   /// the block).
   int64_t maxLanes = 0;
-  /// The pass's `trim-idle-warps` option: a backward row keeps only the
-  /// warps its chunks need (trimIdleWarps in Geometry.cpp).
+  /// The pass's `trim-idle-warps` option: a backward row at one chunk a
+  /// lane keeps only the warps its chunks need (trimIdleWarps in
+  /// Geometry.cpp).
   bool trimIdleWarps = true;
   /// A forward kernel (one row cache, no partial sums): its lanes per row
   /// follow kForwardShareChunks.
