@@ -382,17 +382,25 @@ SMALL_G_M = (16384, 65536)
 SMALL_G_KNOBS = ((0, 0), (0, 1), (1024, 0), (1024, 1), (2048, 0), (2048, 1))
 
 
-def small_g_plan():
+def bf16_grad_knob_plan(ns, ms, fields, knobs):
+    """Both backward ops, bf16, at each N, with and without dresidual: a
+    candidate per knob tuple (values of Cfg `fields`; all zeros: the
+    default), timed at each M."""
     points, cands = [], {}
     for op in C.GRAD_OPS:
-        for n in SMALL_G_N:
+        for n in ns:
             cs = cands.setdefault((op, "bf16", n), [])
             for dres in (False, True):
-                cs += [C.Cfg(op, n, "bf16", groups=g, pl=pl, dres=dres)
-                       for g, pl in SMALL_G_KNOBS]
-            for m in SMALL_G_M:
+                cs += [C.Cfg(op, n, "bf16", dres=dres, **dict(zip(fields, k)))
+                       for k in knobs]
+            for m in ms:
                 points.append((op, "bf16", n, m))
     return points, cands
+
+
+def small_g_plan():
+    return bf16_grad_knob_plan(SMALL_G_N, SMALL_G_M, ("groups", "pl"),
+                               SMALL_G_KNOBS)
 
 
 # "small-n-holdout": the table's backward entries below N = 1024 (from
@@ -729,18 +737,9 @@ WARP_ROWS_KNOBS = ((0, 32, 1, 0), (0, 32, 1, 1), (0, 32, 0, 0),
 
 
 def warp_rows_plan():
-    points, cands = [], {}
-    for op in C.GRAD_OPS:
-        for n in WARP_ROWS_N:
-            cs = cands.setdefault((op, "bf16", n), [])
-            for dres in (False, True):
-                cs.append(C.Cfg(op, n, "bf16", dres=dres))
-                cs += [C.Cfg(op, n, "bf16", dres=dres,
-                             **dict(zip(("threads", "lanes", "nc", "pl"), k)))
-                       for k in WARP_ROWS_KNOBS]
-            for m in WARP_ROWS_M:
-                points.append((op, "bf16", n, m))
-    return points, cands
+    return bf16_grad_knob_plan(WARP_ROWS_N, WARP_ROWS_M,
+                               ("threads", "lanes", "nc", "pl"),
+                               ((0, 0, 0, 0),) + WARP_ROWS_KNOBS)
 
 
 # "trim": the backward's rows trimmed of their idle warps (the cost

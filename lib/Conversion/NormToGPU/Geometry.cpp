@@ -56,14 +56,14 @@ static int64_t forwardLanes(int64_t chunks, int64_t maxLanes,
   return best;
 }
 
-/// A backward row of more than a warp keeps only the warps its chunks
-/// need: L = the chunks over K, rounded up to whole warps, instead of the
+/// A backward row of more than a warp at one chunk a lane keeps only the
+/// warps its chunks need: L = its chunks rounded up to whole warps, not the
 /// power of two the block was chosen with (T shrinks to S L). Those
 /// warps had no chunk of the row, but ran its every per-row step: the
 /// statistics' loads, the in-row shuffles of zeros, both barriers and the
 /// cross-warp step (LayerNorm bf16 N = 768: 128 lanes for 96 chunks, one
 /// warp in four idle; ncu found that kernel bound by issue, not bytes).
-/// Nothing else moves: K, S and the rows of each program are the same,
+/// Nothing else moves: S and the rows of each program are the same,
 /// so every partial sum is added in the same order (samePartialOrder);
 /// only a row's in-row sums lose the idle warps' terms, which were +0.
 /// The forward keeps its power of two (forwardLanes already picks the
@@ -76,8 +76,7 @@ static void trimIdleWarps(Geometry &g, int64_t chunks) {
   if (!g.registers || g.lanes <= g.warp || g.cluster > 1 ||
       g.chunksPerLane != 1)
     return;
-  int64_t need = llvm::alignTo(llvm::divideCeil(chunks, g.chunksPerLane),
-                               g.warp);
+  int64_t need = llvm::alignTo(chunks, g.warp);
   if (need >= g.lanes)
     return;
   // More than half the power of two (its chunks needed more lanes than
