@@ -72,8 +72,8 @@ def NormChooseGeometry : Pass<"norm-choose-geometry", "::mlir::func::FuncOp"> {
            "Most lanes a row of a row kernel spreads over (0: no cap beyond "
            "the block; a power of two)">,
     Option<"trimIdleWarps", "trim-idle-warps", "bool", /*default=*/"true",
-           "A backward row of more than a warp at one chunk a lane keeps "
-           "only the warps its chunks need (whole warps, not a power of "
+           "A backward row of more than a warp at one chunk a lane that "
+           "can be 16-byte aligned keeps only the warps its chunks need (whole warps, not a power of "
            "two: no warp of a row without a chunk of it); no "
            "dweight/dbias bit changes">,
     Option<"batchRows", "batch-rows", "int64_t", /*default=*/"0",

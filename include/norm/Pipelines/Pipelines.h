@@ -80,9 +80,9 @@ struct GeometryOptions : public PassPipelineOptions<GeometryOptions> {
       llvm::cl::init(0)};
   Option<bool> trimIdleWarps{
       *this, "trim-idle-warps",
-      llvm::cl::desc("A backward row at one chunk a lane keeps only the "
-                     "warps its chunks need (norm-choose-geometry "
-                     "trim-idle-warps)"),
+      llvm::cl::desc("A backward row at one chunk a lane that can be "
+                     "16-byte aligned keeps only the warps its chunks need "
+                     "(norm-choose-geometry trim-idle-warps)"),
       llvm::cl::init(true)};
   Option<int64_t> prefetch{
       *this, "prefetch",

@@ -72,9 +72,13 @@ static int64_t forwardLanes(int64_t chunks, int64_t maxLanes,
 /// both ops, 16-bit and f32, with and without dresidual), K = 1 1.014x
 /// and 1.026x held out (LayerNorm 16-bit with dresidual up to 1.2x), K = 2
 /// 0.998x, K = 3 0.989x (0.95x at LayerNorm bf16 2176-2304, 96 lanes).
-static void trimIdleWarps(Geometry &g, int64_t chunks) {
+/// Only rows that can be 16-byte aligned (`alignable`): rows that never
+/// are (the interleaved layout's element accesses) measured 0.988x
+/// trimmed (plan trim-few, N = 330-1500 at M = 1-2048; LayerNorm bf16
+/// 512 x 1100 0.86x), where aligned rows gained at every M timed.
+static void trimIdleWarps(Geometry &g, int64_t chunks, bool alignable) {
   if (!g.registers || g.lanes <= g.warp || g.cluster > 1 ||
-      g.chunksPerLane != 1)
+      g.chunksPerLane != 1 || !alignable)
     return;
   int64_t need = llvm::alignTo(chunks, g.warp);
   if (need >= g.lanes)
@@ -117,7 +121,7 @@ static Geometry layOut(const RowShape &s, const TargetInfo &target,
   // (Not where the block takes one row whatever its chunks: a locked
   // row, or partial rows past the shared budget.)
   if (!s.forward && s.trimIdleWarps && !wholeBlockRows)
-    trimIdleWarps(g, chunks);
+    trimIdleWarps(g, chunks, (*s.n * s.elementBytes) % g.vectorBytes == 0);
   return g;
 }
 

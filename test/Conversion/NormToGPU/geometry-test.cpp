@@ -391,8 +391,11 @@ int main() {
   {
     // Whole chunks of a power of two, a row within a warp, a forward row,
     // a locked row, several chunks a lane (N = 2304: 288 chunks, 3 x 128;
-    // 3584: 448, 2 x 256): untouched.
+    // 3584: 448, 2 x 256), rows that can never be 16-byte aligned (bf16
+    // 700, f32 850): untouched.
     check(geometry(2304, bf16.bytes, rms, first, 0).lanes == 128 &&
+              geometry(700, bf16.bytes, layer, first, 0).lanes == 128 &&
+              geometry(850, f32.bytes, rms, first, 0).lanes == 256 &&
               geometry(3584, bf16.bytes, layer, first, 0).lanes == 256 &&
               geometry(1024, bf16.bytes, layer, first, 0).threads == 256 &&
               geometry(512, bf16.bytes, layer, first, 0).lanes == 64 &&

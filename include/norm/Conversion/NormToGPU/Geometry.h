@@ -247,8 +247,8 @@ struct RowShape {
   /// the block).
   int64_t maxLanes = 0;
   /// The pass's `trim-idle-warps` option: a backward row at one chunk a
-  /// lane keeps only the warps its chunks need (trimIdleWarps in
-  /// Geometry.cpp).
+  /// lane that can be 16-byte aligned keeps only the warps its chunks need
+  /// (trimIdleWarps in Geometry.cpp).
   bool trimIdleWarps = true;
   /// A forward kernel (one row cache, no partial sums): its lanes per row
   /// follow kForwardShareChunks.
