@@ -786,7 +786,7 @@ def describe_matrix(args, cases):
     out("sanitizer matrix '%s' (tool %s): %d cases over %d configurations: "
         "%s; %d launch(es) per case%s" % (
             args.sanitizer, args.tool or "-", len(cases), len(cfgs), what,
-            1 if args.tool == "racecheck" else 2,
+            1 if args.tool in ("racecheck", "synccheck") else 2,
             "; a fresh unwritten workspace per launch"
             if args.tool == "initcheck" else ""))
     byop = collections.Counter("%s %s" % (c.cfg.op, c.cfg.dtype)
@@ -868,12 +868,14 @@ def main():
                     "(every case, memcheck/initcheck) or rows (one case per "
                     "configuration, rows set from the kernels' geometry, "
                     "racecheck); cases in spread order, coverage printed")
-    ap.add_argument("--tool", choices=("memcheck", "initcheck", "racecheck"),
+    ap.add_argument("--tool", choices=("memcheck", "initcheck", "racecheck",
+                                       "synccheck"),
                     default=None, help="the compute-sanitizer tool this "
                     "runs under: initcheck gives every launch a fresh "
                     "workspace (never written, so a kernel reading "
                     "workspace it did not write is reported); racecheck "
-                    "launches each case once")
+                    "and synccheck (the barriers, named ones included) "
+                    "launch each case once")
     ap.add_argument("--host-data", action="store_true",
                     help="draw inputs and compute references on the CPU and "
                     "move every buffer with cudaMemcpy, so only our kernels "
@@ -947,7 +949,7 @@ def main():
     gen.manual_seed(seed)
     ctx = Ctx(torch, rt, gen, torch.cuda.current_stream().cuda_stream)
     ctx.image = args.image
-    if args.tool == "racecheck":
+    if args.tool in ("racecheck", "synccheck"):
         ctx.launches = 1
     ctx.fresh_ws = args.tool == "initcheck"
     out("gpu_check: %d cases (%s%s%s), seed %d, %s, torch %s, runtime %s" % (

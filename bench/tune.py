@@ -769,6 +769,33 @@ def trim_plan(ns=None, ms=TRIM_M):
                        lambda dt, n: n in ns[dt])
 
 
+# "barriers": the in-row sums' barriers of the row's own warps, once a
+# sum (norm-map-to-gpu row-barriers=2, the default) against the same
+# kernels compiled with TUNE_EXTRA_FLAGS=--row-barriers=0 (two block
+# barriers a sum) or =1 (two of the row's warps), run --against: forward
+# and backward (with and without dresidual) in the configuration the grid
+# takes, where rows span several warps. No result bit may differ.
+# "barriers-holdout": the same at N, M and f16 the default was not read off.
+BARRIER_N = {"bf16": (512, 768, 1024, 1536, 2048, 3072, 4096, 8192, 16384),
+             "f32": (256, 768, 1024, 2048, 4096, 8192)}
+BARRIER_M = (1024, 16384, 65536)
+BARRIER_HOLD_N = {"bf16": (640, 1280, 2560, 5120, 12288),
+                  "f16": (896, 2048, 6144), "f32": (384, 1536, 3072)}
+BARRIER_HOLD_M = (256, 4096, 32768)
+
+
+def barriers_plan(ns=None, ms=BARRIER_M):
+    ns = ns or BARRIER_N
+    allns = sorted({n for v in ns.values() for n in v})
+    points, cands = paired_plan(tuple(ns), C.GRAD_OPS, allns, ms,
+                                lambda c: dataclasses.replace(c, dres=True),
+                                lambda dt, n: n in ns[dt])
+    fpoints, fcands = paired_plan(tuple(ns), C.FWD_OPS, allns, ms,
+                                  lambda c: c, lambda dt, n: n in ns[dt])
+    cands.update(fcands)
+    return points + fpoints, cands
+
+
 PLANS = dict(TABLE_PLANS, explore=explore_plan, grid=grid_plan,
              groups=groups_plan, fma=fma_plan, wide=wide_plan,
              prefetch=prefetch_plan, pvec=pvec_plan, pipe=pipe_plan,
@@ -786,7 +813,10 @@ PLANS = dict(TABLE_PLANS, explore=explore_plan, grid=grid_plan,
                 "warp-rows": warp_rows_plan, "trim": trim_plan,
                 "trim-holdout": lambda: trim_plan(TRIM_HOLD_N),
                 "trim-few": lambda: trim_plan(TRIM_FEW_N, TRIM_FEW_M),
-                "fwd-tiny": fwd_tiny_plan, "fwd-retune": fwd_retune_plan},
+                "fwd-tiny": fwd_tiny_plan, "fwd-retune": fwd_retune_plan,
+                "barriers": barriers_plan,
+                "barriers-holdout": lambda: barriers_plan(BARRIER_HOLD_N,
+                                                          BARRIER_HOLD_M)},
              **{"grid-cfgs": grid_cfgs_plan,
                 "grid-cfgs-f32": lambda: grid_cfgs_plan(("bf16", "f32"))})
 

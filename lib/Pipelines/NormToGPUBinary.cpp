@@ -41,6 +41,7 @@ void norm::buildNormToGPUBinaryPipeline(OpPassManager &pm,
   NormMapToGPUOptions map;
   map.chip = options.chip;
   map.rows = options.rows;
+  map.rowBarriers = options.rowBarriers;
   pm.addNestedPass<func::FuncOp>(createNormMapToGPU(map));
   pm.addPass(createGpuKernelOutliningPass());
   pm.addPass(createCanonicalizerPass());

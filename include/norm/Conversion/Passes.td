@@ -161,7 +161,8 @@ def NormMapToGPU : Pass<"norm-map-to-gpu", "::mlir::func::FuncOp"> {
         in place once per batch of rows, each column by the one thread
         that owns it (RowPartials*.cpp);
       - the in-row sums: `gpu.shuffle xor` and, across warps, one
-        shared-memory step in a fixed order (RowReduceBlock.cpp), then,
+        shared-memory step in a fixed order, synchronised by the row's own
+        warps (`row-barriers`; RowReduceBlock.cpp), then,
         for a row split over a thread-block cluster (sm_90), the sum of the
         cluster's blocks in distributed shared memory (RowReduceCluster.cpp);
       - the lock protocol of `locked` (RowLock.cpp).
@@ -210,7 +211,13 @@ def NormMapToGPU : Pass<"norm-map-to-gpu", "::mlir::func::FuncOp"> {
            "Rows M the kernels are built for, a hint (norm-choose-geometry's "
            "`rows`): a dx kernel's early rows are fitted to G at the largest "
            "M of the hint's bucket (0: G's cap for N). Kernels stay correct "
-           "for every M">
+           "for every M">,
+    Option<"rowBarriers", "row-barriers", "int64_t", /*default=*/"2",
+           "The barriers of a row's sums across its warps "
+           "(RowReduceBlock.cpp): 0, two block barriers a sum; 1, two "
+           "barriers of the row's own warps (a named barrier where a block "
+           "holds 2-15 rows); 2, as 1 with one barrier a sum, the scratch "
+           "double-buffered. No result bit depends on it">
   ];
 }
 

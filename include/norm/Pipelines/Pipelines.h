@@ -84,6 +84,14 @@ struct GeometryOptions : public PassPipelineOptions<GeometryOptions> {
                      "16-byte aligned keeps only the warps its chunks need "
                      "(norm-choose-geometry trim-idle-warps)"),
       llvm::cl::init(true)};
+  Option<int64_t> rowBarriers{
+      *this, "row-barriers",
+      llvm::cl::desc("The barriers of a row's sums across its warps: 0, two "
+                     "block barriers; 1, two of the row's own warps; 2, one "
+                     "of the row's own warps, the scratch double-buffered "
+                     "(norm-map-to-gpu row-barriers). No result bit depends "
+                     "on it"),
+      llvm::cl::init(2)};
   Option<int64_t> prefetch{
       *this, "prefetch",
       llvm::cl::desc("Waves of rows a row kernel's block prefetches into L2 "

@@ -58,6 +58,8 @@ struct RowNest {
   Geometry geometry;
   /// The chip's emitter (cluster barrier, distributed shared memory, fences).
   const TargetCodegen *codegen = nullptr;
+  /// norm-map-to-gpu's `row-barriers` (RowReduceBlock.cpp): 0, 1 or 2.
+  int64_t rowBarriers = 2;
 };
 
 /// Finds the row loop of a `dx` / `forward` nest (checkRowNestShape) and

@@ -246,6 +246,7 @@ struct MapToGPUPass : public norm::impl::NormMapToGPUBase<MapToGPUPass> {
         return failure();
       rn->geometry = *g;
       rn->codegen = &norm::TargetCodegen::forTarget(*target);
+      rn->rowBarriers = rowBarriers;
       int64_t resident = fitEarlyRows(*rn);
       norm::buildRowKernel(*rn, name);
       record(b, name, forward ? KernelKind::Forward : KernelKind::Dx,
@@ -270,6 +271,12 @@ struct MapToGPUPass : public norm::impl::NormMapToGPUBase<MapToGPUPass> {
       emitError(func.getLoc())
           << "norm-map-to-gpu: unknown chip '" << chip
           << "' (known: " << norm::TargetInfo::knownChipList() << ")";
+      return signalPassFailure();
+    }
+    if (rowBarriers < 0 || rowBarriers > 2) {
+      emitError(func.getLoc())
+          << "norm-map-to-gpu: row-barriers must be 0, 1 or 2, got "
+          << static_cast<int64_t>(rowBarriers);
       return signalPassFailure();
     }
     // A dim of a constant index out of range is undefined behaviour that

@@ -248,7 +248,7 @@ void GlobalPartials::emitRows(ColumnLoops &loops, Value lo, Value hi) {
   // With a cluster (batch 1): the row's slots, and its side effects the
   // first block's.
   Value sideEffects =
-      reduction.beginRow(waves.getInductionVar(), lo, laneZero);
+      reduction.beginRow(waves.getInductionVar(), lo, batch, laneZero);
   // The batch `prefetch` batches ahead: its row i by lane i.
   for (int64_t i = 0; ctx.g.prefetch && i < batch; ++i) {
     Value ahead = arith::AddIOp::create(

@@ -45,7 +45,9 @@ public:
   Value programOf(OpBuilder &kb, Value blockId) override;
   Value columnBase() override;
   void allocate() override;
-  Value beginRow(Value wave, Value lo, Value laneZero) override;
+  Value beginRow(Value wave, Value lo, int64_t waveRows,
+                 Value laneZero) override;
+  void endRows() override { block->endRows(); }
   SmallVector<Value> reduce(ValueRange partials) override;
 
 private:
@@ -114,7 +116,8 @@ Value ClusterReduction::elementPointer(OpBuilder &b, Value buffer,
       b, loc, arith::AddIOp::create(b, loc, base, offset));
 }
 
-Value ClusterReduction::beginRow(Value wave, Value lo, Value laneZero) {
+Value ClusterReduction::beginRow(Value wave, Value lo, int64_t waveRows,
+                                 Value laneZero) {
   OpBuilder &b = ctx.b;
   Location loc = ctx.loc;
   // One row at a time (S = 1): the row's parity picks its slots and
@@ -128,6 +131,8 @@ Value ClusterReduction::beginRow(Value wave, Value lo, Value laneZero) {
   firstRow =
       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, row, ctx.c(0));
   clusterReductions = 0;
+  // The block's own step (its scratch's buffer by the row's parity).
+  block->beginRow(wave, lo, waveRows, laneZero);
   // A per-row side effect is the first block's.
   return arith::AndIOp::create(
       b, loc, laneZero,

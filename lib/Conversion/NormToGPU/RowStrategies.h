@@ -146,10 +146,12 @@ public:
   virtual Value columnBase() { return Value(); }
   /// Before the first row: the scratch of the sums.
   virtual void allocate() = 0;
-  /// A wave of rows starts at row `wave` of the program's [lo, ...); given
-  /// the guard of the row's lane 0, returns the guard of the row's side
-  /// effects (one thread of the row does them).
-  virtual Value beginRow(Value wave, Value lo, Value laneZero) {
+  /// A wave of rows starts at row `wave` of the program's [lo, ...), the
+  /// waves `waveRows` rows apart; given the guard of the row's lane 0,
+  /// returns the guard of the row's side effects (one thread of the row
+  /// does them).
+  virtual Value beginRow(Value wave, Value lo, int64_t waveRows,
+                         Value laneZero) {
     return laneZero;
   }
   /// The sums of `partials` over the row's lanes (every lane gets them).

@@ -64,7 +64,8 @@ void Waves::emitRows(ColumnLoops &loops, Value lo, Value hi) {
   ctx.base.map(nest.rows.getInductionVar(), rowIV);
   Value laneZero = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
                                          ctx.lane, ctx.c(0));
-  Value sideEffects = reduction.beginRow(waves.getInductionVar(), lo, laneZero);
+  Value sideEffects = reduction.beginRow(waves.getInductionVar(), lo,
+                                          ctx.g.rows, laneZero);
   ctx.takePreloaded(b);
   // The next wave's row, loaded ahead right after this row's first column
   // loop has taken its values (before the in-row sums).

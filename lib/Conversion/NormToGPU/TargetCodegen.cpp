@@ -112,6 +112,16 @@ public:
         arith::ConstantIntOp::create(b, loc, 0x989680, 32));
   }
 
+  void groupBarrier(OpBuilder &b, Location loc, Value id,
+                    int64_t threads) const override {
+    // bar.sync id, threads (barrier.sync.aligned with a thread count).
+    Value id32 = arith::IndexCastUIOp::create(b, loc, b.getI32Type(), id);
+    NVVM::BarrierOp::create(
+        b, loc, /*res=*/Type(), id32,
+        arith::ConstantIntOp::create(b, loc, threads, 32),
+        /*reductionOp=*/nullptr, /*reductionPredicate=*/Value());
+  }
+
   void deviceFence(OpBuilder &b, Location loc) const override {
     NVVM::MembarOp::create(b, loc, NVVM::MemScopeKind::GPU);
   }

@@ -57,7 +57,7 @@ func.func @rms_norm_grad_n24(%dy: memref<?x24xbf16>, %x: memref<?x24xbf16>, %rst
 // lane); the in-row sums go across the 8 warps through shared memory.
 // CHECK-LABEL: func @layer_norm_grad_n4096
 // CHECK-SAME: #norm.kernel<name = "layer_norm_grad_n4096_dx_1", kind = dx, block = 256, grid = programs, lanes = 256, rows = 1, vector = 8, registers = true>
-// CHECK: gpu.launch {{.*}} function(@layer_norm_grad_n4096_dx_1) workgroup(%{{.*}} : memref<8xf32, #gpu.address_space<workgroup>>, %{{.*}} : memref<8xf32, #gpu.address_space<workgroup>>)
+// CHECK: gpu.launch {{.*}} function(@layer_norm_grad_n4096_dx_1) workgroup(%{{.*}} : memref<16xf32, #gpu.address_space<workgroup>>, %{{.*}} : memref<16xf32, #gpu.address_space<workgroup>>)
 // CHECK:   gpu.shuffle  xor %{{.*}}, %c16_i32, %c32_i32 : f32
 // CHECK:   gpu.barrier
 func.func @layer_norm_grad_n4096(%dy: memref<?x4096xbf16>, %x: memref<?x4096xbf16>, %mean: memref<?xf32>,

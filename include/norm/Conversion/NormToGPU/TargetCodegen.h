@@ -65,6 +65,13 @@ public:
   virtual void waitBarrierPhase(OpBuilder &b, Location loc, Value bar,
                                 Value parity) const = 0;
 
+  /// A barrier of `threads` threads (a multiple of 32, the warps of one
+  /// row) on the block's barrier `id` (index, 1 to 15; barrier 0 is the
+  /// whole block's): it waits for them alone and orders their shared
+  /// memory accesses as a block barrier does. Every thread of the block
+  /// executes this one instruction (each with its row's id).
+  virtual void groupBarrier(OpBuilder &b, Location loc, Value id,
+                            int64_t threads) const = 0;
   /// Orders this thread's global memory accesses before and after it for
   /// every thread of the device (the lock protocol of `locked`).
   virtual void deviceFence(OpBuilder &b, Location loc) const = 0;

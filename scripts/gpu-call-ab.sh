@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+#===- scripts/gpu-call-ab.sh - one device call: a compiler change, A/B -----===#
+#
+# Runs ON THE GPU MACHINE. Carry .dev/gpu.tar.gz (scripts/gpu-prepare.sh's
+# .dev/gpu with the changed compiler, without kernels-sm80) and the
+# packed tune directories (.dev/<dir>.tar.gz from `bench/tune.py prepare
+# --pack`, one with the change and one without, e.g. TUNE_EXTRA_FLAGS=
+# --row-barriers=0). Steps, each under its own cap:
+#   1. gpu_check over every case (CHECK_S, 90)
+#   2. compute-sanitizer racecheck and synccheck over one case per
+#      configuration (SAN_FILTER: gpu_check --filter; SAN_S each, 100)
+#   3. for each "plan:new:old" of AB (space separated), bench/tune.py run
+#      --plan plan --dir .dev/new --against .dev/old into $OUT/new (TUNE_S
+#      each, 120): the times of both kernels and whether any output bit
+#      differs (against_differs)
+# Logs in $OUT: check.log, racecheck.log, synccheck.log, ab.tgz (the tune
+# runs' JSON and tables), summary.txt, printed last.
+#
+#===----------------------------------------------------------------------===#
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-.dev/gpu/out}
+mkdir -p "$OUT"
+T0=$(date +%s)
+note() { echo "$1 $(( $(date +%s) - T0 )) s" | tee -a "$OUT/summary.txt"; }
+for t in .dev/*.tar.gz; do
+  tar xzf "$t" -C .dev || note "unpack $t failed"
+done
+CS=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+timeout "${CHECK_S:-90}" python3 bench/gpu_check.py --budget-s $(( ${CHECK_S:-90} - 20 )) \
+  >"$OUT/check.log" 2>&1
+note "check rc=$?"
+export PYTORCH_NO_CUDA_MEMORY_CACHING=1
+for tool in racecheck synccheck; do
+  timeout "${SAN_S:-100}" "$CS" --tool "$tool" --error-exitcode 99 --print-limit 50 \
+    python3 bench/gpu_check.py --sanitizer rows --tool "$tool" \
+    --deadline $(( $(date +%s) + ${SAN_S:-100} - 25 )) \
+    --filter="${SAN_FILTER:-.}" >"$OUT/$tool.log" 2>&1
+  note "$tool rc=$?"
+done
+unset PYTORCH_NO_CUDA_MEMORY_CACHING
+mkdir -p "$OUT/ab"
+for spec in ${AB:-}; do
+  IFS=: read -r plan new old <<<"$spec"
+  TS=${TUNE_S:-120}
+  timeout "$TS" python3 bench/tune.py run --plan "$plan" --dir ".dev/$new" \
+    --against ".dev/$old" --out "$OUT/ab/$new" \
+    --deadline $(( $(date +%s) + TS - 10 )) >"$OUT/ab/$new.md" 2>&1
+  note "tune $plan $new against $old rc=$?"
+done
+tar czf "$OUT/ab.tgz" -C "$OUT" ab && rm -rf "$OUT/ab"
+for f in check racecheck synccheck; do tail -n 4 "$OUT/$f.log"; done
+cat "$OUT/summary.txt"
