@@ -6,9 +6,10 @@
 # packed tune directories (.dev/<dir>.tar.gz from `bench/tune.py prepare
 # --pack`, one with the change and one without, e.g. TUNE_EXTRA_FLAGS=
 # --row-barriers=0). Steps, each under its own cap:
-#   1. gpu_check over every case (CHECK_S, 90)
+#   1. gpu_check over every case (CHECK_S, 90; 0 skips it)
 #   2. compute-sanitizer racecheck and synccheck over one case per
-#      configuration (SAN_FILTER: gpu_check --filter; SAN_S each, 100)
+#      configuration (SAN_FILTER: gpu_check --filter; SAN_S each, 100;
+#      0 skips them)
 #   3. for each "plan:new:old" of AB (space separated), bench/tune.py run
 #      --plan plan --dir .dev/new --against .dev/old into $OUT/new (TUNE_S
 #      each, 120): the times of both kernels and whether any output bit
@@ -27,11 +28,15 @@ for t in .dev/*.tar.gz; do
   tar xzf "$t" -C .dev || note "unpack $t failed"
 done
 CS=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-timeout "${CHECK_S:-90}" python3 bench/gpu_check.py --budget-s $(( ${CHECK_S:-90} - 20 )) \
-  >"$OUT/check.log" 2>&1
-note "check rc=$?"
+# CHECK_S=0 / SAN_S=0: that step is skipped.
+if (( ${CHECK_S:-90} > 0 )); then
+  timeout "${CHECK_S:-90}" python3 bench/gpu_check.py --budget-s $(( ${CHECK_S:-90} - 20 )) \
+    >"$OUT/check.log" 2>&1
+  note "check rc=$?"
+fi
 export PYTORCH_NO_CUDA_MEMORY_CACHING=1
 for tool in racecheck synccheck; do
+  (( ${SAN_S:-100} > 0 )) || break
   timeout "${SAN_S:-100}" "$CS" --tool "$tool" --error-exitcode 99 --print-limit 50 \
     python3 bench/gpu_check.py --sanitizer rows --tool "$tool" \
     --deadline $(( $(date +%s) + ${SAN_S:-100} - 25 )) \
@@ -49,5 +54,7 @@ for spec in ${AB:-}; do
   note "tune $plan $new against $old rc=$?"
 done
 tar czf "$OUT/ab.tgz" -C "$OUT" ab && rm -rf "$OUT/ab"
-for f in check racecheck synccheck; do tail -n 4 "$OUT/$f.log"; done
+for f in check racecheck synccheck; do
+  [[ -f $OUT/$f.log ]] && tail -n 4 "$OUT/$f.log"
+done
 cat "$OUT/summary.txt"

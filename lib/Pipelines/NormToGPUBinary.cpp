@@ -42,6 +42,7 @@ void norm::buildNormToGPUBinaryPipeline(OpPassManager &pm,
   map.chip = options.chip;
   map.rows = options.rows;
   map.rowBarriers = options.rowBarriers;
+  map.asyncRows = options.asyncRows;
   pm.addNestedPass<func::FuncOp>(createNormMapToGPU(map));
   pm.addPass(createGpuKernelOutliningPass());
   pm.addPass(createCanonicalizerPass());

@@ -60,6 +60,8 @@ struct RowNest {
   const TargetCodegen *codegen = nullptr;
   /// norm-map-to-gpu's `row-barriers` (RowReduceBlock.cpp): 0, 1 or 2.
   int64_t rowBarriers = 2;
+  /// norm-map-to-gpu's `async-rows` (RowPipeline.cpp): 0 to 4.
+  int64_t asyncRows = 0;
 };
 
 /// Finds the row loop of a `dx` / `forward` nest (checkRowNestShape) and

@@ -247,6 +247,7 @@ struct MapToGPUPass : public norm::impl::NormMapToGPUBase<MapToGPUPass> {
       rn->geometry = *g;
       rn->codegen = &norm::TargetCodegen::forTarget(*target);
       rn->rowBarriers = rowBarriers;
+      rn->asyncRows = asyncRows;
       int64_t resident = fitEarlyRows(*rn);
       norm::buildRowKernel(*rn, name);
       record(b, name, forward ? KernelKind::Forward : KernelKind::Dx,
@@ -277,6 +278,12 @@ struct MapToGPUPass : public norm::impl::NormMapToGPUBase<MapToGPUPass> {
       emitError(func.getLoc())
           << "norm-map-to-gpu: row-barriers must be 0, 1 or 2, got "
           << static_cast<int64_t>(rowBarriers);
+      return signalPassFailure();
+    }
+    if (asyncRows < 0 || asyncRows > 4) {
+      emitError(func.getLoc())
+          << "norm-map-to-gpu: async-rows must be 0 to 4, got "
+          << static_cast<int64_t>(asyncRows);
       return signalPassFailure();
     }
     // A dim of a constant index out of range is undefined behaviour that

@@ -168,9 +168,30 @@ struct RowContext {
   /// Row `row`'s buffered values loaded where `when` holds (and the rows
   /// are aligned): the statistics, then chunk by chunk.
   void preloadRow(OpBuilder &rb, Value row, Value when);
-  /// At the top of a wave: the current row's buffered statistics, mapped
-  /// in `base` for the wave's row body.
-  void takePreloaded(OpBuilder &rb);
+  /// At the top of a wave (`wave`, the first row of the program's
+  /// [lo, ...)): the current row's buffered statistics, mapped in `base`
+  /// for the wave's row body. With the ring, first the wait for the
+  /// wave's copies.
+  void takePreloaded(OpBuilder &rb, Value wave, Value lo);
+
+  /// The ring (norm-map-to-gpu async-rows, RowPipeline.cpp): what the
+  /// pipeline loads ahead goes to shared memory instead of registers,
+  /// with cp.async, `asyncStages` waves ahead. 0: the registers' pipeline
+  /// (Geometry::pipeline) or none.
+  int64_t asyncStages = 0;
+  /// Before the walk: the copies of the program's first `asyncStages`
+  /// waves (row `lo + i S + subgroup` into slot i), one group a wave.
+  void issueFirstWaves(OpBuilder &rb, Value lo, Value hi);
+  /// After the wave's first column loop (which read its slot): the copies
+  /// of the row `asyncStages` waves ahead of `row` into the same slot, one
+  /// group (empty past `hi`).
+  void issueAhead(OpBuilder &rb, Value row, Value hi);
+  /// Row memref / statistic -> its ring in shared memory: [D][K][T] 16-byte
+  /// chunks (memref<D K T V x T>), [D][T] statistics.
+  llvm::MapVector<Value, Value> ringRows;
+  llvm::MapVector<Operation *, Value> ringStats;
+  /// The current wave's slot (index), set by takePreloaded.
+  Value waveSlot;
 
   /// For each of the lane's groups k whose columns all lie below N: `body`
   /// with the chunk's first column j0, under the test that the chunk is in

@@ -26,14 +26,39 @@
 #include "Launch.h"
 #include "RowContext.h"
 
+#include "norm/Conversion/NormToGPU/TargetCodegen.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
 using namespace mlir::norm;
 
+/// The byte address (i64) of element `indices` of `mem` (a kernel value).
+static Value elementAddress(OpBuilder &b, Location loc, Value mem,
+                            ValueRange indices) {
+  auto type = cast<MemRefType>(mem.getType());
+  auto meta = memref::ExtractStridedMetadataOp::create(b, loc, mem);
+  Value elem = meta.getOffset();
+  for (auto [i, index] : llvm::enumerate(indices))
+    elem = arith::AddIOp::create(
+        b, loc, elem,
+        arith::MulIOp::create(b, loc, index, meta.getStrides()[i]));
+  Value ptr = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, mem);
+  Value address = arith::AddIOp::create(
+      b, loc, ptr,
+      arith::MulIOp::create(
+          b, loc, elem,
+          cIndex(b, loc, type.getElementTypeBitWidth() / 8)));
+  return arith::IndexCastUIOp::create(b, loc, b.getI64Type(), address);
+}
+
 void RowContext::allocatePipeline() {
-  if (!g.pipeline || !g.registers || !g.n || g.vec == 1)
+  // The ring: the dx kernel's walk (the forward's block takes one wave);
+  // it takes the place of the geometry's pipeline into registers.
+  bool ring = nest.asyncRows > 0 && !nest.forward && g.cluster <= 1;
+  if ((!g.pipeline && !ring) || !g.registers || !g.n || g.vec == 1)
     return;
   Block *rowBody = nest.rows.getBody();
   Value row = nest.rows.getInductionVar();
@@ -44,6 +69,7 @@ void RowContext::allocatePipeline() {
   rowBody->walk([&](memref::StoreOp store) {
     written.insert(store.getMemRef());
   });
+  llvm::MapVector<Value, Type> rows;
   for (Operation &op : rowBody->without_terminator()) {
     auto loop = dyn_cast<scf::ForOp>(op);
     if (!loop)
@@ -53,33 +79,63 @@ void RowContext::allocatePipeline() {
       if (!load || load.getIndices().size() != 2 ||
           written.contains(load.getMemRef()) ||
           !isRowAccess(load, loop, load.getMemRef(), load.getIndices()) ||
-          pipeRows.count(load.getMemRef()))
+          rows.count(load.getMemRef()))
         continue;
-      pipeRows[load.getMemRef()] = memref::AllocaOp::create(
-          b, loc,
-          MemRefType::get({g.chunksPerLane},
-                          VectorType::get({g.vec}, load.getType())));
+      rows[load.getMemRef()] = load.getType();
     }
-    if (!pipeRows.empty()) {
+    if (!rows.empty()) {
       pipeLoop = loop;
       break;
     }
   }
   if (!pipeLoop)
     return;
+  SmallVector<memref::LoadOp> stats;
   for (Operation &op : rowBody->without_terminator()) {
     auto load = dyn_cast<memref::LoadOp>(op);
     if (!load || load.getIndices().size() != 1 ||
         load.getIndices()[0] != row || isRowCacheBuffer(load.getMemRef()) ||
         written.contains(load.getMemRef()))
       continue;
+    stats.push_back(load);
+  }
+  if (ring) {
+    // D waves of the lane's chunks and statistics, as many as fit the
+    // static shared memory every chip has next to the kernel's own.
+    int64_t perWave =
+        int64_t(rows.size()) * g.chunksPerLane * g.threads * g.vectorBytes;
+    for (memref::LoadOp load : stats)
+      perWave += g.threads * load.getType().getIntOrFloatBitWidth() / 8;
+    // Next to the kernel's own static shared memory (the in-row sums'
+    // second buffers, RowReduceBlock.cpp, are within the slack).
+    int64_t room = kGuaranteedStaticSharedBytes - g.sharedBytes - 2048;
+    asyncStages = std::min<int64_t>(nest.asyncRows,
+                                    perWave ? room / perWave : 0);
+    if (asyncStages <= 0) {
+      asyncStages = 0;
+      pipeLoop = scf::ForOp();
+      return;
+    }
+    for (auto [mem, type] : rows)
+      ringRows[mem] = addSharedBuffer(
+          launch, {asyncStages * g.chunksPerLane * g.threads * g.vec}, type,
+          loc);
+    for (memref::LoadOp load : stats)
+      ringStats[load] = addSharedBuffer(
+          launch, {asyncStages * g.threads}, load.getType(), loc);
+    return;
+  }
+  for (auto [mem, type] : rows)
+    pipeRows[mem] = memref::AllocaOp::create(
+        b, loc,
+        MemRefType::get({g.chunksPerLane}, VectorType::get({g.vec}, type)));
+  for (memref::LoadOp load : stats)
     pipeStats[load] = memref::AllocaOp::create(
         b, loc, MemRefType::get({1}, load.getType()));
-  }
 }
 
 bool RowContext::pipelining() const {
-  return g.pipeline && pipeLoop && layout == Layout::Vector;
+  return (g.pipeline || asyncStages) && pipeLoop && layout == Layout::Vector;
 }
 
 bool RowContext::pipelined(scf::ForOp loop, std::optional<int64_t> k) const {
@@ -87,6 +143,28 @@ bool RowContext::pipelined(scf::ForOp loop, std::optional<int64_t> k) const {
 }
 
 Value RowContext::preloaded(OpBuilder &rb, Value mem, int64_t k) {
+  if (asyncStages) {
+    // This thread's own chunk of the wave's slot: [slot][k][tid].
+    Value ring = ringRows.lookup(mem);
+    assert(ring && waveSlot && "a row memref that is not copied ahead");
+    Value at = arith::AddIOp::create(
+        rb, loc,
+        arith::MulIOp::create(
+            rb, loc,
+            arith::AddIOp::create(
+                rb, loc,
+                arith::MulIOp::create(rb, loc, waveSlot,
+                                      cIndex(rb, loc, g.chunksPerLane)),
+                cIndex(rb, loc, k)),
+            cIndex(rb, loc, g.threads)),
+        tid);
+    at = arith::MulIOp::create(rb, loc, at, cIndex(rb, loc, g.vec));
+    auto type = VectorType::get(
+        {g.vec}, cast<MemRefType>(ring.getType()).getElementType());
+    return vector::LoadOp::create(rb, loc, type, ring, ValueRange{at},
+                                  /*nontemporal=*/false,
+                                  llvm::MaybeAlign(g.vectorBytes));
+  }
   Value buf = pipeRows.lookup(mem);
   assert(buf && "a row memref that is not loaded ahead");
   return memref::LoadOp::create(rb, loc, buf, ValueRange{cIndex(rb, loc, k)});
@@ -142,11 +220,105 @@ void RowContext::forEachChunkInRow(
   }
 }
 
-void RowContext::takePreloaded(OpBuilder &rb) {
+void RowContext::takePreloaded(OpBuilder &rb, Value wave, Value lo) {
   if (!pipelining())
     return;
   Value zero = cIndex(rb, loc, 0);
-  for (auto [op, buf] : pipeStats)
+  if (!asyncStages) {
+    for (auto [op, buf] : pipeStats)
+      base.map(op->getResult(0),
+               memref::LoadOp::create(rb, loc, buf, ValueRange{zero}));
+    return;
+  }
+  // Groups committed so far: D before the walk and one a wave before
+  // this one; at most D - 1 in flight leaves this wave's done.
+  codegen.asyncWait(rb, loc, asyncStages - 1);
+  Value index = arith::DivUIOp::create(
+      rb, loc, arith::SubIOp::create(rb, loc, wave, lo), cIndex(rb, loc, g.rows));
+  waveSlot =
+      arith::RemUIOp::create(rb, loc, index, cIndex(rb, loc, asyncStages));
+  Value at = arith::AddIOp::create(
+      rb, loc,
+      arith::MulIOp::create(rb, loc, waveSlot, cIndex(rb, loc, g.threads)),
+      tid);
+  for (auto [op, ring] : ringStats)
     base.map(op->getResult(0),
-             memref::LoadOp::create(rb, loc, buf, ValueRange{zero}));
+             memref::LoadOp::create(rb, loc, ring, ValueRange{at}));
+}
+
+/// The copies of row `row` of the ring's memrefs into slot `slot`, where
+/// `when` holds and the rows are aligned; then the group's commit.
+static void issueRow(RowContext &ctx, OpBuilder &rb, Value row, Value slot,
+                     Value when) {
+  Location loc = ctx.loc;
+  const Geometry &g = ctx.g;
+  if (!ctx.knownAligned)
+    when = arith::AndIOp::create(rb, loc, when, ctx.aligned);
+  auto sharedAt = [&](OpBuilder &ib, Value ring, Value index, int64_t bytes) {
+    Value base = arith::IndexCastUIOp::create(
+        ib, loc, ib.getI64Type(),
+        memref::ExtractAlignedPointerAsIndexOp::create(ib, loc, ring));
+    Value offset = arith::IndexCastUIOp::create(
+        ib, loc, ib.getI64Type(),
+        arith::MulIOp::create(ib, loc, index, cIndex(ib, loc, bytes)));
+    return ctx.codegen.sharedPointer(
+        ib, loc, arith::AddIOp::create(ib, loc, base, offset));
+  };
+  scf::IfOp::create(rb, loc, when, [&](OpBuilder &ib, Location) {
+    // The statistics first: the first column loop needs them before any
+    // element of the row.
+    Value statAt = arith::AddIOp::create(
+        ib, loc,
+        arith::MulIOp::create(ib, loc, slot, cIndex(ib, loc, g.threads)),
+        ctx.tid);
+    for (auto [op, ring] : ctx.ringStats) {
+      auto load = cast<memref::LoadOp>(op);
+      int64_t bytes = load.getType().getIntOrFloatBitWidth() / 8;
+      ctx.codegen.asyncCopy(
+          ib, loc, sharedAt(ib, ring, statAt, bytes),
+          elementAddress(ib, loc, ctx.base.lookupOrDefault(load.getMemRef()),
+                         ValueRange{row}),
+          bytes);
+    }
+    ctx.forEachChunkInRow(ib, [&](OpBuilder &cb, int64_t k, Value j0) {
+      Value at = arith::AddIOp::create(
+          cb, loc,
+          arith::MulIOp::create(
+              cb, loc,
+              arith::AddIOp::create(
+                  cb, loc,
+                  arith::MulIOp::create(cb, loc, slot,
+                                        cIndex(cb, loc, g.chunksPerLane)),
+                  cIndex(cb, loc, k)),
+              cIndex(cb, loc, g.threads)),
+          ctx.tid);
+      for (auto [mem, ring] : ctx.ringRows)
+        ctx.codegen.asyncCopy(
+            cb, loc, sharedAt(cb, ring, at, g.vectorBytes),
+            elementAddress(cb, loc, ctx.base.lookupOrDefault(mem),
+                           ValueRange{row, j0}),
+            g.vectorBytes);
+    });
+    scf::YieldOp::create(ib, loc);
+  });
+  ctx.codegen.asyncCommit(rb, loc);
+}
+
+void RowContext::issueFirstWaves(OpBuilder &rb, Value lo, Value hi) {
+  for (int64_t i = 0; i < asyncStages; ++i) {
+    Value row = arith::AddIOp::create(
+        rb, loc, arith::AddIOp::create(rb, loc, lo, cIndex(rb, loc, i * g.rows)),
+        subgroup);
+    issueRow(*this, rb, row, cIndex(rb, loc, i),
+             arith::CmpIOp::create(rb, loc, arith::CmpIPredicate::ult, row,
+                                   hi));
+  }
+}
+
+void RowContext::issueAhead(OpBuilder &rb, Value row, Value hi) {
+  Value ahead =
+      arith::AddIOp::create(rb, loc, row, cIndex(rb, loc, asyncStages * g.rows));
+  issueRow(*this, rb, ahead, waveSlot,
+           arith::CmpIOp::create(rb, loc, arith::CmpIPredicate::ult, ahead,
+                                 hi));
 }

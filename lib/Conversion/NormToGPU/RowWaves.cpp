@@ -46,7 +46,11 @@ void Waves::emitRows(ColumnLoops &loops, Value lo, Value hi) {
   RowNest &nest = ctx.nest;
   Block *rowBody = nest.rows.getBody();
   // Geometry::pipeline: the first wave's rows loaded before the walk.
-  if (ctx.pipelining()) {
+  // The ring (async-rows): the first D waves' rows copied into shared
+  // memory before the walk.
+  if (ctx.pipelining() && ctx.asyncStages) {
+    ctx.issueFirstWaves(b, lo, hi);
+  } else if (ctx.pipelining()) {
     Value first = arith::AddIOp::create(b, loc, lo, ctx.subgroup);
     ctx.preloadRow(b, first,
                    arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
@@ -66,12 +70,16 @@ void Waves::emitRows(ColumnLoops &loops, Value lo, Value hi) {
                                          ctx.lane, ctx.c(0));
   Value sideEffects = reduction.beginRow(waves.getInductionVar(), lo,
                                           ctx.g.rows, laneZero);
-  ctx.takePreloaded(b);
+  ctx.takePreloaded(b, waves.getInductionVar(), lo);
   // The next wave's row, loaded ahead right after this row's first column
   // loop has taken its values (before the in-row sums).
   auto preloadNext = [&](scf::ForOp loop) {
     if (!ctx.pipelining() || loop != ctx.pipeLoop)
       return;
+    if (ctx.asyncStages) {
+      ctx.issueAhead(b, rowIV, hi);
+      return;
+    }
     Value next = arith::AddIOp::create(b, loc, rowIV, ctx.c(ctx.g.rows));
     ctx.preloadRow(b, next,
                    arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,

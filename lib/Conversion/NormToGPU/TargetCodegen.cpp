@@ -122,6 +122,30 @@ public:
         /*reductionOp=*/nullptr, /*reductionPredicate=*/Value());
   }
 
+  void asyncCopy(OpBuilder &b, Location loc, Value to, Value from,
+                 int64_t bytes) const override {
+    auto generic = LLVM::LLVMPointerType::get(b.getContext());
+    auto global =
+        LLVM::LLVMPointerType::get(b.getContext(), kGlobalAddressSpace);
+    Value src = LLVM::AddrSpaceCastOp::create(
+        b, loc, global, LLVM::IntToPtrOp::create(b, loc, generic, from));
+    // cp.async.cg (L2 only) takes 16 bytes alone; smaller copies .ca.
+    NVVM::CpAsyncOp::create(
+        b, loc, to, src, b.getI32IntegerAttr(bytes),
+        NVVM::LoadCacheModifierKindAttr::get(
+            b.getContext(), bytes == 16 ? NVVM::LoadCacheModifierKind::CG
+                                        : NVVM::LoadCacheModifierKind::CA),
+        /*cpSize=*/Value());
+  }
+
+  void asyncCommit(OpBuilder &b, Location loc) const override {
+    NVVM::CpAsyncCommitGroupOp::create(b, loc);
+  }
+
+  void asyncWait(OpBuilder &b, Location loc, int64_t pending) const override {
+    NVVM::CpAsyncWaitGroupOp::create(b, loc, pending);
+  }
+
   void deviceFence(OpBuilder &b, Location loc) const override {
     NVVM::MembarOp::create(b, loc, NVVM::MemScopeKind::GPU);
   }

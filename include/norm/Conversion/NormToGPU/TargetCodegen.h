@@ -9,8 +9,8 @@
 // so a new chip generation is a TargetInfo entry and, where it emits
 // something differently, a TargetCodegen of its own here.
 //
-// Asynchronous global-to-shared copies (cp.async, TMA) would be hooks of
-// this class too; no kernel issues one yet (docs/GPU.md).
+// Asynchronous global-to-shared copies are hooks of this class too
+// (cp.async: the rows a dx kernel copies ahead, RowPipeline.cpp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -72,6 +72,20 @@ public:
   /// executes this one instruction (each with its row's id).
   virtual void groupBarrier(OpBuilder &b, Location loc, Value id,
                             int64_t threads) const = 0;
+  /// Asynchronous copies from global to shared memory (cp.async): `bytes`
+  /// (4, 8 or 16) from the generic byte address `from` (i64, of global
+  /// memory, aligned to `bytes`) to `to` (a pointer into this block's
+  /// shared memory, aligned likewise), without waiting. 16-byte copies
+  /// bypass L1.
+  virtual void asyncCopy(OpBuilder &b, Location loc, Value to, Value from,
+                         int64_t bytes) const = 0;
+  /// Closes the group of this thread's asynchronous copies issued since
+  /// the last one (an empty group where it issued none).
+  virtual void asyncCommit(OpBuilder &b, Location loc) const = 0;
+  /// Waits until at most `pending` of this thread's committed groups are
+  /// still in flight; the copies of the others are then visible to it.
+  virtual void asyncWait(OpBuilder &b, Location loc,
+                         int64_t pending) const = 0;
   /// Orders this thread's global memory accesses before and after it for
   /// every thread of the device (the lock protocol of `locked`).
   virtual void deviceFence(OpBuilder &b, Location loc) const = 0;
