@@ -242,6 +242,21 @@ DxEarlyRows mlir::norm::dxEarlyRows(const Geometry &g, int64_t partialRows,
   return {/*early=*/late <= maxRegisters(g), 0};
 }
 
+int64_t mlir::norm::ringResidentBlocks(const Geometry &g, int64_t partialRows,
+                                      int64_t programs,
+                                      const TargetInfo &target) {
+  if (!g.registers || g.cluster > 1 || g.threads <= 0 || target.sms <= 0)
+    return 0;
+  int64_t need =
+      llvm::divideCeil(std::max<int64_t>(programs, 0), target.sms);
+  if (need < 2 || need * g.threads > kThreadsPerSM)
+    return 0;
+  return registerEstimate(g, partialRows) <=
+                 kRegistersPerSM / (need * g.threads)
+             ? need
+             : 0;
+}
+
 bool mlir::norm::tuningTransfers(const Geometry &tuned, const Geometry &g) {
   return tuned.registers == g.registers &&
          g.chosenSlotUse() >= tuned.chosenSlotUse() - kTunedSlotLoss;

@@ -156,8 +156,6 @@ struct MapToGPUPass : public norm::impl::NormMapToGPUBase<MapToGPUPass> {
     if (rn.forward || !fitEarly)
       return 0;
     llvm::SmallPtrSet<Operation *, 4> early = norm::earlyRowCaches(rn);
-    if (early.empty())
-      return 0;
     norm::RowShape shape = norm::rowShapeOf(rn, {});
     int64_t programs = 0;
     if (std::optional<int64_t> g =
@@ -165,6 +163,11 @@ struct MapToGPUPass : public norm::impl::NormMapToGPUBase<MapToGPUPass> {
       programs = *g;
     else if (shape.n)
       programs = norm::dxLargestPrograms(*shape.n, rows);
+    if (early.empty())
+      return asyncRows > 0 ? norm::ringResidentBlocks(
+                                 rn.geometry, shape.partialRows, programs,
+                                 *target)
+                           : 0;
     norm::DxEarlyRows fit =
         norm::dxEarlyRows(rn.geometry, shape.partialRows,
                           int64_t(early.size()), programs, *target);

@@ -155,8 +155,10 @@ void RowEmitter::emitChunk(OpBuilder &rb, scf::ForOp loop,
           continue;
         }
         if (!column && rows == 1 && ctx.pipelined(loop, k) &&
-            ctx.pipeRows.count(load.getMemRef())) {
-          // Loaded a wave ahead (RowPipeline.cpp).
+            (ctx.pipeRows.count(load.getMemRef()) ||
+             ctx.ringRows.count(load.getMemRef()))) {
+          // Loaded a wave ahead, into registers or the ring
+          // (RowPipeline.cpp).
           vectors[i][load.getMemRef()] =
               ctx.preloaded(rb, load.getMemRef(), *k);
           continue;

@@ -487,6 +487,15 @@ int64_t heldForwardRegisters(const Geometry &g, const RowShape &s);
 /// need (kRegisterOverhead); 0 for the looped regime.
 int64_t registerEstimate(const Geometry &g, int64_t partialRows);
 
+/// The blocks an SM to ask ptxas for a dx kernel whose rows go through the
+/// shared-memory ring (norm-map-to-gpu async-rows, RowPipeline.cpp): the
+/// ring's addresses must not cost the kernel the wave its largest launch
+/// (`programs` blocks) had, as dxEarlyRows keeps it for early rows: need =
+/// ceil(programs / SMs) where the register estimate fits 65536 / (need x
+/// threads); 0 otherwise (nothing asked).
+int64_t ringResidentBlocks(const Geometry &g, int64_t partialRows,
+                           int64_t programs, const TargetInfo &target);
+
 /// The registers ptxas may give a thread of a block of g.threads (255, or
 /// the register file over the block): beyond, it spills.
 int64_t maxRegisters(const Geometry &g);
