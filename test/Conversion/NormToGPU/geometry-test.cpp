@@ -727,6 +727,20 @@ int main() {
     r = dxEarlyRows(g, 2, 1, 256, h);
     check(!r.early && r.residentBlocks == 0,
           "dxEarlyRows past the ceiling: late, nothing asked");
+    // ringResidentBlocks (async-rows): the same wave, without early rows.
+    // 8 a lane, partials in shared memory (estimate 48): four blocks; 32
+    // a lane (128) does not fit four, and one block an SM keeps nothing.
+    g.chunksPerLane = 1;
+    check(ringResidentBlocks(g, 2, 512, h) == 4,
+          "ringResidentBlocks 8 a lane, 512 programs: 4 blocks an SM");
+    g.chunksPerLane = 4;
+    check(ringResidentBlocks(g, 2, 512, h) == 0,
+          "ringResidentBlocks 32 a lane, 512 programs: nothing asked");
+    check(ringResidentBlocks(g, 2, 256, h) == 2,
+          "ringResidentBlocks 32 a lane, 256 programs: 2 blocks an SM");
+    check(ringResidentBlocks(g, 2, 100, h) == 0,
+          "ringResidentBlocks one block an SM: nothing asked");
+    g.chunksPerLane = 12;
     // No early rows: nothing changes; a cluster or the looped regime
     // reads late.
     r = dxEarlyRows(g, 2, 0, 512, h);
