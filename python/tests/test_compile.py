@@ -58,8 +58,10 @@ def test_early_rows_reaches_the_pipeline():
     off for norm_mlir.torch's kernels): dresidual's 16-byte loads move
     before the row's shuffles where the kernel keeps its wave with them,
     and the kernel asks for the blocks an SM that wave needs
-    (docs/GPU.md, early rows)."""
+    (docs/GPU.md, early rows). Without the shared-memory ring
+    (async-rows=0), whose chunks come from shared memory instead."""
     def compiled(dtype, n, **options):
+        options = {"async-rows": "0", **options}
         k = norm_mlir.compile_spec("layer_norm_grad", n, dtype,
                                    dresidual=True,
                                    options=dict(rows=8193, **options))
@@ -85,6 +87,27 @@ def test_early_rows_reaches_the_pipeline():
     # bf16 N = 4096: 16 elements a lane, more than the pipeline's share:
     # nothing loaded ahead; the early row costs the wave, read late.
     assert compiled("bf16", 4096) == (6, 4)
+
+
+def test_async_rows_reaches_the_pipeline():
+    """async-rows (2 by default): a dx kernel whose ring keeps its wave
+    copies its rows ahead with cp.async (docs/GPU.md, the rows copied
+    ahead); one whose ring would cost a block an SM does not."""
+    def ring(n, **options):
+        k = norm_mlir.compile_spec("layer_norm_grad", n, "bf16",
+                                   options=dict(rows=65537, **options))
+        ptx = k.image.decode()
+        dx = ptx[ptx.index(".entry norm_kernel_dx"):]
+        end = dx.find(".entry", 1)
+        dx = dx[:end if end > 0 else len(dx)]
+        return ("cp.async.cg.shared.global" in dx,
+                k.manifest["kernels"][0].get("resident_blocks"))
+    # N = 768: two rows of 96 lanes; the ring's registers keep four blocks.
+    assert ring(768) == (True, 4)
+    assert ring(768, **{"async-rows": "0"}) == (False, None)
+    # N = 512: four rows of 64 lanes at 64 registers: the ring would cost
+    # a block an SM.
+    assert ring(512)[0] is False
 
 
 @pytest.mark.parametrize("op,names", [

@@ -218,11 +218,12 @@ def NormMapToGPU : Pass<"norm-map-to-gpu", "::mlir::func::FuncOp"> {
            "barriers of the row's own warps (a named barrier where a block "
            "holds 2-15 rows); 2, as 1 with one barrier a sum, the scratch "
            "double-buffered. No result bit depends on it">,
-    Option<"asyncRows", "async-rows", "int64_t", /*default=*/"0",
+    Option<"asyncRows", "async-rows", "int64_t", /*default=*/"2",
            "Waves of rows a dx kernel of the register regime copies ahead "
            "into shared memory with cp.async (RowPipeline.cpp; 0: none, 1 "
-           "to 4; in place of the geometry's `pipeline`, where the rows "
-           "are 16-byte aligned and the ring fits the static shared memory). "
+           "to 4), in place of the geometry's `pipeline`, where the ring's "
+           "registers keep the kernel's wave (Geometry.h ringFit), the rows "
+           "are 16-byte aligned and the ring fits the static shared memory. "
            "No result bit depends on it">
   ];
 }

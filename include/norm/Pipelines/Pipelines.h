@@ -95,9 +95,10 @@ struct GeometryOptions : public PassPipelineOptions<GeometryOptions> {
   Option<int64_t> asyncRows{
       *this, "async-rows",
       llvm::cl::desc("Waves of rows a dx kernel copies ahead into shared "
-                     "memory with cp.async (norm-map-to-gpu async-rows; 0: "
-                     "none, 1 to 4). No result bit depends on it"),
-      llvm::cl::init(0)};
+                     "memory with cp.async where that keeps its wave "
+                     "(norm-map-to-gpu async-rows; 0: none, 1 to 4). No "
+                     "result bit depends on it"),
+      llvm::cl::init(2)};
   Option<int64_t> prefetch{
       *this, "prefetch",
       llvm::cl::desc("Waves of rows a row kernel's block prefetches into L2 "

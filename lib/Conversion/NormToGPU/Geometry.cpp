@@ -242,19 +242,22 @@ DxEarlyRows mlir::norm::dxEarlyRows(const Geometry &g, int64_t partialRows,
   return {/*early=*/late <= maxRegisters(g), 0};
 }
 
-int64_t mlir::norm::ringResidentBlocks(const Geometry &g, int64_t partialRows,
-                                      int64_t programs,
-                                      const TargetInfo &target) {
+RingFit mlir::norm::ringFit(const Geometry &g, int64_t partialRows,
+                            int64_t programs, const TargetInfo &target) {
   if (!g.registers || g.cluster > 1 || g.threads <= 0 || target.sms <= 0)
-    return 0;
+    return {};
   int64_t need =
       llvm::divideCeil(std::max<int64_t>(programs, 0), target.sms);
-  if (need < 2 || need * g.threads > kThreadsPerSM)
-    return 0;
-  return registerEstimate(g, partialRows) <=
-                 kRegistersPerSM / (need * g.threads)
-             ? need
-             : 0;
+  auto perSM = [&](int64_t regs) {
+    return std::min(kThreadsPerSM, kRegistersPerSM / regs) / g.threads;
+  };
+  int64_t estimate = registerEstimate(g, partialRows);
+  int64_t with = estimate + kRingRegisters;
+  if (perSM(with) < std::min(perSM(estimate), std::max<int64_t>(need, 1)))
+    return {};
+  bool resident = need >= 2 && need * g.threads <= kThreadsPerSM &&
+                  with <= kRegistersPerSM / (need * g.threads);
+  return {/*ring=*/true, resident ? need : 0};
 }
 
 bool mlir::norm::tuningTransfers(const Geometry &tuned, const Geometry &g) {

@@ -60,7 +60,8 @@ struct RowNest {
   const TargetCodegen *codegen = nullptr;
   /// norm-map-to-gpu's `row-barriers` (RowReduceBlock.cpp): 0, 1 or 2.
   int64_t rowBarriers = 2;
-  /// norm-map-to-gpu's `async-rows` (RowPipeline.cpp): 0 to 4.
+  /// norm-map-to-gpu's `async-rows` (RowPipeline.cpp): 0 to 4, cleared
+  /// where the ring does not fit (ringFit).
   int64_t asyncRows = 0;
 };
 

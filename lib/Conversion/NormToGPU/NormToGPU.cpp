@@ -147,30 +147,49 @@ struct MapToGPUPass : public norm::impl::NormMapToGPUBase<MapToGPUPass> {
         resident));
   }
 
+  /// The largest launch of the dx kernel of `rn`: the program loop's
+  /// constant bound (the op's fixed G) or G at the largest M of the `rows`
+  /// hint's bucket (dxLargestPrograms); 0 when neither is known.
+  int64_t largestPrograms(norm::RowNest &rn, const norm::RowShape &shape) {
+    if (std::optional<int64_t> g =
+            getConstantIntValue(rn.nest.getUpperBound()))
+      return *g;
+    return shape.n ? norm::dxLargestPrograms(*shape.n, rows) : 0;
+  }
+
+  /// Whether the dx kernel of `rn` takes the ring of `async-rows`
+  /// (Geometry.h ringFit: where its registers keep the wave); clears
+  /// rn.asyncRows where not. Returns the blocks an SM to record.
+  int64_t fitRing(norm::RowNest &rn) {
+    if (rn.forward || rn.asyncRows <= 0) {
+      rn.asyncRows = 0;
+      return 0;
+    }
+    norm::RowShape shape = norm::rowShapeOf(rn, {});
+    norm::RingFit ring = norm::ringFit(rn.geometry, shape.partialRows,
+                                       largestPrograms(rn, shape), *target);
+    if (!ring.ring)
+      rn.asyncRows = 0;
+    return ring.residentBlocks;
+  }
+
   /// What the dx kernel of `rn` does with its early rows (dxEarlyRows):
   /// reads them late again where the rule says so, and returns the blocks
-  /// an SM to record. Its largest launch is the program loop's constant
-  /// bound (the op's fixed G) or G at the largest M of the `rows` hint's
-  /// bucket (dxLargestPrograms).
+  /// an SM to record (0: none). A kernel with the ring has no pipeline
+  /// into registers (the ring takes its place).
   int64_t fitEarlyRows(norm::RowNest &rn) {
     if (rn.forward || !fitEarly)
       return 0;
     llvm::SmallPtrSet<Operation *, 4> early = norm::earlyRowCaches(rn);
-    norm::RowShape shape = norm::rowShapeOf(rn, {});
-    int64_t programs = 0;
-    if (std::optional<int64_t> g =
-            getConstantIntValue(rn.nest.getUpperBound()))
-      programs = *g;
-    else if (shape.n)
-      programs = norm::dxLargestPrograms(*shape.n, rows);
     if (early.empty())
-      return asyncRows > 0 ? norm::ringResidentBlocks(
-                                 rn.geometry, shape.partialRows, programs,
-                                 *target)
-                           : 0;
+      return 0;
+    norm::RowShape shape = norm::rowShapeOf(rn, {});
+    Geometry g = rn.geometry;
+    if (rn.asyncRows > 0)
+      g.pipeline = 0;
     norm::DxEarlyRows fit =
-        norm::dxEarlyRows(rn.geometry, shape.partialRows,
-                          int64_t(early.size()), programs, *target);
+        norm::dxEarlyRows(g, shape.partialRows, int64_t(early.size()),
+                          largestPrograms(rn, shape), *target);
     if (!fit.early)
       norm::rereadRowCaches(rn.rows, [&](memref::AllocOp alloc) {
         return early.contains(alloc.getOperation());
@@ -251,7 +270,10 @@ struct MapToGPUPass : public norm::impl::NormMapToGPUBase<MapToGPUPass> {
       rn->codegen = &norm::TargetCodegen::forTarget(*target);
       rn->rowBarriers = rowBarriers;
       rn->asyncRows = asyncRows;
+      int64_t ringResident = fitRing(*rn);
       int64_t resident = fitEarlyRows(*rn);
+      if (!resident)
+        resident = ringResident;
       norm::buildRowKernel(*rn, name);
       record(b, name, forward ? KernelKind::Forward : KernelKind::Dx,
              rn->geometry.threads,

@@ -727,19 +727,24 @@ int main() {
     r = dxEarlyRows(g, 2, 1, 256, h);
     check(!r.early && r.residentBlocks == 0,
           "dxEarlyRows past the ceiling: late, nothing asked");
-    // ringResidentBlocks (async-rows): the same wave, without early rows.
-    // 8 a lane, partials in shared memory (estimate 48): four blocks; 32
-    // a lane (128) does not fit four, and one block an SM keeps nothing.
+    // ringFit (async-rows): the ring's 16 registers must keep the wave.
+    // 8 a lane, partials in shared memory (estimate 48, 64 with the
+    // ring): ring, four blocks; 16 a lane (64, 80): four blocks of 256
+    // an SM become three: no ring; at 256 programs two blocks (128
+    // registers) fit: ring, two; at 100 programs the wave needs one block
+    // an SM: ring, nothing asked.
     g.chunksPerLane = 1;
-    check(ringResidentBlocks(g, 2, 512, h) == 4,
-          "ringResidentBlocks 8 a lane, 512 programs: 4 blocks an SM");
-    g.chunksPerLane = 4;
-    check(ringResidentBlocks(g, 2, 512, h) == 0,
-          "ringResidentBlocks 32 a lane, 512 programs: nothing asked");
-    check(ringResidentBlocks(g, 2, 256, h) == 2,
-          "ringResidentBlocks 32 a lane, 256 programs: 2 blocks an SM");
-    check(ringResidentBlocks(g, 2, 100, h) == 0,
-          "ringResidentBlocks one block an SM: nothing asked");
+    RingFit f = ringFit(g, 2, 512, h);
+    check(f.ring && f.residentBlocks == 4, "ringFit 8 a lane: ring, 4");
+    g.chunksPerLane = 2;
+    f = ringFit(g, 2, 512, h);
+    check(!f.ring && f.residentBlocks == 0, "ringFit 16 a lane: no ring");
+    f = ringFit(g, 2, 256, h);
+    check(f.ring && f.residentBlocks == 2,
+          "ringFit 16 a lane, 256 programs: ring, 2");
+    f = ringFit(g, 2, 100, h);
+    check(f.ring && f.residentBlocks == 0,
+          "ringFit 16 a lane, 100 programs: one block an SM, ring");
     g.chunksPerLane = 12;
     // No early rows: nothing changes; a cluster or the looped regime
     // reads late.

@@ -1,11 +1,11 @@
-// RUN: norm-opt %s --norm-lower-to-loops --norm-choose-geometry=rows=65536 --norm-map-to-gpu="rows=65536 async-rows=2" | FileCheck %s
-// RUN: norm-opt %s --norm-lower-to-loops --norm-choose-geometry=rows=65536 --norm-map-to-gpu=rows=65536 | FileCheck %s --check-prefix=OFF
+// RUN: norm-opt %s --norm-lower-to-loops --norm-choose-geometry=rows=65536 --norm-map-to-gpu=rows=65536 | FileCheck %s
+// RUN: norm-opt %s --norm-lower-to-loops --norm-choose-geometry=rows=65536 --norm-map-to-gpu="rows=65536 async-rows=0" | FileCheck %s --check-prefix=OFF
 // RUN: not norm-opt %s --norm-lower-to-loops --norm-choose-geometry --norm-map-to-gpu=async-rows=5 2>&1 | FileCheck %s --check-prefix=BAD
 
 // BAD: norm-map-to-gpu: async-rows must be 0 to 4, got 5
 
-// async-rows (RowPipeline.cpp): the dx kernel's rows copied D = 2 waves
-// ahead into a shared-memory ring with cp.async. LayerNorm bf16 N = 768:
+// async-rows (RowPipeline.cpp; 2, the default): the dx kernel's rows
+// copied D = 2 waves ahead into a shared-memory ring with cp.async. LayerNorm bf16 N = 768:
 // two rows of 96 lanes, one 16-byte chunk a lane; the ring holds x and dy
 // ([D][K][T] chunks: 2 x 1 x 192 x 8 bf16) and mean and rstd ([D][T]).
 // Before the walk, waves 0 and 1 (one commit each); at the top of a wave

@@ -1,6 +1,6 @@
-// RUN: norm-opt %s --norm-lower-to-loops --norm-choose-geometry="tuning=false rows=129" --norm-map-to-gpu=rows=129 | FileCheck %s --check-prefix=HINT
-// RUN: norm-opt %s --norm-lower-to-loops --norm-choose-geometry="tuning=false rows=1" --norm-map-to-gpu=rows=1 | FileCheck %s --check-prefix=FEW
-// RUN: norm-opt %s --norm-lower-to-loops --norm-choose-geometry=tuning=false --norm-map-to-gpu | FileCheck %s --check-prefix=CAP
+// RUN: norm-opt %s --norm-lower-to-loops --norm-choose-geometry="tuning=false rows=129" --norm-map-to-gpu="rows=129 async-rows=0" | FileCheck %s --check-prefix=HINT
+// RUN: norm-opt %s --norm-lower-to-loops --norm-choose-geometry="tuning=false rows=1" --norm-map-to-gpu="rows=1 async-rows=0" | FileCheck %s --check-prefix=FEW
+// RUN: norm-opt %s --norm-lower-to-loops --norm-choose-geometry=tuning=false --norm-map-to-gpu=async-rows=0 | FileCheck %s --check-prefix=CAP
 
 // The wave a dx kernel's early rows are fitted to is its largest launch
 // for the rows hint (Geometry.h dxLargestPrograms): G at the last M of the

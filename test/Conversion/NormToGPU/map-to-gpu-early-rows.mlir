@@ -1,5 +1,5 @@
-// RUN: norm-opt %s --split-input-file --norm-lower-to-loops --norm-choose-geometry=tuning=false --norm-map-to-gpu | FileCheck %s
-// RUN: norm-opt %s --split-input-file --norm-lower-to-loops --norm-choose-geometry=tuning=false --norm-map-to-gpu=fit-early-rows=false | FileCheck %s --check-prefix=KEEP
+// RUN: norm-opt %s --split-input-file --norm-lower-to-loops --norm-choose-geometry=tuning=false --norm-map-to-gpu=async-rows=0 | FileCheck %s
+// RUN: norm-opt %s --split-input-file --norm-lower-to-loops --norm-choose-geometry=tuning=false --norm-map-to-gpu="fit-early-rows=false async-rows=0" | FileCheck %s --check-prefix=KEEP
 
 // The early rows of a dx kernel (dresidual, read by norm-cache-rows in the
 // first column loop) against the wave its largest launch needs

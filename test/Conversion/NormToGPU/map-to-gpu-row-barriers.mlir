@@ -1,6 +1,6 @@
-// RUN: norm-opt %s --split-input-file --norm-lower-to-loops --norm-choose-geometry --norm-map-to-gpu | FileCheck %s
-// RUN: norm-opt %s --split-input-file --norm-lower-to-loops --norm-choose-geometry --norm-map-to-gpu=row-barriers=1 | FileCheck %s --check-prefix=ROW
-// RUN: norm-opt %s --split-input-file --norm-lower-to-loops --norm-choose-geometry --norm-map-to-gpu=row-barriers=0 | FileCheck %s --check-prefix=BLOCK
+// RUN: norm-opt %s --split-input-file --norm-lower-to-loops --norm-choose-geometry --norm-map-to-gpu=async-rows=0 | FileCheck %s
+// RUN: norm-opt %s --split-input-file --norm-lower-to-loops --norm-choose-geometry --norm-map-to-gpu="row-barriers=1 async-rows=0" | FileCheck %s --check-prefix=ROW
+// RUN: norm-opt %s --split-input-file --norm-lower-to-loops --norm-choose-geometry --norm-map-to-gpu="row-barriers=0 async-rows=0" | FileCheck %s --check-prefix=BLOCK
 // RUN: not norm-opt %s --split-input-file --norm-lower-to-loops --norm-choose-geometry --norm-map-to-gpu=row-barriers=3 2>&1 | FileCheck %s --check-prefix=BAD
 
 // BAD: norm-map-to-gpu: row-barriers must be 0, 1 or 2, got 3

@@ -487,14 +487,23 @@ int64_t heldForwardRegisters(const Geometry &g, const RowShape &s);
 /// need (kRegisterOverhead); 0 for the looped regime.
 int64_t registerEstimate(const Geometry &g, int64_t partialRows);
 
-/// The blocks an SM to ask ptxas for a dx kernel whose rows go through the
-/// shared-memory ring (norm-map-to-gpu async-rows, RowPipeline.cpp): the
-/// ring's addresses must not cost the kernel the wave its largest launch
-/// (`programs` blocks) had, as dxEarlyRows keeps it for early rows: need =
-/// ceil(programs / SMs) where the register estimate fits 65536 / (need x
-/// threads); 0 otherwise (nothing asked).
-int64_t ringResidentBlocks(const Geometry &g, int64_t partialRows,
-                           int64_t programs, const TargetInfo &target);
+/// Registers a thread the shared-memory ring of async-rows adds to a dx
+/// kernel (the ring slots' and the copies' addresses).
+inline constexpr int64_t kRingRegisters = 16;
+
+/// Whether a dx kernel's rows go through the shared-memory ring
+/// (norm-map-to-gpu async-rows, RowPipeline.cpp), and the blocks an SM to
+/// ask ptxas for. Its largest launch (`programs` blocks) is one wave at
+/// need = ceil(programs / SMs) blocks an SM; the ring's registers must not
+/// cost the kernel blocks of that wave: with the register estimate e, the
+/// blocks an SM min(2048, 65536 / e') / threads at e' = e + kRingRegisters
+/// must be as many as at e, or need. Resident: need, where e' fits it.
+struct RingFit {
+  bool ring = false;
+  int64_t residentBlocks = 0;
+};
+RingFit ringFit(const Geometry &g, int64_t partialRows, int64_t programs,
+                const TargetInfo &target);
 
 /// The registers ptxas may give a thread of a block of g.threads (255, or
 /// the register file over the block): beyond, it spills.
