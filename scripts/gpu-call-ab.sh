@@ -7,8 +7,8 @@
 # --pack`, one with the change and one without, e.g. TUNE_EXTRA_FLAGS=
 # --row-barriers=0). Steps, each under its own cap:
 #   1. gpu_check over every case (CHECK_S, 90; 0 skips it)
-#   2. compute-sanitizer racecheck and synccheck over one case per
-#      configuration (SAN_FILTER: gpu_check --filter; SAN_S each, 100;
+#   2. compute-sanitizer racecheck and synccheck (SAN_TOOLS) over one case
+#      per configuration (SAN_FILTER: gpu_check --filter; SAN_S each, 100;
 #      0 skips them)
 #   3. for each "plan:new:old" of AB (space separated), bench/tune.py run
 #      --plan plan --dir .dev/new --against .dev/old into $OUT/new (TUNE_S
@@ -35,7 +35,7 @@ if (( ${CHECK_S:-90} > 0 )); then
   note "check rc=$?"
 fi
 export PYTORCH_NO_CUDA_MEMORY_CACHING=1
-for tool in racecheck synccheck; do
+for tool in ${SAN_TOOLS:-racecheck synccheck}; do
   (( ${SAN_S:-100} > 0 )) || break
   timeout "${SAN_S:-100}" "$CS" --tool "$tool" --error-exitcode 99 --print-limit 50 \
     python3 bench/gpu_check.py --sanitizer rows --tool "$tool" \
