@@ -784,6 +784,13 @@ BARRIER_HOLD_N = {"bf16": (640, 1280, 2560, 5120, 12288),
 BARRIER_HOLD_M = (256, 4096, 32768)
 
 
+# "ring-holdout": async-rows' rule (Geometry.h ringFit) at N and M neither
+# barriers plan timed, prepared with and without --async-rows=0.
+RING_HOLD_N = {"bf16": (896, 1152, 1792, 2304, 3584, 4608, 5632),
+               "f16": (1024, 2560), "f32": (512, 640, 1280, 2304)}
+RING_HOLD_M = (8192, 49152)
+
+
 def barriers_plan(ns=None, ms=BARRIER_M):
     ns = ns or BARRIER_N
     allns = sorted({n for v in ns.values() for n in v})
@@ -816,7 +823,9 @@ PLANS = dict(TABLE_PLANS, explore=explore_plan, grid=grid_plan,
                 "fwd-tiny": fwd_tiny_plan, "fwd-retune": fwd_retune_plan,
                 "barriers": barriers_plan,
                 "barriers-holdout": lambda: barriers_plan(BARRIER_HOLD_N,
-                                                          BARRIER_HOLD_M)},
+                                                          BARRIER_HOLD_M),
+                "ring-holdout": lambda: trim_plan(RING_HOLD_N,
+                                                  RING_HOLD_M)},
              **{"grid-cfgs": grid_cfgs_plan,
                 "grid-cfgs-f32": lambda: grid_cfgs_plan(("bf16", "f32"))})
 

@@ -246,6 +246,12 @@ RingFit mlir::norm::ringFit(const Geometry &g, int64_t partialRows,
                             int64_t programs, const TargetInfo &target) {
   if (!g.registers || g.cluster > 1 || g.threads <= 0 || target.sms <= 0)
     return {};
+  // One row a block at one chunk a lane: a thread has one chunk of each
+  // memref in flight a row, and the ring's per-row addressing and wait
+  // cost what it hides (LayerNorm 16-bit N = 2048, f32 1024: 0.75-0.96x
+  // on the H200 and H100).
+  if (g.rows == 1 && g.chunksPerLane == 1)
+    return {};
   int64_t need =
       llvm::divideCeil(std::max<int64_t>(programs, 0), target.sms);
   auto perSM = [&](int64_t regs) {

@@ -728,14 +728,22 @@ int main() {
     check(!r.early && r.residentBlocks == 0,
           "dxEarlyRows past the ceiling: late, nothing asked");
     // ringFit (async-rows): the ring's 16 registers must keep the wave.
-    // 8 a lane, partials in shared memory (estimate 48, 64 with the
-    // ring): ring, four blocks; 16 a lane (64, 80): four blocks of 256
+    // 8 a lane in two rows, partials in shared memory (estimate 48, 64
+    // with the ring): ring, four blocks; 16 a lane (64, 80): four blocks of 256
     // an SM become three: no ring; at 256 programs two blocks (128
     // registers) fit: ring, two; at 100 programs the wave needs one block
     // an SM: ring, nothing asked.
     g.chunksPerLane = 1;
+    // One row a block at one chunk a lane: never the ring.
     RingFit f = ringFit(g, 2, 512, h);
+    check(!f.ring && f.residentBlocks == 0, "ringFit one row, one chunk");
+    // Two rows of 128 lanes.
+    g.lanes = 128;
+    g.rows = 2;
+    f = ringFit(g, 2, 512, h);
     check(f.ring && f.residentBlocks == 4, "ringFit 8 a lane: ring, 4");
+    g.lanes = 256;
+    g.rows = 1;
     g.chunksPerLane = 2;
     f = ringFit(g, 2, 512, h);
     check(!f.ring && f.residentBlocks == 0, "ringFit 16 a lane: no ring");

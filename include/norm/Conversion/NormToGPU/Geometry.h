@@ -498,6 +498,8 @@ inline constexpr int64_t kRingRegisters = 16;
 /// cost the kernel blocks of that wave: with the register estimate e, the
 /// blocks an SM min(2048, 65536 / e') / threads at e' = e + kRingRegisters
 /// must be as many as at e, or need. Resident: need, where e' fits it.
+/// Never for one row a block at one chunk a lane (measured: the ring
+/// costs more than it hides there).
 struct RingFit {
   bool ring = false;
   int64_t residentBlocks = 0;
