@@ -192,6 +192,8 @@ struct RowContext {
   llvm::MapVector<Operation *, Value> ringStats;
   /// The current wave's slot (index), set by takePreloaded.
   Value waveSlot;
+  /// This thread's chunk k of ring slot `slot`: [slot][k][tid], in chunks.
+  Value ringChunk(OpBuilder &rb, Value slot, int64_t k);
 
   /// For each of the lane's groups k whose columns all lie below N: `body`
   /// with the chunk's first column j0, under the test that the chunk is in

@@ -134,6 +134,16 @@ void RowContext::allocatePipeline() {
         b, loc, MemRefType::get({1}, load.getType()));
 }
 
+Value RowContext::ringChunk(OpBuilder &rb, Value slot, int64_t k) {
+  Value group = arith::AddIOp::create(
+      rb, loc,
+      arith::MulIOp::create(rb, loc, slot, cIndex(rb, loc, g.chunksPerLane)),
+      cIndex(rb, loc, k));
+  return arith::AddIOp::create(
+      rb, loc,
+      arith::MulIOp::create(rb, loc, group, cIndex(rb, loc, g.threads)), tid);
+}
+
 bool RowContext::pipelining() const {
   return (g.pipeline || asyncStages) && pipeLoop && layout == Layout::Vector;
 }
@@ -147,18 +157,8 @@ Value RowContext::preloaded(OpBuilder &rb, Value mem, int64_t k) {
     // This thread's own chunk of the wave's slot: [slot][k][tid].
     Value ring = ringRows.lookup(mem);
     assert(ring && waveSlot && "a row memref that is not copied ahead");
-    Value at = arith::AddIOp::create(
-        rb, loc,
-        arith::MulIOp::create(
-            rb, loc,
-            arith::AddIOp::create(
-                rb, loc,
-                arith::MulIOp::create(rb, loc, waveSlot,
-                                      cIndex(rb, loc, g.chunksPerLane)),
-                cIndex(rb, loc, k)),
-            cIndex(rb, loc, g.threads)),
-        tid);
-    at = arith::MulIOp::create(rb, loc, at, cIndex(rb, loc, g.vec));
+    Value at = arith::MulIOp::create(rb, loc, ringChunk(rb, waveSlot, k),
+                                     cIndex(rb, loc, g.vec));
     auto type = VectorType::get(
         {g.vec}, cast<MemRefType>(ring.getType()).getElementType());
     return vector::LoadOp::create(rb, loc, type, ring, ValueRange{at},
@@ -281,17 +281,7 @@ static void issueRow(RowContext &ctx, OpBuilder &rb, Value row, Value slot,
           bytes);
     }
     ctx.forEachChunkInRow(ib, [&](OpBuilder &cb, int64_t k, Value j0) {
-      Value at = arith::AddIOp::create(
-          cb, loc,
-          arith::MulIOp::create(
-              cb, loc,
-              arith::AddIOp::create(
-                  cb, loc,
-                  arith::MulIOp::create(cb, loc, slot,
-                                        cIndex(cb, loc, g.chunksPerLane)),
-                  cIndex(cb, loc, k)),
-              cIndex(cb, loc, g.threads)),
-          ctx.tid);
+      Value at = ctx.ringChunk(cb, slot, k);
       for (auto [mem, ring] : ctx.ringRows)
         ctx.codegen.asyncCopy(
             cb, loc, sharedAt(cb, ring, at, g.vectorBytes),
