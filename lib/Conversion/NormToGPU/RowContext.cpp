@@ -219,6 +219,36 @@ Value RowContext::unitInnerStride(OpBuilder &rb, Value mem) {
 // row (or S) at a time, so its bytes in flight drop to nothing between
 // rows. One thread asks for a whole row (the block's slice with a
 // cluster), a 16-byte aligned range: the vector layout with aligned rows.
+Value RowContext::byteAddress(OpBuilder &rb, Value mem, ValueRange indices) {
+  Value km = base.lookupOrDefault(mem);
+  auto type = cast<MemRefType>(km.getType());
+  auto meta = memref::ExtractStridedMetadataOp::create(rb, loc, km);
+  Value elem = meta.getOffset();
+  for (auto [i, index] : llvm::enumerate(indices))
+    elem = arith::AddIOp::create(
+        rb, loc, elem,
+        arith::MulIOp::create(rb, loc, index, meta.getStrides()[i]));
+  Value ptr = memref::ExtractAlignedPointerAsIndexOp::create(rb, loc, km);
+  Value address = arith::AddIOp::create(
+      rb, loc, ptr,
+      arith::MulIOp::create(
+          rb, loc, elem,
+          cIndex(rb, loc, type.getElementTypeBitWidth() / 8)));
+  return arith::IndexCastUIOp::create(rb, loc, rb.getI64Type(), address);
+}
+
+Value RowContext::sharedElement(OpBuilder &rb, Value buffer, Value index,
+                                int64_t bytes) {
+  Value start = arith::IndexCastUIOp::create(
+      rb, loc, rb.getI64Type(),
+      memref::ExtractAlignedPointerAsIndexOp::create(rb, loc, buffer));
+  Value offset = arith::MulIOp::create(
+      rb, loc, arith::IndexCastUIOp::create(rb, loc, rb.getI64Type(), index),
+      arith::ConstantIntOp::create(rb, loc, bytes, 64));
+  return codegen.sharedPointer(rb, loc,
+                               arith::AddIOp::create(rb, loc, start, offset));
+}
+
 void RowContext::prefetchRow(OpBuilder &rb, Value row, Value issue) {
   if (!g.prefetch || layout != Layout::Vector || !g.n ||
       readRowMemrefs.empty())
@@ -234,23 +264,12 @@ void RowContext::prefetchRow(OpBuilder &rb, Value row, Value issue) {
           ib, loc, arith::SubIOp::create(ib, loc, n, colBase),
           cIndex(ib, loc, g.sliceColumns));
     for (Value mem : readRowMemrefs) {
-      Value km = base.lookupOrDefault(mem);
       auto type = cast<MemRefType>(mem.getType());
       Value eltBytes = cIndex(ib, loc, type.getElementTypeBitWidth() / 8);
-      auto meta = memref::ExtractStridedMetadataOp::create(ib, loc, km);
-      Value ptr = memref::ExtractAlignedPointerAsIndexOp::create(ib, loc, km);
-      Value elem = arith::AddIOp::create(
-          ib, loc, meta.getOffset(),
-          arith::AddIOp::create(
-              ib, loc,
-              arith::MulIOp::create(ib, loc, row, meta.getStrides()[0]),
-              first));
-      Value address = arith::AddIOp::create(
-          ib, loc, ptr, arith::MulIOp::create(ib, loc, elem, eltBytes));
+      Value address = byteAddress(ib, mem, ValueRange{row, first});
       Value bytes = arith::MulIOp::create(ib, loc, span, eltBytes);
       codegen.prefetchL2(
-          ib, loc,
-          arith::IndexCastUIOp::create(ib, loc, ib.getI64Type(), address),
+          ib, loc, address,
           arith::IndexCastUIOp::create(ib, loc, ib.getI32Type(), bytes));
     }
     scf::YieldOp::create(ib, loc);

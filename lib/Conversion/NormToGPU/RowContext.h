@@ -143,6 +143,14 @@ struct RowContext {
   void storePartialChunk(OpBuilder &rb, Value ws, Value program, Value j0,
                          ArrayRef<Value> sums, int64_t width);
 
+  /// The byte address (i64) of element `indices` of `mem` (a memref of
+  /// the row body, through `base`).
+  Value byteAddress(OpBuilder &rb, Value mem, ValueRange indices);
+  /// A pointer to element `index` of the shared buffer `buffer` (a
+  /// workgroup attribution) whose elements are `bytes` wide.
+  Value sharedElement(OpBuilder &rb, Value buffer, Value index,
+                      int64_t bytes);
+
   /// Geometry::prefetch: where `issue` holds (one thread of the row's) and
   /// the rows are 16-byte aligned, the block's columns of row `row` of
   /// every read row memref, prefetched into L2 (one bulk prefetch each).
@@ -192,8 +200,9 @@ struct RowContext {
   llvm::MapVector<Operation *, Value> ringStats;
   /// The current wave's slot (index), set by takePreloaded.
   Value waveSlot;
-  /// This thread's chunk k of ring slot `slot`: [slot][k][tid], in chunks.
-  Value ringChunk(OpBuilder &rb, Value slot, int64_t k);
+  /// This thread's entry of group k of ring slot `slot`, `groups` groups
+  /// a slot: [slot][k][tid] (chunks: K groups; statistics: 1).
+  Value ringIndex(OpBuilder &rb, Value slot, int64_t groups, int64_t k);
 
   /// For each of the lane's groups k whose columns all lie below N: `body`
   /// with the chunk's first column j0, under the test that the chunk is in

@@ -35,29 +35,11 @@
 using namespace mlir;
 using namespace mlir::norm;
 
-/// The byte address (i64) of element `indices` of `mem` (a kernel value).
-static Value elementAddress(OpBuilder &b, Location loc, Value mem,
-                            ValueRange indices) {
-  auto type = cast<MemRefType>(mem.getType());
-  auto meta = memref::ExtractStridedMetadataOp::create(b, loc, mem);
-  Value elem = meta.getOffset();
-  for (auto [i, index] : llvm::enumerate(indices))
-    elem = arith::AddIOp::create(
-        b, loc, elem,
-        arith::MulIOp::create(b, loc, index, meta.getStrides()[i]));
-  Value ptr = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, mem);
-  Value address = arith::AddIOp::create(
-      b, loc, ptr,
-      arith::MulIOp::create(
-          b, loc, elem,
-          cIndex(b, loc, type.getElementTypeBitWidth() / 8)));
-  return arith::IndexCastUIOp::create(b, loc, b.getI64Type(), address);
-}
-
 void RowContext::allocatePipeline() {
-  // The ring: the dx kernel's walk (the forward's block takes one wave);
-  // it takes the place of the geometry's pipeline into registers.
-  bool ring = nest.asyncRows > 0 && !nest.forward && g.cluster <= 1;
+  // The ring (a dx kernel norm-map-to-gpu's ringFit gave it: never the
+  // forward, whose block takes one wave, nor a cluster) takes the place
+  // of the geometry's pipeline into registers.
+  bool ring = nest.asyncRows > 0;
   if ((!g.pipeline && !ring) || !g.registers || !g.n || g.vec == 1)
     return;
   Block *rowBody = nest.rows.getBody();
@@ -134,10 +116,10 @@ void RowContext::allocatePipeline() {
         b, loc, MemRefType::get({1}, load.getType()));
 }
 
-Value RowContext::ringChunk(OpBuilder &rb, Value slot, int64_t k) {
+Value RowContext::ringIndex(OpBuilder &rb, Value slot, int64_t groups,
+                            int64_t k) {
   Value group = arith::AddIOp::create(
-      rb, loc,
-      arith::MulIOp::create(rb, loc, slot, cIndex(rb, loc, g.chunksPerLane)),
+      rb, loc, arith::MulIOp::create(rb, loc, slot, cIndex(rb, loc, groups)),
       cIndex(rb, loc, k));
   return arith::AddIOp::create(
       rb, loc,
@@ -157,8 +139,9 @@ Value RowContext::preloaded(OpBuilder &rb, Value mem, int64_t k) {
     // This thread's own chunk of the wave's slot: [slot][k][tid].
     Value ring = ringRows.lookup(mem);
     assert(ring && waveSlot && "a row memref that is not copied ahead");
-    Value at = arith::MulIOp::create(rb, loc, ringChunk(rb, waveSlot, k),
-                                     cIndex(rb, loc, g.vec));
+    Value at = arith::MulIOp::create(
+        rb, loc, ringIndex(rb, waveSlot, g.chunksPerLane, k),
+        cIndex(rb, loc, g.vec));
     auto type = VectorType::get(
         {g.vec}, cast<MemRefType>(ring.getType()).getElementType());
     return vector::LoadOp::create(rb, loc, type, ring, ValueRange{at},
@@ -237,10 +220,7 @@ void RowContext::takePreloaded(OpBuilder &rb, Value wave, Value lo) {
       rb, loc, arith::SubIOp::create(rb, loc, wave, lo), cIndex(rb, loc, g.rows));
   waveSlot =
       arith::RemUIOp::create(rb, loc, index, cIndex(rb, loc, asyncStages));
-  Value at = arith::AddIOp::create(
-      rb, loc,
-      arith::MulIOp::create(rb, loc, waveSlot, cIndex(rb, loc, g.threads)),
-      tid);
+  Value at = ringIndex(rb, waveSlot, 1, 0);
   for (auto [op, ring] : ringStats)
     base.map(op->getResult(0),
              memref::LoadOp::create(rb, loc, ring, ValueRange{at}));
@@ -254,40 +234,23 @@ static void issueRow(RowContext &ctx, OpBuilder &rb, Value row, Value slot,
   const Geometry &g = ctx.g;
   if (!ctx.knownAligned)
     when = arith::AndIOp::create(rb, loc, when, ctx.aligned);
-  auto sharedAt = [&](OpBuilder &ib, Value ring, Value index, int64_t bytes) {
-    Value base = arith::IndexCastUIOp::create(
-        ib, loc, ib.getI64Type(),
-        memref::ExtractAlignedPointerAsIndexOp::create(ib, loc, ring));
-    Value offset = arith::IndexCastUIOp::create(
-        ib, loc, ib.getI64Type(),
-        arith::MulIOp::create(ib, loc, index, cIndex(ib, loc, bytes)));
-    return ctx.codegen.sharedPointer(
-        ib, loc, arith::AddIOp::create(ib, loc, base, offset));
-  };
   scf::IfOp::create(rb, loc, when, [&](OpBuilder &ib, Location) {
     // The statistics first: the first column loop needs them before any
     // element of the row.
-    Value statAt = arith::AddIOp::create(
-        ib, loc,
-        arith::MulIOp::create(ib, loc, slot, cIndex(ib, loc, g.threads)),
-        ctx.tid);
+    Value statAt = ctx.ringIndex(ib, slot, 1, 0);
     for (auto [op, ring] : ctx.ringStats) {
       auto load = cast<memref::LoadOp>(op);
       int64_t bytes = load.getType().getIntOrFloatBitWidth() / 8;
       ctx.codegen.asyncCopy(
-          ib, loc, sharedAt(ib, ring, statAt, bytes),
-          elementAddress(ib, loc, ctx.base.lookupOrDefault(load.getMemRef()),
-                         ValueRange{row}),
-          bytes);
+          ib, loc, ctx.sharedElement(ib, ring, statAt, bytes),
+          ctx.byteAddress(ib, load.getMemRef(), ValueRange{row}), bytes);
     }
     ctx.forEachChunkInRow(ib, [&](OpBuilder &cb, int64_t k, Value j0) {
-      Value at = ctx.ringChunk(cb, slot, k);
+      Value at = ctx.ringIndex(cb, slot, g.chunksPerLane, k);
       for (auto [mem, ring] : ctx.ringRows)
         ctx.codegen.asyncCopy(
-            cb, loc, sharedAt(cb, ring, at, g.vectorBytes),
-            elementAddress(cb, loc, ctx.base.lookupOrDefault(mem),
-                           ValueRange{row, j0}),
-            g.vectorBytes);
+            cb, loc, ctx.sharedElement(cb, ring, at, g.vectorBytes),
+            ctx.byteAddress(cb, mem, ValueRange{row, j0}), g.vectorBytes);
     });
     scf::YieldOp::create(ib, loc);
   });

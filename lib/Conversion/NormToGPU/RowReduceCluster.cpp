@@ -51,11 +51,6 @@ public:
   SmallVector<Value> reduce(ValueRange partials) override;
 
 private:
-  /// A pointer to element `index` of the shared buffer `buffer` whose
-  /// elements are `bytes` wide.
-  Value elementPointer(OpBuilder &b, Value buffer, Value index,
-                       int64_t bytes);
-
   RowContext &ctx;
   /// The sums within the block, first.
   std::unique_ptr<InRowReduction> block;
@@ -103,19 +98,6 @@ void ClusterReduction::allocate() {
   ctx.codegen.clusterArriveAfterInit(b, loc);
 }
 
-Value ClusterReduction::elementPointer(OpBuilder &b, Value buffer,
-                                       Value index, int64_t bytes) {
-  Location loc = ctx.loc;
-  Value base = arith::IndexCastUIOp::create(
-      b, loc, b.getI64Type(),
-      memref::ExtractAlignedPointerAsIndexOp::create(b, loc, buffer));
-  Value offset = arith::MulIOp::create(
-      b, loc, arith::IndexCastUIOp::create(b, loc, b.getI64Type(), index),
-      arith::ConstantIntOp::create(b, loc, bytes, 64));
-  return ctx.codegen.sharedPointer(
-      b, loc, arith::AddIOp::create(b, loc, base, offset));
-}
-
 Value ClusterReduction::beginRow(Value wave, Value lo, int64_t waveRows,
                                  Value laneZero) {
   OpBuilder &b = ctx.b;
@@ -160,7 +142,7 @@ SmallVector<Value> ClusterReduction::reduce(ValueRange partials) {
     b.restoreInsertionPoint(initAt);
     for (int64_t p = 0; p < 2; ++p)
       target.initBarrier(b, loc,
-                         elementPointer(b, barriers[r], c(p), 8));
+                         ctx.sharedElement(b, barriers[r], c(p), 8));
   }
   // The first push of the program waits for every block's mbarriers.
   if (r == 0)
@@ -168,7 +150,7 @@ SmallVector<Value> ClusterReduction::reduce(ValueRange partials) {
       target.clusterWait(ib, loc);
       scf::YieldOp::create(ib, loc);
     });
-  Value bar = elementPointer(b, barriers[r], rowParity, 8);
+  Value bar = ctx.sharedElement(b, barriers[r], rowParity, 8);
   // This row's slots: [parity][rank][sum].
   Value rowSlots = arith::MulIOp::create(b, loc, rowParity,
                                          c(clusterBlocks * kClusterSumSlots));
@@ -186,7 +168,7 @@ SmallVector<Value> ClusterReduction::reduce(ValueRange partials) {
         ib, loc, bar,
         clusterBlocks * int64_t(vals.size()) * int64_t(sizeof(float)));
     // This block's sums, into slot [parity][slice] of every block.
-    Value at = elementPointer(ib, slots[r], slotOf(ib, slice, 0), 4);
+    Value at = ctx.sharedElement(ib, slots[r], slotOf(ib, slice, 0), 4);
     // st.async stores 1, 2 or 4 words at once.
     SmallVector<SmallVector<Value>> pieces;
     for (size_t i = 0; i < vals.size();) {
@@ -198,7 +180,7 @@ SmallVector<Value> ClusterReduction::reduce(ValueRange partials) {
     for (int64_t rank = 0; rank < clusterBlocks; ++rank) {
       int64_t first = 0;
       for (auto &piece : pieces) {
-        Value to = first ? elementPointer(ib, slots[r],
+        Value to = first ? ctx.sharedElement(ib, slots[r],
                                           slotOf(ib, slice, first), 4)
                          : at;
         target.pushToClusterRank(ib, loc, to, piece, bar, rank);
