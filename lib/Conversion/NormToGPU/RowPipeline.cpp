@@ -118,9 +118,14 @@ void RowContext::allocatePipeline() {
 
 Value RowContext::ringIndex(OpBuilder &rb, Value slot, int64_t groups,
                             int64_t k) {
-  Value group = arith::AddIOp::create(
-      rb, loc, arith::MulIOp::create(rb, loc, slot, cIndex(rb, loc, groups)),
-      cIndex(rb, loc, k));
+  Value group =
+      groups == 1 && k == 0
+          ? slot
+          : arith::AddIOp::create(
+                rb, loc,
+                arith::MulIOp::create(rb, loc, slot, cIndex(rb, loc, groups)),
+                cIndex(rb, loc, k))
+                .getResult();
   return arith::AddIOp::create(
       rb, loc,
       arith::MulIOp::create(rb, loc, group, cIndex(rb, loc, g.threads)), tid);
