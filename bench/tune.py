@@ -791,6 +791,17 @@ RING_HOLD_N = {"bf16": (896, 1152, 1792, 2304, 3584, 4608, 5632),
 RING_HOLD_M = (8192, 49152)
 
 
+# "k2": the backward rows of one 16-byte chunk a lane and one row a block
+# (the cost model's tie between 256 threads at K = 1 and 128 at K = 2
+# goes to 256), prepared as the table gives them and again with
+# TUNE_EXTRA_FLAGS=--threads=128 (two chunks a lane), run --against; the
+# same S = 1, so no dweight/dbias bit may move. "k2-holdout": other N, M.
+K2_N = {"bf16": (1152, 1536, 2048), "f16": (1792,), "f32": (640, 1024)}
+K2_M = (4096, 16384, 65536)
+K2_HOLD_N = {"bf16": (1280, 1792), "f16": (1536, 2048), "f32": (768, 896)}
+K2_HOLD_M = (8192, 32768)
+
+
 def barriers_plan(ns=None, ms=BARRIER_M):
     ns = ns or BARRIER_N
     allns = sorted({n for v in ns.values() for n in v})
@@ -825,7 +836,9 @@ PLANS = dict(TABLE_PLANS, explore=explore_plan, grid=grid_plan,
                 "barriers-holdout": lambda: barriers_plan(BARRIER_HOLD_N,
                                                           BARRIER_HOLD_M),
                 "ring-holdout": lambda: trim_plan(RING_HOLD_N,
-                                                  RING_HOLD_M)},
+                                                  RING_HOLD_M),
+                "k2": lambda: trim_plan(K2_N, K2_M),
+                "k2-holdout": lambda: trim_plan(K2_HOLD_N, K2_HOLD_M)},
              **{"grid-cfgs": grid_cfgs_plan,
                 "grid-cfgs-f32": lambda: grid_cfgs_plan(("bf16", "f32"))})
 

@@ -28,6 +28,7 @@ void norm::buildNormToGPUBinaryPipeline(OpPassManager &pm,
   choose.batchRows = options.batchRows;
   choose.maxLanes = options.maxLanes;
   choose.trimIdleWarps = options.trimIdleWarps;
+  choose.twoChunkRows = options.twoChunkRows;
   choose.prefetch = options.prefetch;
   choose.partialVector = options.partialVector;
   choose.pipeline = options.pipeline;

@@ -76,6 +76,12 @@ def NormChooseGeometry : Pass<"norm-choose-geometry", "::mlir::func::FuncOp"> {
            "can be 16-byte aligned keeps only the warps its chunks need (whole warps, not a power of "
            "two: no warp of a row without a chunk of it); no "
            "dweight/dbias bit changes">,
+    Option<"twoChunkRows", "two-chunk-rows", "bool", /*default=*/"true",
+           "A deterministic backward row without dresidual that the cost "
+           "model gives 256 lanes at one 16-byte chunk a lane takes 128 "
+           "lanes at two instead, where the rows hint passes 2048 and the "
+           "rows can be 16-byte aligned (the tuning table is not "
+           "consulted for it); no dweight/dbias bit changes">,
     Option<"batchRows", "batch-rows", "int64_t", /*default=*/"0",
            "Rows of the looped regime whose dweight/dbias terms one update "
            "of the partial rows adds (0: chosen, Geometry.h's "

@@ -84,6 +84,12 @@ struct GeometryOptions : public PassPipelineOptions<GeometryOptions> {
                      "16-byte aligned keeps only the warps its chunks need "
                      "(norm-choose-geometry trim-idle-warps)"),
       llvm::cl::init(true)};
+  Option<bool> twoChunkRows{
+      *this, "two-chunk-rows",
+      llvm::cl::desc("A plain deterministic backward row of one chunk a "
+                     "lane on 256 lanes takes two chunks on 128 past 2048 "
+                     "rows (norm-choose-geometry two-chunk-rows)"),
+      llvm::cl::init(true)};
   Option<int64_t> rowBarriers{
       *this, "row-barriers",
       llvm::cl::desc("The barriers of a row's sums across its warps: 0, two "

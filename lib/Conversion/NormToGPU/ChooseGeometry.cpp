@@ -245,10 +245,21 @@ struct ChooseGeometryPass
   LogicalResult place(Operation *op, const RowShape &s,
                       const TargetInfo &target) {
     Geometry chosen = chooseRowGeometry(s, target);
+    // A plain backward row of one chunk a lane on 256 lanes goes to two
+    // chunks on 128 (Geometry.h twoChunkRowsPay). The table's entries for
+    // it were measured on the one-chunk layout, and the two-chunk kernel
+    // without them was faster than with (plans k2 / k2-holdout), so they
+    // are not consulted there.
+    bool twoChunks = twoChunkRowsPay(chosen, s, rows);
+    if (twoChunks) {
+      RowShape two = s;
+      two.threads = kTwoChunkThreads;
+      chosen = chooseRowGeometry(two, target);
+    }
     RowGeometryAttr written = getGeometry(op);
     if (!written) {
-      bool holdSet;
-      Geometry g = tuned(s, chosen, target, holdSet);
+      bool holdSet = false;
+      Geometry g = twoChunks ? chosen : tuned(s, chosen, target, holdSet);
       // The held columns, where neither the option nor the entry says:
       // the cost model's (a forward launch of at most a block an SM).
       if (holdColumns < 0 && !holdSet)
@@ -325,8 +336,8 @@ struct ChooseGeometryPass
       }
       fileTable = std::move(*table);
     }
-    GeometryKnobs knobs{threads,   maxRegisterElements, cluster,
-                        batchRows, maxLanes,            trimIdleWarps};
+    GeometryKnobs knobs{threads,  maxRegisterElements, cluster,      batchRows,
+                        maxLanes, trimIdleWarps,       twoChunkRows};
     WalkResult result =
         func.walk<WalkOrder::PreOrder>([&](Operation *op) -> WalkResult {
           if (std::optional<RowShape> s = rowShapeOfOp(op, knobs))

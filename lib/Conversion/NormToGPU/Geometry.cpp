@@ -212,6 +212,19 @@ bool mlir::norm::earlyPipelinePays(const Geometry &g, const RowShape &s) {
          g.chunksPerLane == 1;
 }
 
+bool mlir::norm::twoChunkRowsPay(const Geometry &g, const RowShape &s,
+                                  int64_t rows) {
+  if (!s.twoChunkRows || s.forward || s.earlyRows > 0 || !s.n ||
+      s.partials != PartialSums::Deterministic || s.partialRows <= 0 ||
+      s.threads != 0 || s.cluster > 1 || s.maxLanes != 0 ||
+      rows <= kTuningRowEdges[2])
+    return false;
+  if (!g.registers || g.cluster > 1 || g.rows != 1 || g.chunksPerLane != 1 ||
+      g.chosenLanes() != 2 * kTwoChunkThreads)
+    return false;
+  return (*s.n * s.elementBytes) % g.vectorBytes == 0;
+}
+
 int64_t mlir::norm::dxLargestPrograms(int64_t n, int64_t rows) {
   std::optional<int64_t> end =
       rows > 0 ? bucketLastRow(rows) : std::optional<int64_t>();

@@ -26,6 +26,7 @@ struct GeometryKnobs {
   int64_t batchRows = 0;
   int64_t maxLanes = 0;
   bool trimIdleWarps = true;
+  bool twoChunkRows = true;
 };
 
 /// The row of a lowered `dx` / `forward` nest.

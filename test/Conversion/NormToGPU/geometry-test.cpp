@@ -409,6 +409,50 @@ int main() {
           "trim-idle-warps=false: " + show(p));
   }
 
+  // twoChunkRowsPay: a plain deterministic backward row the cost model lays
+  // out on 256 lanes at one chunk (chunks in (128, 256]) goes to 128 lanes
+  // at two past 2048 rows; nothing else does.
+  {
+    RowShape s = shapeOf(2048, bf16.bytes, layer, 0);
+    Geometry g = chooseRowGeometry(s, first);
+    check(g.lanes == 256 && g.chunksPerLane == 1 && g.rows == 1,
+          "two chunks: LayerNorm bf16 2048 lays out at one: " + show(g));
+    check(twoChunkRowsPay(g, s, 4096) && twoChunkRowsPay(g, s, 0x10000),
+          "two chunks: LayerNorm bf16 2048 past 2048 rows");
+    check(!twoChunkRowsPay(g, s, 2048) && !twoChunkRowsPay(g, s, 0),
+          "two chunks: 2048 rows or no hint keep one chunk");
+    RowShape t = s;
+    t.threads = kTwoChunkThreads;
+    Geometry two = chooseRowGeometry(t, first);
+    check(two.lanes == 128 && two.chunksPerLane == 2 && two.rows == 1 &&
+              samePartialOrder(two, g),
+          "two chunks: 128 lanes, two chunks, the same partial order: " +
+              show(two));
+    RowShape early = s;
+    early.earlyRows = 1;
+    RowShape off = s;
+    off.twoChunkRows = false;
+    RowShape fixed = s;
+    fixed.threads = 256;
+    check(!twoChunkRowsPay(g, early, 4096) && !twoChunkRowsPay(g, off, 4096) &&
+              !twoChunkRowsPay(g, fixed, 4096),
+          "two chunks: not with early rows, off, or threads given");
+    // Rows of two 16-byte chunks a lane already (N = 4096), two rows of 128
+    // lanes (N = 1024), f32 rows never aligned (N = 1022), the forward.
+    for (auto [n, d, st] :
+         {std::tuple{int64_t(4096), bf16, layer},
+          std::tuple{int64_t(1024), bf16, layer},
+          std::tuple{int64_t(1022), f32, rms},
+          std::tuple{int64_t(2048), bf16, fwd}}) {
+      RowShape o = shapeOf(n, d.bytes, st, 0);
+      check(!twoChunkRowsPay(chooseRowGeometry(o, first), o, 4096),
+            "two chunks: N = " + std::to_string(n) + " keeps its layout");
+    }
+    RowShape r = shapeOf(1020, f32.bytes, rms, 0);
+    check(twoChunkRowsPay(chooseRowGeometry(r, first), r, 4096),
+          "two chunks: RMSNorm f32 1020 (255 chunks of four)");
+  }
+
   // 1024 threads, several rows in flight: partial rows that would not fit
   // the budget in shared memory send the block to one row at a time.
   {

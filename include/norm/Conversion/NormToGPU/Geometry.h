@@ -250,6 +250,10 @@ struct RowShape {
   /// lane that can be 16-byte aligned keeps only the warps its chunks need
   /// (trimIdleWarps in Geometry.cpp).
   bool trimIdleWarps = true;
+  /// The pass's `two-chunk-rows` option: where the cost model gives a
+  /// plain backward row a block of 256 lanes at one chunk a lane, lay it
+  /// out on 128 lanes at two (twoChunkRowsPay).
+  bool twoChunkRows = true;
   /// A forward kernel (one row cache, no partial sums): its lanes per row
   /// follow kForwardShareChunks.
   bool forward = false;
@@ -465,6 +469,27 @@ DxEarlyRows dxEarlyRows(const Geometry &g, int64_t partialRows,
 /// lane (f32 N = 2048) it lost: LayerNorm 65536 x 2048 with dresidual 547
 /// -> 773 us (plan dres).
 bool earlyPipelinePays(const Geometry &g, const RowShape &s);
+
+/// Threads a plain backward row takes instead where twoChunkRowsPay holds.
+inline constexpr int64_t kTwoChunkThreads = 128;
+
+/// Whether the cost model's `g` for the row `s`, built for the rows hint
+/// `rows`, should be laid out again on kTwoChunkThreads lanes at two
+/// chunks a lane: a `deterministic` backward row without early rows
+/// (dresidual) that took one row of 256 lanes at one chunk a lane (its
+/// chunks in (128, 256]: kThreadCandidates' tie between 256 at one chunk
+/// and 128 at two goes to 256), rows that can be 16-byte aligned, and a
+/// hint past the tuning table's 2048-row edge. S stays 1, so dweight and
+/// dbias keep their bits; dx's in-row sums add two chunks a lane first.
+/// Each row's per-row steps (statistics, shuffles, barriers, pointer
+/// steps: about 130 instructions a lane whatever N) are then paid once for
+/// 16 elements instead of 8, and the rows loaded ahead go to the
+/// shared-memory ring (ringFit takes two chunks a lane). Measured on the
+/// H100 against the table's kernels (plans k2 and k2-holdout, N = 640-2048,
+/// M = 4096-65536, bench/tune-sm_90-k2*-h100.json): plain kernels
+/// 1.054-1.072x by element type, held out 1.054-1.070x, none below 0.976x;
+/// with dresidual 0.97-1.00x, so not there.
+bool twoChunkRowsPay(const Geometry &g, const RowShape &s, int64_t rows);
 
 /// The largest launch (programs, G) of a dx kernel over rows of `n`
 /// columns built for the rows hint `rows`: G at the last M of the hint's
