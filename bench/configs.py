@@ -474,6 +474,28 @@ HOLD_CASES = ((("layer_norm", 1024, "bf16", {}), 3001, "contig"),
               (("rms_norm_grad", 2048, "f32", {}), 3000, "contig"))
 
 
+# Two chunks a lane for a plain one-row backward row (norm-choose-geometry
+# two-chunk-rows; Geometry.h twoChunkRowsPay): compiled with a rows hint
+# past 2048, as norm_mlir.torch builds a call of that many rows. Aligned
+# rows and not (offset, strided: the element path), 129 chunks (most
+# lanes' second chunk past N), 255 f32 chunks (one lane's), f16, f32, dx
+# written into dy.
+TWO_CHUNK_CASES = ((("layer_norm_grad", 2048, "bf16", 8193), 8200, "contig"),
+                   (("layer_norm_grad", 2048, "bf16", 2049), 2051, "offset"),
+                   (("rms_norm_grad", 1152, "bf16", 8193), 8193, "strided"),
+                   (("layer_norm_grad", 1032, "bf16", 2049), 4097, "contig"),
+                   (("rms_norm_grad", 1536, "f16", 2049), 3000, "contig"),
+                   (("layer_norm_grad", 1024, "f32", 8193), 8199, "contig"),
+                   (("rms_norm_grad", 1020, "f32", 2049), 2500, "dx=dy"))
+
+
+def _two_chunk_cases():
+    return [Case(Cfg(op, n, dt, rows=r), m,
+                 "contig" if layout == "dx=dy" else layout,
+                 inplace=layout == "dx=dy")
+            for (op, n, dt, r), m, layout in TWO_CHUNK_CASES]
+
+
 def _hold_cases():
     return [Case(Cfg(op, n, dt, hc=1, **kw), m, layout)
             for (op, n, dt, kw), m, layout in HOLD_CASES]
@@ -504,7 +526,8 @@ def check_cases(subset="full"):
             for dt in DTYPES:
                 cases += _fwd_cases(op, dt)
         cases += (_tuned_cases() + _prefetch_cases() + _pv_cases() +
-                  _pipe_cases() + _fwd_cluster_cases() + _hold_cases())
+                  _pipe_cases() + _fwd_cluster_cases() + _hold_cases() +
+                  _two_chunk_cases())
     elif subset == "quick":
         for op in GRAD_OPS:
             for dt in DTYPES:
