@@ -486,7 +486,18 @@ TWO_CHUNK_CASES = ((("layer_norm_grad", 2048, "bf16", 8193), 8200, "contig"),
                    (("layer_norm_grad", 1032, "bf16", 2049), 4097, "contig"),
                    (("rms_norm_grad", 1536, "f16", 2049), 3000, "contig"),
                    (("layer_norm_grad", 1024, "f32", 8193), 8199, "contig"),
-                   (("rms_norm_grad", 1020, "f32", 2049), 2500, "dx=dy"))
+                   (("rms_norm_grad", 1020, "f32", 2049), 2500, "dx=dy"),
+                   # The ring (async-rows) in one body for aligned rows and
+                   # not (RowLayouts::Vector): rows not 16-byte aligned
+                   # take the statistics from global memory (nothing was
+                   # copied ahead), at one chunk (two rows of 96 / 128
+                   # lanes), two chunks, and f32.
+                   (("layer_norm_grad", 768, "bf16", 8193), 8195, "offset"),
+                   (("rms_norm_grad", 768, "bf16", 513), 1000, "offset"),
+                   (("layer_norm_grad", 512, "bf16", 513), 777, "offset"),
+                   (("rms_norm_grad", 1536, "bf16", 8193), 8193, "offset"),
+                   (("layer_norm_grad", 256, "f32", 8193), 9000, "offset"),
+                   (("rms_norm_grad", 2048, "f32", 513), 600, "offset"))
 
 
 def _two_chunk_cases():

@@ -179,8 +179,12 @@ struct RowContext {
   /// At the top of a wave (`wave`, the first row of the program's
   /// [lo, ...)): the current row's buffered statistics, mapped in `base`
   /// for the wave's row body. With the ring, first the wait for the
-  /// wave's copies.
-  void takePreloaded(OpBuilder &rb, Value wave, Value lo);
+  /// wave's copies. In a body that does not know the rows aligned (one
+  /// body for both), where they are not, the statistics of this thread's
+  /// `row` are loaded from global memory where `active` (nothing was
+  /// copied ahead there).
+  void takePreloaded(OpBuilder &rb, Value wave, Value lo, Value row,
+                     Value active);
 
   /// The ring (norm-map-to-gpu async-rows, RowPipeline.cpp): what the
   /// pipeline loads ahead goes to shared memory instead of registers,

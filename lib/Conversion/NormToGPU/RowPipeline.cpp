@@ -208,14 +208,60 @@ void RowContext::forEachChunkInRow(
   }
 }
 
-void RowContext::takePreloaded(OpBuilder &rb, Value wave, Value lo) {
+/// A statistic loaded ahead (`ahead`, from its buffer or the ring), in a
+/// body that does not know the rows aligned (RowLayouts::Vector: one body
+/// for both): the copies ahead ran only where the launch's rows are
+/// aligned (preloadRow, issueRow), so elsewhere the statistic is loaded
+/// from global memory at `row`, where the row is active (0 past it).
+static Value statisticWhereAligned(RowContext &ctx, OpBuilder &rb,
+                                   memref::LoadOp load, Value row,
+                                   Value active,
+                                   function_ref<Value(OpBuilder &)> ahead) {
+  Location loc = ctx.loc;
+  Type type = load.getType();
+  auto aligned = scf::IfOp::create(rb, loc, TypeRange{type}, ctx.aligned,
+                                   /*withElseRegion=*/true);
+  OpBuilder tb = aligned.getThenBodyBuilder();
+  scf::YieldOp::create(tb, loc, ahead(tb));
+  OpBuilder eb = aligned.getElseBodyBuilder();
+  auto inRow = scf::IfOp::create(eb, loc, TypeRange{type}, active,
+                                 /*withElseRegion=*/true);
+  OpBuilder ib = inRow.getThenBodyBuilder();
+  scf::YieldOp::create(
+      ib, loc,
+      memref::LoadOp::create(ib, loc,
+                             ctx.base.lookupOrDefault(load.getMemRef()),
+                             ValueRange{row})
+          .getResult());
+  OpBuilder zb = inRow.getElseBodyBuilder();
+  scf::YieldOp::create(
+      zb, loc,
+      arith::ConstantOp::create(zb, loc, type, zb.getZeroAttr(type))
+          .getResult());
+  scf::YieldOp::create(eb, loc, inRow.getResult(0));
+  return aligned.getResult(0);
+}
+
+void RowContext::takePreloaded(OpBuilder &rb, Value wave, Value lo,
+                               Value row, Value active) {
   if (!pipelining())
     return;
-  Value zero = cIndex(rb, loc, 0);
+  // Each statistic from where it was loaded ahead; in a body that does
+  // not know the rows aligned, from global memory where they are not.
+  auto take = [&](Operation *op, function_ref<Value(OpBuilder &)> ahead) {
+    Value v = knownAligned
+                  ? ahead(rb)
+                  : statisticWhereAligned(*this, rb,
+                                          cast<memref::LoadOp>(op), row,
+                                          active, ahead);
+    base.map(op->getResult(0), v);
+  };
   if (!asyncStages) {
     for (auto [op, buf] : pipeStats)
-      base.map(op->getResult(0),
-               memref::LoadOp::create(rb, loc, buf, ValueRange{zero}));
+      take(op, [&, buf = buf](OpBuilder &ab) -> Value {
+        return memref::LoadOp::create(ab, loc, buf,
+                                      ValueRange{cIndex(ab, loc, 0)});
+      });
     return;
   }
   // Groups committed so far: D before the walk and one a wave before
@@ -227,8 +273,9 @@ void RowContext::takePreloaded(OpBuilder &rb, Value wave, Value lo) {
       arith::RemUIOp::create(rb, loc, index, cIndex(rb, loc, asyncStages));
   Value at = ringIndex(rb, waveSlot, 1, 0);
   for (auto [op, ring] : ringStats)
-    base.map(op->getResult(0),
-             memref::LoadOp::create(rb, loc, ring, ValueRange{at}));
+    take(op, [&, ring = ring](OpBuilder &ab) -> Value {
+      return memref::LoadOp::create(ab, loc, ring, ValueRange{at});
+    });
 }
 
 /// The copies of row `row` of the ring's memrefs into slot `slot`, where

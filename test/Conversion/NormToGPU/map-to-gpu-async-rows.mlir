@@ -31,8 +31,21 @@
 // CHECK:        %[[SLOT:.*]] = arith.remui %[[INDEX]], %c2
 // CHECK:        %[[SBASE:.*]] = arith.muli %[[SLOT]], %c192
 // CHECK:        %[[S:.*]] = arith.addi %[[SBASE]], %{{.*}}
-// CHECK:        memref.load %[[MEAN]][%[[S]]]
-// CHECK:        memref.load %[[RSTD]][%[[S]]]
+// Each statistic from its slot where the launch's rows are aligned (one
+// body for aligned rows and not: RowLayouts::Vector), else from global
+// memory (nothing was copied ahead there), where the row is active.
+// CHECK:        scf.if %[[ALIGNED:.*]] -> (f32) {
+// CHECK-NEXT:     memref.load %[[MEAN]][%[[S]]]
+// CHECK-NEXT:     scf.yield
+// CHECK-NEXT:   } else {
+// CHECK-NEXT:     scf.if %[[ACTIVE:.*]] -> (f32) {
+// CHECK-NEXT:       memref.load %{{.*}}[%[[ROW]]] : memref<?xf32>
+// CHECK:        scf.if %[[ALIGNED]] -> (f32) {
+// CHECK-NEXT:     memref.load %[[RSTD]][%[[S]]]
+// CHECK-NEXT:     scf.yield
+// CHECK-NEXT:   } else {
+// CHECK-NEXT:     scf.if %[[ACTIVE]] -> (f32) {
+// CHECK-NEXT:       memref.load %{{.*}}[%[[ROW]]] : memref<?xf32>
 // CHECK-NOT:    vector.load %arg0
 // CHECK:        vector.load %[[X]][%{{.*}}] {alignment = 16 : i64} : memref<3072xbf16, #gpu.address_space<workgroup>>, vector<8xbf16>
 // CHECK:        vector.load %[[DY]][%{{.*}}] {alignment = 16 : i64} : memref<3072xbf16, #gpu.address_space<workgroup>>, vector<8xbf16>
