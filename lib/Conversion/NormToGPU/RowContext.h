@@ -179,10 +179,11 @@ struct RowContext {
   /// At the top of a wave (`wave`, the first row of the program's
   /// [lo, ...)): the current row's buffered statistics, mapped in `base`
   /// for the wave's row body. With the ring, first the wait for the
-  /// wave's copies. In a body that does not know the rows aligned (one
-  /// body for both), where they are not, the statistics of this thread's
-  /// `row` are loaded from global memory where `active` (nothing was
-  /// copied ahead there).
+  /// wave's copies (whose statistics were copied for aligned rows and
+  /// not). Without the ring, in a body that does not know the rows
+  /// aligned (one body for both), where they are not, the statistics of
+  /// this thread's `row` are loaded from global memory where `active`
+  /// (nothing was loaded ahead there).
   void takePreloaded(OpBuilder &rb, Value wave, Value lo, Value row,
                      Value active);
 

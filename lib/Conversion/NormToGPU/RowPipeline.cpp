@@ -271,21 +271,24 @@ void RowContext::takePreloaded(OpBuilder &rb, Value wave, Value lo,
       rb, loc, arith::SubIOp::create(rb, loc, wave, lo), cIndex(rb, loc, g.rows));
   waveSlot =
       arith::RemUIOp::create(rb, loc, index, cIndex(rb, loc, asyncStages));
+  // The ring's statistics were copied whether or not the rows are
+  // aligned (issueRow).
   Value at = ringIndex(rb, waveSlot, 1, 0);
   for (auto [op, ring] : ringStats)
-    take(op, [&, ring = ring](OpBuilder &ab) -> Value {
-      return memref::LoadOp::create(ab, loc, ring, ValueRange{at});
-    });
+    base.map(op->getResult(0),
+             memref::LoadOp::create(rb, loc, ring, ValueRange{at}));
 }
 
 /// The copies of row `row` of the ring's memrefs into slot `slot`, where
-/// `when` holds and the rows are aligned; then the group's commit.
+/// `when` holds: the statistics always (element copies, which need no
+/// more alignment than their type's: a body that serves unaligned rows
+/// too reads them from the ring either way), the row's 16-byte chunks
+/// where the rows are aligned (elsewhere the column loop's element path
+/// reads global memory); then the group's commit.
 static void issueRow(RowContext &ctx, OpBuilder &rb, Value row, Value slot,
                      Value when) {
   Location loc = ctx.loc;
   const Geometry &g = ctx.g;
-  if (!ctx.knownAligned)
-    when = arith::AndIOp::create(rb, loc, when, ctx.aligned);
   scf::IfOp::create(rb, loc, when, [&](OpBuilder &ib, Location) {
     // The statistics first: the first column loop needs them before any
     // element of the row.
@@ -297,13 +300,23 @@ static void issueRow(RowContext &ctx, OpBuilder &rb, Value row, Value slot,
           ib, loc, ctx.sharedElement(ib, ring, statAt, bytes),
           ctx.byteAddress(ib, load.getMemRef(), ValueRange{row}), bytes);
     }
-    ctx.forEachChunkInRow(ib, [&](OpBuilder &cb, int64_t k, Value j0) {
-      Value at = ctx.ringIndex(cb, slot, g.chunksPerLane, k);
-      for (auto [mem, ring] : ctx.ringRows)
-        ctx.codegen.asyncCopy(
-            cb, loc, ctx.sharedElement(cb, ring, at, g.vectorBytes),
-            ctx.byteAddress(cb, mem, ValueRange{row, j0}), g.vectorBytes);
-    });
+    auto chunks = [&](OpBuilder &cb) {
+      ctx.forEachChunkInRow(cb, [&](OpBuilder &kb, int64_t k, Value j0) {
+        Value at = ctx.ringIndex(kb, slot, g.chunksPerLane, k);
+        for (auto [mem, ring] : ctx.ringRows)
+          ctx.codegen.asyncCopy(
+              kb, loc, ctx.sharedElement(kb, ring, at, g.vectorBytes),
+              ctx.byteAddress(kb, mem, ValueRange{row, j0}), g.vectorBytes);
+      });
+    };
+    if (ctx.knownAligned) {
+      chunks(ib);
+    } else {
+      scf::IfOp::create(ib, loc, ctx.aligned, [&](OpBuilder &ab, Location) {
+        chunks(ab);
+        scf::YieldOp::create(ab, loc);
+      });
+    }
     scf::YieldOp::create(ib, loc);
   });
   ctx.codegen.asyncCommit(rb, loc);
