@@ -168,8 +168,15 @@ struct MapToGPUPass : public norm::impl::NormMapToGPUBase<MapToGPUPass> {
     norm::RowShape shape = norm::rowShapeOf(rn, {});
     norm::RingFit ring = norm::ringFit(rn.geometry, shape.partialRows,
                                        largestPrograms(rn, shape), *target);
-    if (!ring.ring)
+    if (!ring.ring) {
       rn.asyncRows = 0;
+      return ring.residentBlocks;
+    }
+    // The ring in a body of its own for aligned launches (the rows'
+    // 16-byte copies run only there); unaligned ones take the interleaved
+    // body, as with a pipeline (Geometry::pipeline's checkGeometry rule).
+    if (rn.geometry.layouts == norm::RowLayouts::Vector)
+      rn.geometry.layouts = norm::RowLayouts::Both;
     return ring.residentBlocks;
   }
 

@@ -165,7 +165,8 @@ struct RowContext {
   /// body never writes. `allocatePipeline` finds them and makes the
   /// buffers (before the first row).
   void allocatePipeline();
-  /// Whether this body loads ahead (the vector layout, g.pipeline).
+  /// Whether this body loads ahead (the vector layout's body of a kernel
+  /// with two, g.pipeline or the ring).
   bool pipelining() const;
   /// Whether chunk k of `loop` takes its 16-byte loads of the buffered
   /// row memrefs from the buffers: pipelining, `loop` is pipeLoop, and the
@@ -179,13 +180,8 @@ struct RowContext {
   /// At the top of a wave (`wave`, the first row of the program's
   /// [lo, ...)): the current row's buffered statistics, mapped in `base`
   /// for the wave's row body. With the ring, first the wait for the
-  /// wave's copies (whose statistics were copied for aligned rows and
-  /// not). Without the ring, in a body that does not know the rows
-  /// aligned (one body for both), where they are not, the statistics of
-  /// this thread's `row` are loaded from global memory where `active`
-  /// (nothing was loaded ahead there).
-  void takePreloaded(OpBuilder &rb, Value wave, Value lo, Value row,
-                     Value active);
+  /// wave's copies.
+  void takePreloaded(OpBuilder &rb, Value wave, Value lo);
 
   /// The ring (norm-map-to-gpu async-rows, RowPipeline.cpp): what the
   /// pipeline loads ahead goes to shared memory instead of registers,

@@ -132,7 +132,13 @@ Value RowContext::ringIndex(OpBuilder &rb, Value slot, int64_t groups,
 }
 
 bool RowContext::pipelining() const {
-  return (g.pipeline || asyncStages) && pipeLoop && layout == Layout::Vector;
+  // Only a body that knows the launch's rows aligned: what is loaded ahead
+  // (16-byte chunks, and the statistics with them) is loaded only where
+  // they are, so a body that also serves unaligned rows would read
+  // buffers nothing filled. A pipeline makes the layout `both`
+  // (checkGeometry), and so does the ring (norm-map-to-gpu's fitRing).
+  return (g.pipeline || asyncStages) && pipeLoop &&
+         layout == Layout::Vector && knownAligned;
 }
 
 bool RowContext::pipelined(scf::ForOp loop, std::optional<int64_t> k) const {
@@ -208,60 +214,14 @@ void RowContext::forEachChunkInRow(
   }
 }
 
-/// A statistic loaded ahead (`ahead`, from its buffer or the ring), in a
-/// body that does not know the rows aligned (RowLayouts::Vector: one body
-/// for both): the copies ahead ran only where the launch's rows are
-/// aligned (preloadRow, issueRow), so elsewhere the statistic is loaded
-/// from global memory at `row`, where the row is active (0 past it).
-static Value statisticWhereAligned(RowContext &ctx, OpBuilder &rb,
-                                   memref::LoadOp load, Value row,
-                                   Value active,
-                                   function_ref<Value(OpBuilder &)> ahead) {
-  Location loc = ctx.loc;
-  Type type = load.getType();
-  auto aligned = scf::IfOp::create(rb, loc, TypeRange{type}, ctx.aligned,
-                                   /*withElseRegion=*/true);
-  OpBuilder tb = aligned.getThenBodyBuilder();
-  scf::YieldOp::create(tb, loc, ahead(tb));
-  OpBuilder eb = aligned.getElseBodyBuilder();
-  auto inRow = scf::IfOp::create(eb, loc, TypeRange{type}, active,
-                                 /*withElseRegion=*/true);
-  OpBuilder ib = inRow.getThenBodyBuilder();
-  scf::YieldOp::create(
-      ib, loc,
-      memref::LoadOp::create(ib, loc,
-                             ctx.base.lookupOrDefault(load.getMemRef()),
-                             ValueRange{row})
-          .getResult());
-  OpBuilder zb = inRow.getElseBodyBuilder();
-  scf::YieldOp::create(
-      zb, loc,
-      arith::ConstantOp::create(zb, loc, type, zb.getZeroAttr(type))
-          .getResult());
-  scf::YieldOp::create(eb, loc, inRow.getResult(0));
-  return aligned.getResult(0);
-}
-
-void RowContext::takePreloaded(OpBuilder &rb, Value wave, Value lo,
-                               Value row, Value active) {
+void RowContext::takePreloaded(OpBuilder &rb, Value wave, Value lo) {
   if (!pipelining())
     return;
-  // Each statistic from where it was loaded ahead; in a body that does
-  // not know the rows aligned, from global memory where they are not.
-  auto take = [&](Operation *op, function_ref<Value(OpBuilder &)> ahead) {
-    Value v = knownAligned
-                  ? ahead(rb)
-                  : statisticWhereAligned(*this, rb,
-                                          cast<memref::LoadOp>(op), row,
-                                          active, ahead);
-    base.map(op->getResult(0), v);
-  };
+  Value zero = cIndex(rb, loc, 0);
   if (!asyncStages) {
     for (auto [op, buf] : pipeStats)
-      take(op, [&, buf = buf](OpBuilder &ab) -> Value {
-        return memref::LoadOp::create(ab, loc, buf,
-                                      ValueRange{cIndex(ab, loc, 0)});
-      });
+      base.map(op->getResult(0),
+               memref::LoadOp::create(rb, loc, buf, ValueRange{zero}));
     return;
   }
   // Groups committed so far: D before the walk and one a wave before
@@ -271,8 +231,6 @@ void RowContext::takePreloaded(OpBuilder &rb, Value wave, Value lo,
       rb, loc, arith::SubIOp::create(rb, loc, wave, lo), cIndex(rb, loc, g.rows));
   waveSlot =
       arith::RemUIOp::create(rb, loc, index, cIndex(rb, loc, asyncStages));
-  // The ring's statistics were copied whether or not the rows are
-  // aligned (issueRow).
   Value at = ringIndex(rb, waveSlot, 1, 0);
   for (auto [op, ring] : ringStats)
     base.map(op->getResult(0),
@@ -280,15 +238,13 @@ void RowContext::takePreloaded(OpBuilder &rb, Value wave, Value lo,
 }
 
 /// The copies of row `row` of the ring's memrefs into slot `slot`, where
-/// `when` holds: the statistics always (element copies, which need no
-/// more alignment than their type's: a body that serves unaligned rows
-/// too reads them from the ring either way), the row's 16-byte chunks
-/// where the rows are aligned (elsewhere the column loop's element path
-/// reads global memory); then the group's commit.
+/// `when` holds and the rows are aligned; then the group's commit.
 static void issueRow(RowContext &ctx, OpBuilder &rb, Value row, Value slot,
                      Value when) {
   Location loc = ctx.loc;
   const Geometry &g = ctx.g;
+  if (!ctx.knownAligned)
+    when = arith::AndIOp::create(rb, loc, when, ctx.aligned);
   scf::IfOp::create(rb, loc, when, [&](OpBuilder &ib, Location) {
     // The statistics first: the first column loop needs them before any
     // element of the row.
@@ -300,23 +256,13 @@ static void issueRow(RowContext &ctx, OpBuilder &rb, Value row, Value slot,
           ib, loc, ctx.sharedElement(ib, ring, statAt, bytes),
           ctx.byteAddress(ib, load.getMemRef(), ValueRange{row}), bytes);
     }
-    auto chunks = [&](OpBuilder &cb) {
-      ctx.forEachChunkInRow(cb, [&](OpBuilder &kb, int64_t k, Value j0) {
-        Value at = ctx.ringIndex(kb, slot, g.chunksPerLane, k);
-        for (auto [mem, ring] : ctx.ringRows)
-          ctx.codegen.asyncCopy(
-              kb, loc, ctx.sharedElement(kb, ring, at, g.vectorBytes),
-              ctx.byteAddress(kb, mem, ValueRange{row, j0}), g.vectorBytes);
-      });
-    };
-    if (ctx.knownAligned) {
-      chunks(ib);
-    } else {
-      scf::IfOp::create(ib, loc, ctx.aligned, [&](OpBuilder &ab, Location) {
-        chunks(ab);
-        scf::YieldOp::create(ab, loc);
-      });
-    }
+    ctx.forEachChunkInRow(ib, [&](OpBuilder &cb, int64_t k, Value j0) {
+      Value at = ctx.ringIndex(cb, slot, g.chunksPerLane, k);
+      for (auto [mem, ring] : ctx.ringRows)
+        ctx.codegen.asyncCopy(
+            cb, loc, ctx.sharedElement(cb, ring, at, g.vectorBytes),
+            ctx.byteAddress(cb, mem, ValueRange{row, j0}), g.vectorBytes);
+    });
     scf::YieldOp::create(ib, loc);
   });
   ctx.codegen.asyncCommit(rb, loc);

@@ -70,7 +70,7 @@ void Waves::emitRows(ColumnLoops &loops, Value lo, Value hi) {
                                          ctx.lane, ctx.c(0));
   Value sideEffects = reduction.beginRow(waves.getInductionVar(), lo,
                                           ctx.g.rows, laneZero);
-  ctx.takePreloaded(b, waves.getInductionVar(), lo, rowIV, rowActive);
+  ctx.takePreloaded(b, waves.getInductionVar(), lo);
   // The next wave's row, loaded ahead right after this row's first column
   // loop has taken its values (before the in-row sums).
   auto preloadNext = [&](scf::ForOp loop) {
