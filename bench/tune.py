@@ -793,9 +793,11 @@ RING_HOLD_M = (8192, 49152)
 
 # "k2": the backward rows of one 16-byte chunk a lane and one row a block
 # (the cost model's tie between 256 threads at K = 1 and 128 at K = 2
-# goes to 256), prepared as the table gives them and again with
+# goes to 256), prepared as the table gave them and again with
 # TUNE_EXTRA_FLAGS=--threads=128 (two chunks a lane), run --against; the
 # same S = 1, so no dweight/dbias bit may move. "k2-holdout": other N, M.
+# The rule taken from it (two-chunk-rows) is the default now: the old side
+# is TUNE_EXTRA_FLAGS=--two-chunk-rows=false.
 K2_N = {"bf16": (1152, 1536, 2048), "f16": (1792,), "f32": (640, 1024)}
 K2_M = (4096, 16384, 65536)
 K2_HOLD_N = {"bf16": (1280, 1792), "f16": (1536, 2048), "f32": (768, 896)}
