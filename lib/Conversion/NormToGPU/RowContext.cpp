@@ -214,11 +214,6 @@ Value RowContext::unitInnerStride(OpBuilder &rb, Value mem) {
       unitStrides);
 }
 
-// Prefetching rows ahead keeps DRAM busy while the block reduces and writes
-// the row it works on: a register-regime block issues its loads for one
-// row (or S) at a time, so its bytes in flight drop to nothing between
-// rows. One thread asks for a whole row (the block's slice with a
-// cluster), a 16-byte aligned range: the vector layout with aligned rows.
 Value RowContext::byteAddress(OpBuilder &rb, Value mem, ValueRange indices) {
   Value km = base.lookupOrDefault(mem);
   auto type = cast<MemRefType>(km.getType());
@@ -249,6 +244,11 @@ Value RowContext::sharedElement(OpBuilder &rb, Value buffer, Value index,
                                arith::AddIOp::create(rb, loc, start, offset));
 }
 
+// Prefetching rows ahead keeps DRAM busy while the block reduces and writes
+// the row it works on: a register-regime block issues its loads for one
+// row (or S) at a time, so its bytes in flight drop to nothing between
+// rows. One thread asks for a whole row (the block's slice with a
+// cluster), a 16-byte aligned range: the vector layout with aligned rows.
 void RowContext::prefetchRow(OpBuilder &rb, Value row, Value issue) {
   if (!g.prefetch || layout != Layout::Vector || !g.n ||
       readRowMemrefs.empty())

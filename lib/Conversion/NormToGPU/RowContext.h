@@ -174,8 +174,9 @@ struct RowContext {
   bool pipelined(scf::ForOp loop, std::optional<int64_t> k) const;
   /// The buffered chunk k of row memref `mem` (of the row body).
   Value preloaded(OpBuilder &rb, Value mem, int64_t k);
-  /// Row `row`'s buffered values loaded where `when` holds (and the rows
-  /// are aligned): the statistics, then chunk by chunk.
+  /// Row `row`'s buffered values loaded where `when` holds (in a body that
+  /// knows the rows aligned: pipelining()): the statistics, then chunk by
+  /// chunk.
   void preloadRow(OpBuilder &rb, Value row, Value when);
   /// At the top of a wave (`wave`, the first row of the program's
   /// [lo, ...)): the current row's buffered statistics, mapped in `base`

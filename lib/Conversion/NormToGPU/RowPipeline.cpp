@@ -167,8 +167,6 @@ Value RowContext::preloaded(OpBuilder &rb, Value mem, int64_t k) {
 void RowContext::preloadRow(OpBuilder &rb, Value row, Value when) {
   if (!pipelining())
     return;
-  if (!knownAligned)
-    when = arith::AndIOp::create(rb, loc, when, aligned);
   scf::IfOp::create(rb, loc, when, [&](OpBuilder &ib, Location) {
     Value zero = cIndex(ib, loc, 0);
     // The statistics first: the first column loop needs them before any
@@ -238,13 +236,13 @@ void RowContext::takePreloaded(OpBuilder &rb, Value wave, Value lo) {
 }
 
 /// The copies of row `row` of the ring's memrefs into slot `slot`, where
-/// `when` holds and the rows are aligned; then the group's commit.
+/// `when` holds (in a body that knows the rows aligned: pipelining()); then
+/// the group's commit.
 static void issueRow(RowContext &ctx, OpBuilder &rb, Value row, Value slot,
                      Value when) {
   Location loc = ctx.loc;
   const Geometry &g = ctx.g;
-  if (!ctx.knownAligned)
-    when = arith::AndIOp::create(rb, loc, when, ctx.aligned);
+  assert(ctx.pipelining() && "the ring's copies outside an aligned body");
   scf::IfOp::create(rb, loc, when, [&](OpBuilder &ib, Location) {
     // The statistics first: the first column loop needs them before any
     // element of the row.
