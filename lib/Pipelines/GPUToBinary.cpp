@@ -43,6 +43,9 @@ void norm::buildGPUToBinaryPipeline(OpPassManager &pm,
 
   OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>();
   kernels.addPass(createNormAlignWorkgroupMemory());
+  kernels.addPass(createNormUnpackBF16());
+  if (options.reciprocalDivide)
+    kernels.addPass(createNormReciprocalDivide());
   if (options.fuseMultiplyAdd)
     kernels.addPass(createNormFuseMultiplyAdd());
   // Reshapes of rank-3 (and higher) arguments that moved into a kernel

@@ -62,12 +62,28 @@
 // CHECK:   memref.store %[[SUMS]]#0, %[[DW]][%[[COL]]] : memref<?xf32>
 // CHECK:   memref.store %[[SUMS]]#1, %[[DB]][%[[COL]]] : memref<?xf32>
 // CHECK: norm.stage = #norm.stage<reduce>
+// dx = fma(rstd, g, fma(xhat, -rstd mean(g xhat), -rstd mean(g))): the
+// in-row sum of g xhat fused too.
 // CHECK: scf.for %{{.*}} = %{{.*}} to %[[GROUPS]]
-// CHECK:   %[[S:.*]]:2 = scf.for {{.*}} -> (bf16, bf16)
-// CHECK:   arith.divf %[[S]]#0
-// CHECK:   arith.divf %[[S]]#1
+// CHECK:   %[[RSL:.*]] = memref.load %[[RSTD]]
+// CHECK:   %[[RS:.*]] = arith.truncf %[[RSL]] : f32 to bf16
+// CHECK:   %[[S:.*]]:2 = scf.for {{.*}} iter_args(%[[SG:.*]] = %{{.*}}, %[[SGX:.*]] = %{{.*}}) -> (bf16, bf16)
+// CHECK:     %[[GV:.*]] = memref.load %[[G]]
+// CHECK:     %[[HV:.*]] = memref.load %[[XHAT]]
+// CHECK:     arith.addf %[[SG]], %[[GV]] : bf16
+// CHECK:     math.fma %[[GV]], %[[HV]], %[[SGX]] : bf16
+// CHECK:   %[[MG:.*]] = arith.divf %[[S]]#0
+// CHECK:   %[[MGX:.*]] = arith.divf %[[S]]#1
+// CHECK:   %[[P1:.*]] = arith.mulf %[[RS]], %[[MGX]] : bf16
+// CHECK:   %[[KX:.*]] = arith.negf %[[P1]] : bf16
+// CHECK:   %[[P2:.*]] = arith.mulf %[[RS]], %[[MG]] : bf16
+// CHECK:   %[[KC:.*]] = arith.negf %[[P2]] : bf16
 // CHECK:   scf.for
-// CHECK:     memref.store {{.*}}, %[[DX]]
+// CHECK:     %[[GV2:.*]] = memref.load %[[G]]
+// CHECK:     %[[HV2:.*]] = memref.load %[[XHAT]]
+// CHECK:     %[[T:.*]] = math.fma %[[HV2]], %[[KX]], %[[KC]] : bf16
+// CHECK:     %[[OUT:.*]] = math.fma %[[RS]], %[[GV2]], %[[T]] : bf16
+// CHECK:     memref.store %[[OUT]], %[[DX]]
 // CHECK: norm.stage = #norm.stage<dx>
 // CHECK: memref.dealloc %[[WSW]]
 // CHECK: memref.dealloc %[[WSB]]

@@ -131,6 +131,72 @@ def NormFuseMultiplyAdd
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 
+def NormReciprocalDivide
+    : Pass<"norm-reciprocal-divide", "::mlir::gpu::GPUModuleOp"> {
+  let summary = "Divide an f32 by a constant as a multiply by its reciprocal";
+  let description = [{
+    In the kernels, `arith.divf %x, %c` where `%c` is an f32 constant
+    whose reciprocal is a finite normal number becomes `arith.mulf %x, %r`
+    with `%r` the reciprocal rounded to f32. The row kernels divide by N
+    (a constant: every kernel is compiled for one N) twice a row: the
+    forward's mean and variance, the backward's two in-row means. NVPTX
+    prints each as `div.rn.f32`, which ptxas expands into a reciprocal
+    refinement, a range check and a branch to a slow path: about a dozen
+    instructions a lane a row, against one multiply.
+
+    The product differs from the correctly rounded quotient by at most one
+    unit in the last place (none where `%c` is a power of two). Only dx,
+    y and the saved statistics see it; dweight and dbias are sums of dy
+    and dy * xhat over saved statistics and do not. Every chip gets the
+    same IR, so the dweight/dbias rule (the same bits on every chip)
+    holds.
+
+    ```mlir
+    %m = arith.divf %s, %cst : f32      // %cst = 768.0
+    // becomes
+    %m = arith.mulf %s, %r : f32        // %r = 0.00130208337
+    ```
+
+    Left alone: a non-constant divisor, zero, inf or NaN, a divisor whose
+    reciprocal is subnormal or overflows, fast-math flags (LLVM's choice
+    then), and types other than f32. Nothing is refused: the pass never
+    fails. norm-gpu-to-binary runs it unless `reciprocal-divide=false`.
+  }];
+}
+
+def NormUnpackBF16 : Pass<"norm-unpack-bf16", "::mlir::gpu::GPUModuleOp"> {
+  let summary = "Widen a bf16 lane of a loaded vector to f32 with one "
+                "integer op";
+  let description = [{
+    The row kernels load 16 bytes at a time and widen each bf16 lane of the
+    vector to f32 (`arith.extf` of a `vector.extract`). NVPTX prints each
+    as a `mov.b32 {lo, hi}` split and a `cvt.f32.bf16`, which ptxas turns
+    into one instruction for the low half of a 32-bit word and two (a
+    permute and a shift) for the high half. A bf16 is the upper half of
+    the f32 with the same value, so the lane is the word shifted left by
+    16 (an even lane, the low half) or masked with 0xffff0000 (an odd
+    lane): one instruction each.
+
+    ```mlir
+    %e = vector.extract %v[3] : bf16 from vector<8xbf16>
+    %f = arith.extf %e : bf16 to f32
+    // becomes
+    %w = vector.bitcast %v : vector<8xbf16> to vector<4xi32>
+    %h = vector.extract %w[1] : i32 from vector<4xi32>
+    %m = arith.andi %h, %c-65536_i32 : i32
+    %f = arith.bitcast %m : i32 to f32
+    ```
+
+    The result is the same bits as the conversion for every input (bf16 to
+    f32 is exact; NaN payloads and subnormals included), so no result of
+    any kernel changes. Left alone: a lane of a vector with an odd number
+    of elements or more than one dimension, a dynamic position, and other
+    types. Nothing is refused: the pass never fails. norm-gpu-to-binary
+    always runs it.
+  }];
+  let dependentDialects = ["::mlir::vector::VectorDialect"];
+}
+
 def NormExternDynamicShared
     : Pass<"norm-extern-dynamic-shared", "::mlir::gpu::GPUModuleOp"> {
   let summary = "Declare the dynamic shared memory global external";

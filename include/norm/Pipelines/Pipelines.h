@@ -190,6 +190,12 @@ struct GPUToBinaryOptions : public PassPipelineOptions<GPUToBinaryOptions> {
       llvm::cl::desc("Fuse each f32 multiply into its only add or subtract "
                      "(norm-fuse-multiply-add: explicit fma.rn.f32)"),
       llvm::cl::init(false)};
+  Option<bool> reciprocalDivide{
+      *this, "reciprocal-divide",
+      llvm::cl::desc("Divide by a constant (N) as a multiply by its f32 "
+                     "reciprocal (norm-reciprocal-divide; dx, y and the "
+                     "statistics within one ulp, dweight/dbias unchanged)"),
+      llvm::cl::init(true)};
   Option<bool> restrictArguments{
       *this, "restrict-arguments",
       llvm::cl::desc("Give the kernels' pointers llvm.noalias (and "

@@ -23,6 +23,7 @@
 #include "norm/Dialect/Norm/Transforms/Transforms.h"
 
 #include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 
@@ -303,18 +304,25 @@ void lowerGrad(OpT op, const SplitOptions &options, int64_t id,
           Value hv = e.load(xhat, {r, j});
           Value sumG = kLayer ? Value(arith::AddFOp::create(b, carried[0], gv))
                               : carried[0];
-          Value sumGX = arith::AddFOp::create(b, carried[1],
-                                              arith::MulFOp::create(b, gv, hv));
+          Value sumGX = math::FmaOp::create(b, gv, hv, carried[1]);
           return SmallVector<Value>{sumG, sumGX};
         });
     Value meanG = arith::DivFOp::create(b, sums.getResult(0), nf);
     Value meanGX = arith::DivFOp::create(b, sums.getResult(1), nf);
+    // dx = rstd (g - mean(g) - xhat mean(g xhat)), distributed so that an
+    // element costs two fused multiply-adds after g and xhat:
+    // fma(rstd, g, fma(xhat, -rstd mean(g xhat), -rstd mean(g))). dx only:
+    // the partial rows above keep their own products and sums.
+    Value kX = arith::NegFOp::create(b, arith::MulFOp::create(b, rs, meanGX));
+    Value kC = kLayer ? Value(arith::NegFOp::create(
+                            b, arith::MulFOp::create(b, rs, meanG)))
+                      : Value();
     e.loop(zero, n, [&](Value j) {
       Value gv = e.load(g, {r, j});
       Value hv = e.load(xhat, {r, j});
-      Value d = kLayer ? Value(arith::SubFOp::create(b, gv, meanG)) : gv;
-      d = arith::SubFOp::create(b, d, arith::MulFOp::create(b, hv, meanGX));
-      Value out = arith::MulFOp::create(b, rs, d);
+      Value t = kLayer ? Value(math::FmaOp::create(b, hv, kX, kC))
+                       : Value(arith::MulFOp::create(b, hv, kX));
+      Value out = math::FmaOp::create(b, rs, gv, t);
       if (dres)
         out = arith::AddFOp::create(b, out, e.load(dres, {r, j}));
       e.store(out, dx, {r, j});

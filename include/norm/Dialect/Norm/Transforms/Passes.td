@@ -35,7 +35,12 @@ def NormSplit : Pass<"norm-split", "::mlir::func::FuncOp"> {
        dbias;
     4. the per-row dx loop nest, programs over the same row blocks: two
        in-row sums, then `dx = rstd * (g - mean(g) - xhat * mean(g * xhat))`
-       (RMSNorm without the `mean(g)` term), plus `dresidual`.
+       (RMSNorm without the `mean(g)` term), plus `dresidual`. The sum of
+       `g * xhat` is a `math.fma` chain, and dx is computed distributed,
+       `fma(rstd, g, fma(xhat, -rstd mean(g xhat), -rstd mean(g)))`, with
+       the two products of the statistics once a row: two fused
+       multiply-adds an element in place of five operations. Only dx sees
+       this; the partial rows keep their own product and sum.
 
     Partials come before dx so that `dx` may alias `dy` (written in place).
     Arithmetic is in the storage type (the faithful form); `norm-promote`
@@ -81,6 +86,7 @@ def NormSplit : Pass<"norm-split", "::mlir::func::FuncOp"> {
     is of the accumulation type and shape [G, N].
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect",
                            "::mlir::memref::MemRefDialect",
                            "::mlir::scf::SCFDialect"];
   let options = [
