@@ -11,8 +11,9 @@
 // CHECK: scf.for %[[ROW:.*]] = %{{.*}} to %[[M]]
 // CHECK:   %[[SUM:.*]] = scf.for {{.*}} -> (bf16)
 // CHECK:   %[[MU:.*]] = arith.divf %[[SUM]]
-// CHECK:   %[[SQ:.*]] = scf.for {{.*}} -> (bf16)
-// CHECK:     arith.subf %{{.*}}, %[[MU]] : bf16
+// CHECK:   %[[SQ:.*]] = scf.for {{.*}} iter_args(%[[ACC:.*]] = %{{.*}}) -> (bf16)
+// CHECK:     %[[D:.*]] = arith.subf %{{.*}}, %[[MU]] : bf16
+// CHECK:     math.fma %[[D]], %[[D]], %[[ACC]] : bf16
 // CHECK:   %[[VAR:.*]] = arith.divf %[[SQ]]
 // CHECK:   %[[RS:.*]] = math.rsqrt
 // CHECK:   memref.store {{.*}}, %[[MEAN]][%[[ROW]]] : memref<?xf32>
@@ -20,9 +21,12 @@
 // CHECK:   scf.for %[[COL:.*]] = %{{.*}} to %[[N]]
 // CHECK:     %[[H:.*]] = arith.mulf %{{.*}}, %[[RS]] : bf16
 // CHECK:     memref.store {{.*}}, %[[XHAT]][%[[ROW]], %[[COL]]] : memref<?x?xf32>
-// CHECK:     memref.load %[[W]][%[[COL]]]
-// CHECK:     memref.load %[[B]][%[[COL]]]
-// CHECK:     memref.store {{.*}}, %[[Y]][%[[ROW]], %[[COL]]] : memref<?x?xbf16>
+// CHECK:     %[[WV:.*]] = memref.load %[[W]][%[[COL]]]
+// CHECK:     %[[WT:.*]] = arith.truncf %[[WV]] : f32 to bf16
+// CHECK:     %[[BV:.*]] = memref.load %[[B]][%[[COL]]]
+// CHECK:     %[[BT:.*]] = arith.truncf %[[BV]] : f32 to bf16
+// CHECK:     %[[OUT:.*]] = math.fma %[[H]], %[[WT]], %[[BT]] : bf16
+// CHECK:     memref.store %[[OUT]], %[[Y]][%[[ROW]], %[[COL]]] : memref<?x?xbf16>
 // CHECK: } {norm.accumulate = f32, norm.id = 0 : i64, norm.stage = #norm.stage<forward>}
 // CHECK-NEXT: return
 func.func @layer_norm_forward(%x: memref<?x?xbf16>, %w: memref<?xf32>, %b: memref<?xf32>,

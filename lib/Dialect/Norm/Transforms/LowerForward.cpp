@@ -100,8 +100,7 @@ void lowerForward(OpT op, int64_t id, ImplicitLocOpBuilder &b) {
       Value v = e.load(src, {r, j});
       if (mu)
         v = arith::SubFOp::create(b, v, mu);
-      return SmallVector<Value>{
-          arith::AddFOp::create(b, c[0], arith::MulFOp::create(b, v, v))};
+      return SmallVector<Value>{math::FmaOp::create(b, v, v, c[0])};
     });
     sq = arith::DivFOp::create(b, s.getResult(0), nf);
     Value rs = math::RsqrtOp::create(b, arith::AddFOp::create(b, sq, eps));
@@ -118,16 +117,23 @@ void lowerForward(OpT op, int64_t id, ImplicitLocOpBuilder &b) {
         e.store(
             e.convert(h, cast<MemRefType>(xhatOut.getType()).getElementType()),
             xhatOut, {r, j});
-      Value out = h;
+      // y = xhat w + b, one fused multiply-add an element with both.
+      Value w;
       if (weight) {
-        Value w = e.convert(e.load(weight, {j}), e.storage);
+        w = e.convert(e.load(weight, {j}), e.storage);
         if (op.getZeroCenteredWeight())
           w = arith::AddFOp::create(b, w, e.storageConstant(1.0));
-        out = arith::MulFOp::create(b, out, w);
       }
+      Value bv;
       if (bias)
-        out = arith::AddFOp::create(b, out,
-                                    e.convert(e.load(bias, {j}), e.storage));
+        bv = e.convert(e.load(bias, {j}), e.storage);
+      Value out = h;
+      if (w && bv)
+        out = math::FmaOp::create(b, h, w, bv);
+      else if (w)
+        out = arith::MulFOp::create(b, h, w);
+      else if (bv)
+        out = arith::AddFOp::create(b, h, bv);
       e.store(out, y, {r, j});
     });
   });

@@ -113,7 +113,8 @@ def NormLowerForward : Pass<"norm-lower-forward", "::mlir::func::FuncOp"> {
     (RMSNorm: `sum(x^2) / N`), `rstd = rsqrt(var + eps)`, the stores of mean
     and rstd, then a column loop storing `xhat = (x - mean) * rstd` (when
     requested) and `y = xhat * w + b` (`w + 1` when zero-centred; weight and
-    bias when present).
+    bias when present). The variance's sum of squares and `xhat * w + b`
+    are `math.fma`s (one rounding each).
 
     Like norm-split's, the form is faithful: arithmetic in the storage type,
     `N` and `eps` as accumulation-type constants truncated to it, so that
@@ -134,8 +135,7 @@ def NormLowerForward : Pass<"norm-lower-forward", "::mlir::func::FuncOp"> {
     scf.for %r = %c0 to %m step %c1 {
       %sq = scf.for %j = %c0 to %n step %c1 iter_args(%s = %zero) -> (f32) {
         %v = memref.load %x[%r, %j] : memref<?x?xf32>
-        %vv = arith.mulf %v, %v : f32
-        %t = arith.addf %s, %vv : f32
+        %t = math.fma %v, %v, %s : f32
         scf.yield %t : f32
       }
       %var = arith.divf %sq, %nf : f32
