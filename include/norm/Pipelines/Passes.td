@@ -164,7 +164,7 @@ def NormReciprocalDivide
   }];
 }
 
-def NormUnpackBF16 : Pass<"norm-unpack-bf16", "::mlir::gpu::GPUModuleOp"> {
+def NormUnpackBF16 : Pass<"norm-unpack-bf16"> {
   let summary = "Widen a bf16 lane of a loaded vector to f32 with one "
                 "integer op";
   let description = [{
@@ -191,8 +191,10 @@ def NormUnpackBF16 : Pass<"norm-unpack-bf16", "::mlir::gpu::GPUModuleOp"> {
     f32 is exact; NaN payloads and subnormals included), so no result of
     any kernel changes. Left alone: a lane of a vector with an odd number
     of elements or more than one dimension, a dynamic position, and other
-    types. Nothing is refused: the pass never fails. norm-gpu-to-binary
-    always runs it.
+    types. Nothing is refused: the pass never fails. It runs on any op
+    (test/Pipelines/unpack-bf16-exec.mlir executes it on the CPU, every
+    lane bit for bit against `arith.extf`); norm-gpu-to-binary always runs
+    it on the kernels.
   }];
   let dependentDialects = ["::mlir::vector::VectorDialect"];
 }
