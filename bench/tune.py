@@ -791,6 +791,27 @@ RING_HOLD_N = {"bf16": (896, 1152, 1792, 2304, 3584, 4608, 5632),
 RING_HOLD_M = (8192, 49152)
 
 
+# "ring-dynamic": the ring in dynamic shared memory (norm-map-to-gpu
+# ring-dynamic, the default) where the static memory beside the kernel's
+# own partial rows holds fewer than async-rows waves, prepared with and
+# without TUNE_EXTRA_FLAGS=--ring-dynamic=false (run --against): the
+# backward rows whose partial rows take 16-40 KB of shared memory
+# (LayerNorm 16-bit N = 2048-5120, f32 1024-5120, RMSNorm twice that N),
+# and past them where the partial rows are dynamic. "ring-dynamic-holdout":
+# other N and M.
+RING_DYN_N = {"bf16": (2048, 3072, 4096, 5120, 6144, 8192),
+              "f16": (3072, 6144), "f32": (2048, 3072, 4096, 5120, 6144)}
+RING_DYN_M = (4096, 16384, 65536)
+RING_DYN_HOLD_N = {"bf16": (2560, 3584, 4608, 7168), "f16": (5120,),
+                   "f32": (2560, 3584, 4608)}
+RING_DYN_HOLD_M = (8192, 32768)
+# "ring-dynamic-wide": past N = 8192, where the partial rows are dynamic
+# or the rows are few a block, and the ring took no wave before.
+RING_DYN_WIDE_N = {"bf16": (10000, 12288, 16384, 24576, 32768),
+                   "f32": (8192, 11000, 16384)}
+RING_DYN_WIDE_M = (1024, 4096, 16384, 65536)
+
+
 # "k2": the backward rows of one 16-byte chunk a lane and one row a block
 # (the cost model's tie between 256 threads at K = 1 and 128 at K = 2
 # goes to 256), prepared as the table gave them and again with
@@ -839,6 +860,11 @@ PLANS = dict(TABLE_PLANS, explore=explore_plan, grid=grid_plan,
                                                           BARRIER_HOLD_M),
                 "ring-holdout": lambda: trim_plan(RING_HOLD_N,
                                                   RING_HOLD_M),
+                "ring-dynamic": lambda: trim_plan(RING_DYN_N, RING_DYN_M),
+                "ring-dynamic-holdout": lambda: trim_plan(RING_DYN_HOLD_N,
+                                                          RING_DYN_HOLD_M),
+                "ring-dynamic-wide": lambda: trim_plan(RING_DYN_WIDE_N,
+                                                       RING_DYN_WIDE_M),
                 "k2": lambda: trim_plan(K2_N, K2_M),
                 "k2-holdout": lambda: trim_plan(K2_HOLD_N, K2_HOLD_M)},
              **{"grid-cfgs": grid_cfgs_plan,

@@ -44,6 +44,7 @@ void norm::buildNormToGPUBinaryPipeline(OpPassManager &pm,
   map.rows = options.rows;
   map.rowBarriers = options.rowBarriers;
   map.asyncRows = options.asyncRows;
+  map.ringDynamic = options.ringDynamic;
   pm.addNestedPass<func::FuncOp>(createNormMapToGPU(map));
   pm.addPass(createGpuKernelOutliningPass());
   pm.addPass(createCanonicalizerPass());

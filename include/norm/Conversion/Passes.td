@@ -229,8 +229,15 @@ def NormMapToGPU : Pass<"norm-map-to-gpu", "::mlir::func::FuncOp"> {
            "into shared memory with cp.async (RowPipeline.cpp; 0: none, 1 "
            "to 4), in place of the geometry's `pipeline`, where the ring's "
            "registers keep the kernel's wave (Geometry.h ringFit), the rows "
-           "are 16-byte aligned and the ring fits the static shared memory. "
-           "No result bit depends on it">
+           "are 16-byte aligned and the ring fits the shared memory "
+           "(ring-dynamic). No result bit depends on it">,
+    Option<"ringDynamic", "ring-dynamic", "bool", /*default=*/"true",
+           "Where fewer than async-rows waves of the ring fit the static "
+           "shared memory beside the kernel's own, put the ring in dynamic "
+           "shared memory after the kernel's (within what the chip lets a "
+           "block opt in to and what keeps the SM's blocks; Geometry.h "
+           "RingFit); false: the ring takes the waves the static memory "
+           "fits, none where not one does. No result bit depends on it">
   ];
 }
 

@@ -105,6 +105,13 @@ struct GeometryOptions : public PassPipelineOptions<GeometryOptions> {
                      "(norm-map-to-gpu async-rows; 0: none, 1 to 4). No "
                      "result bit depends on it"),
       llvm::cl::init(2)};
+  Option<bool> ringDynamic{
+      *this, "ring-dynamic",
+      llvm::cl::desc("Where the static shared memory has no room for "
+                     "async-rows waves, the ring goes to dynamic shared "
+                     "memory (norm-map-to-gpu ring-dynamic). No result bit "
+                     "depends on it"),
+      llvm::cl::init(true)};
   Option<int64_t> prefetch{
       *this, "prefetch",
       llvm::cl::desc("Waves of rows a row kernel's block prefetches into L2 "

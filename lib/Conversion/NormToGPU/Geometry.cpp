@@ -276,7 +276,16 @@ RingFit mlir::norm::ringFit(const Geometry &g, int64_t partialRows,
     return {};
   bool resident = need >= 2 && need * g.threads <= kThreadsPerSM &&
                   with <= kRegistersPerSM / (need * g.threads);
-  return {/*ring=*/true, resident ? need : 0};
+  // The blocks an SM the ring's shared memory must leave room for.
+  int64_t blocks =
+      std::max<int64_t>(1, need > 0 ? std::min(perSM(with), need) : perSM(with));
+  int64_t own = g.sharedBytes + kRingStaticSlack +
+                llvm::alignTo(g.dynamicSharedBytes, g.vectorBytes);
+  int64_t block = std::min(target.maxOptInSharedBytes,
+                           target.sharedBytesPerSM / blocks -
+                               kSharedBytesReservedPerBlock);
+  return {/*ring=*/true, resident ? need : 0,
+          std::max<int64_t>(0, block - own)};
 }
 
 bool mlir::norm::tuningTransfers(const Geometry &tuned, const Geometry &g) {

@@ -63,6 +63,13 @@ struct RowNest {
   /// norm-map-to-gpu's `async-rows` (RowPipeline.cpp): 0 to 4, cleared
   /// where the ring does not fit (ringFit).
   int64_t asyncRows = 0;
+  /// Dynamic shared memory a block may give the ring past the geometry's
+  /// own (ringFit's dynamicBudget; 0: the ring stays in static memory).
+  int64_t ringDynamicBudget = 0;
+  /// Set by buildRowKernel: the end of the ring's dynamic shared memory,
+  /// 0 where it took none (the launch's dynamic size is the larger of it
+  /// and the geometry's dynamicSharedBytes).
+  int64_t ringDynamicEnd = 0;
 };
 
 /// Finds the row loop of a `dx` / `forward` nest (checkRowNestShape) and

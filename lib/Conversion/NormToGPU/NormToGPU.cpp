@@ -138,13 +138,13 @@ struct MapToGPUPass : public norm::impl::NormMapToGPUBase<MapToGPUPass> {
   void record(OpBuilder &b, StringRef name, norm::manifest::KernelKind kind,
               int64_t threads, norm::manifest::GridRule grid,
               int64_t columns = 0, const Geometry *g = nullptr,
-              int64_t resident = 0) {
+              int64_t resident = 0, int64_t dynamicEnd = 0) {
     kernels.push_back(norm::KernelAttr::get(
         b.getContext(), name, kind, threads, grid, columns, g ? g->lanes : 0,
         g ? g->rows : 0, g ? g->vec : 0,
         g ? std::optional<bool>(g->registers) : std::nullopt,
-        g && g->cluster > 1 ? g->cluster : 0, g ? g->dynamicSharedBytes : 0,
-        resident));
+        g && g->cluster > 1 ? g->cluster : 0,
+        g ? std::max(g->dynamicSharedBytes, dynamicEnd) : 0, resident));
   }
 
   /// The largest launch of the dx kernel of `rn`: the program loop's
@@ -172,6 +172,7 @@ struct MapToGPUPass : public norm::impl::NormMapToGPUBase<MapToGPUPass> {
       rn.asyncRows = 0;
       return ring.residentBlocks;
     }
+    rn.ringDynamicBudget = ringDynamic ? ring.dynamicBudget : 0;
     // The ring in a body of its own for aligned launches (the rows'
     // 16-byte copies run only there); unaligned ones take the interleaved
     // body, as with a pipeline (Geometry::pipeline's checkGeometry rule).
@@ -285,7 +286,7 @@ struct MapToGPUPass : public norm::impl::NormMapToGPUBase<MapToGPUPass> {
       record(b, name, forward ? KernelKind::Forward : KernelKind::Dx,
              rn->geometry.threads,
              forward ? GridRule::RowBlocks : GridRule::Programs,
-             /*columns=*/0, &rn->geometry, resident);
+             /*columns=*/0, &rn->geometry, resident, rn->ringDynamicEnd);
       break;
     }
     default:

@@ -89,22 +89,41 @@ void RowContext::allocatePipeline() {
     for (memref::LoadOp load : stats)
       perWave += g.threads * load.getType().getIntOrFloatBitWidth() / 8;
     // Next to the kernel's own static shared memory (the in-row sums'
-    // second buffers, RowReduceBlock.cpp, are within the slack).
-    int64_t room = kGuaranteedStaticSharedBytes - g.sharedBytes - 2048;
+    // second buffers, RowReduceBlock.cpp, are within the slack); where
+    // fewer than asyncRows waves fit there, in dynamic shared memory after
+    // the kernel's own, within ringFit's budget.
+    int64_t room = kGuaranteedStaticSharedBytes - g.sharedBytes -
+                   kRingStaticSlack;
     asyncStages = std::min<int64_t>(nest.asyncRows,
                                     perWave ? room / perWave : 0);
+    int64_t dynamicStages = std::min<int64_t>(
+        nest.asyncRows, perWave ? nest.ringDynamicBudget / perWave : 0);
+    bool dynamic = dynamicStages > asyncStages;
+    if (dynamic)
+      asyncStages = dynamicStages;
     if (asyncStages <= 0) {
       asyncStages = 0;
       pipeLoop = scf::ForOp();
       return;
     }
+    int64_t offset = llvm::alignTo(g.dynamicSharedBytes, g.vectorBytes);
+    auto ring = [&](int64_t elements, Type type) {
+      if (!dynamic)
+        return addSharedBuffer(launch, {elements}, type, loc);
+      Value view = addDynamicSharedView(launch, b, offset, {elements}, type,
+                                        loc);
+      offset = llvm::alignTo(
+          offset + elements * int64_t(type.getIntOrFloatBitWidth() / 8),
+          g.vectorBytes);
+      return view;
+    };
     for (auto [mem, type] : rows)
-      ringRows[mem] = addSharedBuffer(
-          launch, {asyncStages * g.chunksPerLane * g.threads * g.vec}, type,
-          loc);
+      ringRows[mem] =
+          ring(asyncStages * g.chunksPerLane * g.threads * g.vec, type);
     for (memref::LoadOp load : stats)
-      ringStats[load] = addSharedBuffer(
-          launch, {asyncStages * g.threads}, load.getType(), loc);
+      ringStats[load] = ring(asyncStages * g.threads, load.getType());
+    if (dynamic)
+      nest.ringDynamicEnd = offset;
     return;
   }
   for (auto [mem, type] : rows)

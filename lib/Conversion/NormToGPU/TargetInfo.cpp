@@ -52,6 +52,12 @@ std::optional<TargetInfo> TargetInfo::get(llvm::StringRef chip) {
                                  .Case("sm_80", 163 * 1024)
                                  .Cases({"sm_90", "sm_90a"}, 227 * 1024)
                                  .Default(99 * 1024);
+  // Shared memory an SM has for its blocks: 164 KB on 8.0, 100 KB on 8.6
+  // and 8.9, 228 KB on 9.0.
+  info.sharedBytesPerSM = llvm::StringSwitch<int64_t>(chip)
+                              .Case("sm_80", 164 * 1024)
+                              .Cases({"sm_90", "sm_90a"}, 228 * 1024)
+                              .Default(100 * 1024);
   return info;
 }
 

@@ -133,6 +133,9 @@ int main() {
             chip.str() + ": less static shared memory than the guaranteed");
       check(kGuaranteedOptInSharedBytes <= t->maxOptInSharedBytes,
             chip.str() + ": less opt-in shared memory than the guaranteed");
+      check(t->maxOptInSharedBytes + kSharedBytesReservedPerBlock <=
+                t->sharedBytesPerSM,
+            chip.str() + ": a block may opt in to more than its SM has");
     }
   }
 

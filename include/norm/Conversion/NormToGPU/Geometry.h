@@ -516,6 +516,11 @@ int64_t registerEstimate(const Geometry &g, int64_t partialRows);
 /// kernel (the ring slots' and the copies' addresses).
 inline constexpr int64_t kRingRegisters = 16;
 
+/// Static shared memory left free beside a kernel's own when the ring is
+/// placed (the in-row sums' second buffers, RowReduceBlock.cpp, are
+/// within it).
+inline constexpr int64_t kRingStaticSlack = 2048;
+
 /// Whether a dx kernel's rows go through the shared-memory ring
 /// (norm-map-to-gpu async-rows, RowPipeline.cpp), and the blocks an SM to
 /// ask ptxas for. Its largest launch (`programs` blocks) is one wave at
@@ -525,9 +530,18 @@ inline constexpr int64_t kRingRegisters = 16;
 /// must be as many as at e, or need. Resident: need, where e' fits it.
 /// Never for one row a block at one chunk a lane (measured: the ring
 /// costs more than it hides there).
+///
+/// The ring's slots go to static shared memory where asyncRows waves fit
+/// beside the kernel's own (kGuaranteedStaticSharedBytes), else to dynamic
+/// shared memory after the kernel's own dynamic bytes, within
+/// `dynamicBudget`: what the chip lets a block opt in to, and what keeps
+/// the blocks an SM the registers allow (min(blocks, need), at least one)
+/// in the SM's shared memory. The ring loads the same values either way:
+/// no result bit depends on where it lives.
 struct RingFit {
   bool ring = false;
   int64_t residentBlocks = 0;
+  int64_t dynamicBudget = 0;
 };
 RingFit ringFit(const Geometry &g, int64_t partialRows, int64_t programs,
                 const TargetInfo &target);

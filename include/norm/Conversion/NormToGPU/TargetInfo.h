@@ -26,6 +26,10 @@
 
 namespace mlir::norm {
 
+/// Shared memory the CUDA runtime reserves in every resident block (the
+/// programming guide, compute capability 8.x and 9.0: 1 KB).
+inline constexpr int64_t kSharedBytesReservedPerBlock = 1024;
+
 struct TargetInfo {
   std::string chip;
   int64_t warpSize = 32;
@@ -36,6 +40,10 @@ struct TargetInfo {
   /// kernel opts in (cuFuncSetAttribute): the CUDA programming guide's
   /// "maximum amount of shared memory per thread block" of the chip.
   int64_t maxOptInSharedBytes = 99 * 1024;
+  /// Shared memory of one SM, shared by its resident blocks (each also
+  /// holds kSharedBytesReservedPerBlock of it for the system): the
+  /// programming guide's "maximum amount of shared memory per SM".
+  int64_t sharedBytesPerSM = 100 * 1024;
   /// Widest global access a thread can issue in one instruction.
   int64_t maxVectorBytes = 16;
   /// The oldest PTX ISA version that knows the chip, times ten (78 = 7.8).
