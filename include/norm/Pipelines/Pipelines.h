@@ -109,9 +109,10 @@ struct GeometryOptions : public PassPipelineOptions<GeometryOptions> {
       *this, "ring-dynamic",
       llvm::cl::desc("Where the static shared memory has no room for "
                      "async-rows waves, the ring goes to dynamic shared "
-                     "memory (norm-map-to-gpu ring-dynamic). No result bit "
-                     "depends on it"),
-      llvm::cl::init(true)};
+                     "memory (norm-map-to-gpu ring-dynamic; off by "
+                     "default: measured 0.83-1.43x by kernel, docs/GPU.md). "
+                     "No result bit depends on it"),
+      llvm::cl::init(false)};
   Option<int64_t> prefetch{
       *this, "prefetch",
       llvm::cl::desc("Waves of rows a row kernel's block prefetches into L2 "
@@ -201,8 +202,10 @@ struct GPUToBinaryOptions : public PassPipelineOptions<GPUToBinaryOptions> {
       *this, "reciprocal-divide",
       llvm::cl::desc("Divide by a constant (N) as a multiply by its f32 "
                      "reciprocal (norm-reciprocal-divide; dx, y and the "
-                     "statistics within one ulp, dweight/dbias unchanged)"),
-      llvm::cl::init(true)};
+                     "statistics within one ulp, dweight/dbias unchanged; "
+                     "off by default: measured 1.000x with losses to 0.93x "
+                     "at f32 6144, docs/NOTES.md)"),
+      llvm::cl::init(false)};
   Option<bool> restrictArguments{
       *this, "restrict-arguments",
       llvm::cl::desc("Give the kernels' pointers llvm.noalias (and "

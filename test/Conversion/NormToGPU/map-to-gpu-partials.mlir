@@ -8,12 +8,9 @@
 // it goes out as two 16-byte stores: 8 chunks x 2 x 2 partial rows = 32
 // (an element a store, lanes 32 bytes apart, touched 8x the sectors). The
 // interleaved body's chunks are element e of consecutive lanes: element
-// stores, coalesced across the warp. The rows copied ahead (async-rows,
-// two waves of x, dy, mean and rstd: 2 x 66 KB) do not fit the static
-// shared memory, so they take dynamic shared memory (ring-dynamic; the
-// chip lets a block opt in to 163 KB).
+// stores, coalesced across the warp.
 // CHECK-LABEL: func @layer_norm_grad_n16384
-// CHECK-SAME: #norm.kernel<name = "layer_norm_grad_n16384_dx_1", kind = dx, block = 256, grid = programs, lanes = 256, rows = 1, vector = 8, registers = true, shared = 135168>
+// CHECK-SAME: #norm.kernel<name = "layer_norm_grad_n16384_dx_1", kind = dx, block = 256, grid = programs, lanes = 256, rows = 1, vector = 8, registers = true>
 // CHECK: gpu.launch
 // CHECK: scf.if
 // CHECK-COUNT-32: vector.store %{{.*}}, %[[WS:[a-z0-9_]+]][%{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<?x16384xf32>, vector<4xf32>

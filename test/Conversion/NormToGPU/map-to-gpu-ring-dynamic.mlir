@@ -1,7 +1,7 @@
-// RUN: norm-opt %s --norm-lower-to-loops --norm-choose-geometry=rows=16384 --norm-map-to-gpu=rows=16384 | FileCheck %s
-// RUN: norm-opt %s --norm-lower-to-loops --norm-choose-geometry=rows=16384 --norm-map-to-gpu="rows=16384 ring-dynamic=false" | FileCheck %s --check-prefix=STATIC
+// RUN: norm-opt %s --norm-lower-to-loops --norm-choose-geometry=rows=16384 --norm-map-to-gpu="rows=16384 ring-dynamic=true" | FileCheck %s
+// RUN: norm-opt %s --norm-lower-to-loops --norm-choose-geometry=rows=16384 --norm-map-to-gpu=rows=16384 | FileCheck %s --check-prefix=STATIC
 
-// ring-dynamic (RowPipeline.cpp; true, the default): where the static
+// ring-dynamic (RowPipeline.cpp; false by default): where the static
 // shared memory beside the kernel's own holds fewer than async-rows (2)
 // waves of the ring, the ring goes to dynamic shared memory after the
 // kernel's own dynamic bytes.
@@ -12,8 +12,8 @@
 // memref) and mean and rstd (128 f32 each): 13 KB, and 22 KB are left
 // beside the partial rows. Dynamic: both waves from byte 0 (x, dy, mean,
 // rstd: 2 x 6144 bf16, 2 x 256 f32), 26624 bytes, the size the launch and
-// the manifest's kernel (`shared`) carry. Static: the one wave that fits,
-// as workgroup attributions.
+// the manifest's kernel (`shared`) carry. Static (the default): the one
+// wave that fits, as workgroup attributions.
 // CHECK-LABEL: func @layer_norm_grad_n3072
 // CHECK-SAME: #norm.kernel<name = "layer_norm_grad_n3072_dx_1", kind = dx, block = 128, grid = programs, lanes = 128, rows = 1, vector = 8, registers = true, shared = 26624, resident = 4>
 // CHECK: gpu.launch
