@@ -532,9 +532,10 @@ inline constexpr int64_t kRingStaticSlack = 2048;
 /// costs more than it hides there).
 ///
 /// The ring's slots go to static shared memory where asyncRows waves fit
-/// beside the kernel's own (kGuaranteedStaticSharedBytes), else to dynamic
-/// shared memory after the kernel's own dynamic bytes, within
-/// `dynamicBudget`: what the chip lets a block opt in to, and what keeps
+/// beside the kernel's own (kGuaranteedStaticSharedBytes), else, with
+/// norm-map-to-gpu's ring-dynamic (off by default: 0.83-1.43x by kernel on
+/// the H100, docs/GPU.md), to dynamic shared memory after the kernel's own
+/// dynamic bytes, within `dynamicBudget`: what the chip lets a block opt in to, and what keeps
 /// the blocks an SM the registers allow (min(blocks, need), at least one)
 /// in the SM's shared memory. The ring loads the same values either way:
 /// no result bit depends on where it lives.
