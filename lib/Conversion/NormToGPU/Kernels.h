@@ -66,10 +66,6 @@ struct RowNest {
   /// Dynamic shared memory a block may give the ring past the geometry's
   /// own (ringFit's dynamicBudget; 0: the ring stays in static memory).
   int64_t ringDynamicBudget = 0;
-  /// Set by buildRowKernel: the end of the ring's dynamic shared memory,
-  /// 0 where it took none (the launch's dynamic size is the larger of it
-  /// and the geometry's dynamicSharedBytes).
-  int64_t ringDynamicEnd = 0;
 };
 
 /// Finds the row loop of a `dx` / `forward` nest (checkRowNestShape) and
@@ -91,8 +87,8 @@ void rereadRowCaches(scf::ForOp rows,
 
 /// Launches the row kernel of `rn` with `rn.geometry` (RowKernel.cpp picks
 /// its strategies; the looped chunk walk first turns the nest's row caches
-/// back into loads of the row).
-void buildRowKernel(RowNest &rn, StringRef name);
+/// back into loads of the row), and returns the launch.
+gpu::LaunchOp buildRowKernel(RowNest &rn, StringRef name);
 
 } // namespace mlir::norm
 

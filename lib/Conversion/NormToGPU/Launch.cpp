@@ -74,6 +74,13 @@ Value norm::addSharedBuffer(gpu::LaunchOp launch, ArrayRef<int64_t> shape,
 // has none ("unsupported" in the manifest of 162 of the 277 benchmark
 // configurations). Here the op is cloned in and its memref operands become
 // the arguments instead.
+int64_t norm::dynamicSharedSize(gpu::LaunchOp launch) {
+  if (Value size = launch.getDynamicSharedMemorySize())
+    if (auto c = size.getDefiningOp<arith::ConstantOp>())
+      return cast<IntegerAttr>(c.getValue()).getInt();
+  return 0;
+}
+
 Value norm::addDynamicSharedView(gpu::LaunchOp launch, OpBuilder &b,
                                  int64_t offset, ArrayRef<int64_t> shape,
                                  Type elementType, Location loc) {
@@ -88,11 +95,7 @@ Value norm::addDynamicSharedView(gpu::LaunchOp launch, OpBuilder &b,
   // The launch's dynamic size: the end of the furthest view.
   int64_t end = offset + viewType.getNumElements() *
                              int64_t(elementType.getIntOrFloatBitWidth() / 8);
-  int64_t current = 0;
-  if (Value size = launch.getDynamicSharedMemorySize())
-    if (auto c = size.getDefiningOp<arith::ConstantOp>())
-      current = cast<IntegerAttr>(c.getValue()).getInt();
-  if (end > current) {
+  if (end > dynamicSharedSize(launch)) {
     OpBuilder outside(launch);
     Value size = arith::ConstantOp::create(outside, loc,
                                            outside.getI32IntegerAttr(end));

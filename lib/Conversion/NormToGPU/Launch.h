@@ -33,6 +33,9 @@ createLaunch(OpBuilder &b, Location loc, Value grid, int64_t threads,
 Value addSharedBuffer(gpu::LaunchOp launch, ArrayRef<int64_t> shape,
                       Type elementType, Location loc);
 
+/// The bytes of dynamic shared memory `launch` is given (0: none).
+int64_t dynamicSharedSize(gpu::LaunchOp launch);
+
 /// A view of `launch`'s dynamic shared memory at byte `offset`, of `shape`
 /// and `elementType` (`b` inside the launch body), and the launch's dynamic
 /// size raised to cover it.

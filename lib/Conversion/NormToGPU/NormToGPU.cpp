@@ -134,17 +134,18 @@ struct MapToGPUPass : public norm::impl::NormMapToGPUBase<MapToGPUPass> {
   /// Records a launched kernel, in the manifest's terms
   /// (norm/Support/ManifestSchema.h); `columns` is the `columns` rule's
   /// columns per block. A row kernel's cluster is recorded only above 1
-  /// (absent: no cluster).
+  /// (absent: no cluster). `dynamicShared`: the launch's dynamic shared
+  /// memory, where it took more than the geometry's (the ring's).
   void record(OpBuilder &b, StringRef name, norm::manifest::KernelKind kind,
               int64_t threads, norm::manifest::GridRule grid,
               int64_t columns = 0, const Geometry *g = nullptr,
-              int64_t resident = 0, int64_t dynamicEnd = 0) {
+              int64_t resident = 0, int64_t dynamicShared = 0) {
     kernels.push_back(norm::KernelAttr::get(
         b.getContext(), name, kind, threads, grid, columns, g ? g->lanes : 0,
         g ? g->rows : 0, g ? g->vec : 0,
         g ? std::optional<bool>(g->registers) : std::nullopt,
         g && g->cluster > 1 ? g->cluster : 0,
-        g ? std::max(g->dynamicSharedBytes, dynamicEnd) : 0, resident));
+        g ? std::max(g->dynamicSharedBytes, dynamicShared) : 0, resident));
   }
 
   /// The largest launch of the dx kernel of `rn`: the program loop's
@@ -282,11 +283,12 @@ struct MapToGPUPass : public norm::impl::NormMapToGPUBase<MapToGPUPass> {
       int64_t resident = fitEarlyRows(*rn);
       if (!resident)
         resident = ringResident;
-      norm::buildRowKernel(*rn, name);
+      gpu::LaunchOp launch = norm::buildRowKernel(*rn, name);
       record(b, name, forward ? KernelKind::Forward : KernelKind::Dx,
              rn->geometry.threads,
              forward ? GridRule::RowBlocks : GridRule::Programs,
-             /*columns=*/0, &rn->geometry, resident, rn->ringDynamicEnd);
+             /*columns=*/0, &rn->geometry, resident,
+             norm::dynamicSharedSize(launch));
       break;
     }
     default:

@@ -92,7 +92,7 @@ static RowStrategies chooseStrategies(RowContext &ctx) {
   return s;
 }
 
-void norm::buildRowKernel(RowNest &rn, StringRef name) {
+gpu::LaunchOp norm::buildRowKernel(RowNest &rn, StringRef name) {
   scf::ForOp nest = rn.nest;
   bool forward = rn.forward;
   OpBuilder b(nest);
@@ -110,7 +110,7 @@ void norm::buildRowKernel(RowNest &rn, StringRef name) {
   // rows, a forward block's row).
   if (g.cluster > 1)
     grid = arith::MulIOp::create(b, loc, grid, cIndex(b, loc, g.cluster));
-  createLaunch(
+  return createLaunch(
       b, loc, grid, g.threads, name,
       [&](OpBuilder &kb, gpu::LaunchOp launch) {
         RowContext ctx(kb, loc, rn, launch);

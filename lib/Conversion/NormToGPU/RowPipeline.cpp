@@ -122,8 +122,6 @@ void RowContext::allocatePipeline() {
           ring(asyncStages * g.chunksPerLane * g.threads * g.vec, type);
     for (memref::LoadOp load : stats)
       ringStats[load] = ring(asyncStages * g.threads, load.getType());
-    if (dynamic)
-      nest.ringDynamicEnd = offset;
     return;
   }
   for (auto [mem, type] : rows)
