@@ -812,6 +812,19 @@ RING_DYN_WIDE_N = {"bf16": (10000, 12288, 16384, 24576, 32768),
 RING_DYN_WIDE_M = (1024, 4096, 16384, 65536)
 
 
+# "wave": the backward kernels without the ring or early rows asking
+# ptxas for the blocks an SM that keep their largest launch one wave
+# (norm-map-to-gpu wave-resident, Geometry.h dxWaveBlocks), prepared with
+# and without TUNE_EXTRA_FLAGS=--wave-resident=false (run --against; pairs
+# of byte-identical kernels are not timed). "wave-holdout": other N and M.
+WAVE_N = {"bf16": (512, 1000, 1024, 2048, 4095, 4096, 6144, 8192, 12288),
+          "f16": (1024, 4096), "f32": (1024, 3072, 4096, 7168, 8192)}
+WAVE_M = (4096, 16384, 65536)
+WAVE_HOLD_N = {"bf16": (640, 1280, 3584, 4608, 7168, 10240),
+               "f16": (2048, 8192), "f32": (2560, 4608, 6144)}
+WAVE_HOLD_M = (8192, 32768)
+
+
 # "k2": the backward rows of one 16-byte chunk a lane and one row a block
 # (the cost model's tie between 256 threads at K = 1 and 128 at K = 2
 # goes to 256), prepared as the table gave them and again with
@@ -865,6 +878,8 @@ PLANS = dict(TABLE_PLANS, explore=explore_plan, grid=grid_plan,
                                                           RING_DYN_HOLD_M),
                 "ring-dynamic-wide": lambda: trim_plan(RING_DYN_WIDE_N,
                                                        RING_DYN_WIDE_M),
+                "wave": lambda: trim_plan(WAVE_N, WAVE_M),
+                "wave-holdout": lambda: trim_plan(WAVE_HOLD_N, WAVE_HOLD_M),
                 "k2": lambda: trim_plan(K2_N, K2_M),
                 "k2-holdout": lambda: trim_plan(K2_HOLD_N, K2_HOLD_M)},
              **{"grid-cfgs": grid_cfgs_plan,
@@ -874,7 +889,8 @@ PLANS = dict(TABLE_PLANS, explore=explore_plan, grid=grid_plan,
 # Plans whose candidates are compiled with the tuning table (the others
 # with --tuning=false: candidates against the cost model).
 TABLE_SIDE_PLANS = ("holdout", "holdout-odd", "fwd-tiny", "dres",
-                    "dres-holdout", "small-n-holdout", "dres-few")
+                    "dres-holdout", "small-n-holdout", "dres-few", "wave",
+                    "wave-holdout")
 
 
 def useful(cfg, m, n):
@@ -1017,6 +1033,16 @@ def plan_inputs(torch, op, tdt, n, m, cands, device="cuda"):
     return ins
 
 
+def same_kernels(dir_a, entry_a, dir_b, entry_b):
+    """Whether two prepared configurations are the same PTX and manifest."""
+    for key in ("ptx", "manifest"):
+        with open(os.path.join(dir_a, entry_a[key]), "rb") as fa, \
+                open(os.path.join(dir_b, entry_b[key]), "rb") as fb:
+            if fa.read() != fb.read():
+                return False
+    return True
+
+
 def run_plan(args):
     import torch
     from triton.testing import do_bench
@@ -1094,6 +1120,10 @@ def run_plan(args):
                     ea = against["configs"].get(c.name)
                     if ea is None:
                         r["against_error"] = "not compiled"
+                    elif same_kernels(args.dir, e, args.against, ea):
+                        # Byte-identical kernels and launches: nothing to
+                        # time twice (the device's minutes are few).
+                        r["against_same"] = True
                     else:
                         a = B.Ours(rt, args.against, ea, ins, "ptx")
                         res_a = a.run()

@@ -3,7 +3,8 @@
 #
 # Runs ON THE GPU MACHINE, in the repository root, with .dev/gpu carried.
 # For each CONFIG:M of PROFILE (space-separated; CONFIG a name of
-# .dev/gpu/configs.json or a manifest path under .dev/gpu), launches the configuration three times on fresh
+# .dev/gpu/configs.json or a manifest path under .dev/gpu; NORM_GPU_DIR
+# names another prepared directory, e.g. one of bench/tune.py's), launches the configuration three times on fresh
 # random data (bench/profile_one.py) and profiles the third launch's
 # kernels with Nsight Compute (SpeedOfLight, Occupancy, LaunchStats,
 # WarpStateStats, MemoryWorkloadAnalysis sections). Writes
@@ -37,10 +38,10 @@ for item in ${PROFILE:?PROFILE=\"CONFIG:M ...\"}; do
   # CONFIG is a name of configs.json, or a manifest path under .dev/gpu
   # (e.g. extra/ln.json, compiled with other options; its .ptx beside it).
   nk=$(python3 -c "
-import json, sys
-c = sys.argv[1]
-m = (json.load(open('.dev/gpu/' + c)) if c.endswith('.json') else
-     json.load(open('.dev/gpu/configs.json'))['configs'][c])
+import json, os, sys
+c, d = sys.argv[1], os.environ.get('NORM_GPU_DIR', '.dev/gpu')
+m = (json.load(open(os.path.join(d, c))) if c.endswith('.json') else
+     json.load(open(os.path.join(d, 'configs.json')))['configs'][c])
 print(len(m['kernels']))" "$cfg") || { echo "gpu-profile: no configuration $cfg"; rc=1; continue; }
   csv="$OUT/profile-${cfg//\//-}-$m.csv"
   "$NCU" --kernel-name regex:norm_kernel --launch-skip $((2 * nk)) \

@@ -45,6 +45,7 @@ void norm::buildNormToGPUBinaryPipeline(OpPassManager &pm,
   map.rowBarriers = options.rowBarriers;
   map.asyncRows = options.asyncRows;
   map.ringDynamic = options.ringDynamic;
+  map.waveResident = options.waveResident;
   pm.addNestedPass<func::FuncOp>(createNormMapToGPU(map));
   pm.addPass(createGpuKernelOutliningPass());
   pm.addPass(createCanonicalizerPass());

@@ -231,6 +231,11 @@ def NormMapToGPU : Pass<"norm-map-to-gpu", "::mlir::func::FuncOp"> {
            "registers keep the kernel's wave (Geometry.h ringFit), the rows "
            "are 16-byte aligned and the ring fits the shared memory "
            "(ring-dynamic). No result bit depends on it">,
+    Option<"waveResident", "wave-resident", "bool", /*default=*/"false",
+           "Ask ptxas (`.minnctapersm`) for the blocks an SM that keep a dx "
+           "kernel's largest launch one wave where neither the ring nor "
+           "early rows set them and the register estimate fits (Geometry.h "
+           "dxWaveBlocks). No result bit depends on it">,
     Option<"ringDynamic", "ring-dynamic", "bool", /*default=*/"false",
            "Where fewer than async-rows waves of the ring fit the static "
            "shared memory beside the kernel's own, put the ring in dynamic "

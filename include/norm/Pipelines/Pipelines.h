@@ -113,6 +113,14 @@ struct GeometryOptions : public PassPipelineOptions<GeometryOptions> {
                      "default: measured 0.83-1.43x by kernel, docs/GPU.md). "
                      "No result bit depends on it"),
       llvm::cl::init(false)};
+  Option<bool> waveResident{
+      *this, "wave-resident",
+      llvm::cl::desc("Ask ptxas for the blocks an SM that keep a dx "
+                     "kernel's largest launch one wave, where neither the "
+                     "ring nor early rows set them and the register "
+                     "estimate fits (norm-map-to-gpu wave-resident). No "
+                     "result bit depends on it"),
+      llvm::cl::init(false)};
   Option<int64_t> prefetch{
       *this, "prefetch",
       llvm::cl::desc("Waves of rows a row kernel's block prefetches into L2 "

@@ -288,6 +288,24 @@ RingFit mlir::norm::ringFit(const Geometry &g, int64_t partialRows,
           std::max<int64_t>(0, block - own)};
 }
 
+int64_t mlir::norm::dxWaveBlocks(const Geometry &g, int64_t partialRows,
+                                 int64_t programs, const TargetInfo &target) {
+  if (!g.registers || g.cluster > 1 || g.threads <= 0 || target.sms <= 0)
+    return 0;
+  int64_t need =
+      llvm::divideCeil(std::max<int64_t>(programs, 0), target.sms);
+  if (need < 2 || need * g.threads > kThreadsPerSM)
+    return 0;
+  if (registerEstimate(g, partialRows) > kRegistersPerSM / (need * g.threads))
+    return 0;
+  int64_t shared = g.sharedBytes +
+                   llvm::alignTo(g.dynamicSharedBytes, g.vectorBytes) +
+                   kSharedBytesReservedPerBlock;
+  if (target.sharedBytesPerSM > 0 && need * shared > target.sharedBytesPerSM)
+    return 0;
+  return need;
+}
+
 bool mlir::norm::tuningTransfers(const Geometry &tuned, const Geometry &g) {
   return tuned.registers == g.registers &&
          g.chosenSlotUse() >= tuned.chosenSlotUse() - kTunedSlotLoss;

@@ -279,10 +279,18 @@ struct MapToGPUPass : public norm::impl::NormMapToGPUBase<MapToGPUPass> {
       rn->codegen = &norm::TargetCodegen::forTarget(*target);
       rn->rowBarriers = rowBarriers;
       rn->asyncRows = asyncRows;
+      // Early rows have their own rule (dxEarlyRows), the ring its own.
+      bool early = !forward && !norm::earlyRowCaches(*rn).empty();
       int64_t ringResident = fitRing(*rn);
       int64_t resident = fitEarlyRows(*rn);
       if (!resident)
         resident = ringResident;
+      if (!resident && !forward && !early && rn->asyncRows <= 0 &&
+          waveResident) {
+        norm::RowShape shape = norm::rowShapeOf(*rn, {});
+        resident = norm::dxWaveBlocks(rn->geometry, shape.partialRows,
+                                      largestPrograms(*rn, shape), *target);
+      }
       gpu::LaunchOp launch = norm::buildRowKernel(*rn, name);
       record(b, name, forward ? KernelKind::Forward : KernelKind::Dx,
              rn->geometry.threads,

@@ -815,6 +815,46 @@ int main() {
     check(!r.early && r.residentBlocks == 0, "dxEarlyRows looped: late");
   }
 
+  // dxWaveBlocks: the blocks an SM that keep a dx kernel's largest launch
+  // one wave, where the register estimate and the shared memory fit them
+  // (sm_90: 132 SMs, 228 KB an SM).
+  {
+    TargetInfo h = *TargetInfo::get("sm_90");
+    Geometry g;
+    g.registers = true;
+    g.threads = 256;
+    g.lanes = 256;
+    g.vec = 8;
+    g.chunksPerLane = 2; // 16 a lane, partials in shared: estimate 64
+    g.partials = PartialsHome::Shared;
+    g.sharedBytes = 32896;
+    check(dxWaveBlocks(g, 2, 512, h) == 4,
+          "dxWaveBlocks 512 programs at 64 registers: 4");
+    check(dxWaveBlocks(g, 2, 256, h) == 2, "dxWaveBlocks 256 programs: 2");
+    check(dxWaveBlocks(g, 2, 132, h) == 0,
+          "dxWaveBlocks one block an SM: nothing asked");
+    // Partials in registers: estimate 96 > 64, nothing asked.
+    g.partials = PartialsHome::Registers;
+    check(dxWaveBlocks(g, 2, 512, h) == 0,
+          "dxWaveBlocks estimate past the budget: nothing asked");
+    g.partials = PartialsHome::Shared;
+    // Four blocks of 57 KB and the 1 KB reserve do not fit 228 KB.
+    g.sharedBytes = 57 * 1024 + 16;
+    check(dxWaveBlocks(g, 2, 512, h) == 0,
+          "dxWaveBlocks past the SM's shared memory: nothing asked");
+    g.sharedBytes = 0;
+    g.dynamicSharedBytes = 40 * 1024;
+    check(dxWaveBlocks(g, 2, 512, h) == 4,
+          "dxWaveBlocks 40 KB dynamic: 4 fit");
+    g.sharedBytes = 32896;
+    g.dynamicSharedBytes = 0;
+    g.cluster = 2;
+    check(dxWaveBlocks(g, 2, 512, h) == 0, "dxWaveBlocks cluster: nothing");
+    g.cluster = 1;
+    g.registers = false;
+    check(dxWaveBlocks(g, 2, 512, h) == 0, "dxWaveBlocks looped: nothing");
+  }
+
   // dxLargestPrograms: G at the last M of the rows hint's bucket (edges
   // 128, 512, 2048, 8192), groupCap(N) without a hint or past the edges.
   check(dxLargestPrograms(3000, 0) == 512, "dxLargestPrograms no hint: cap");

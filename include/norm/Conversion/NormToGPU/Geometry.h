@@ -547,6 +547,18 @@ struct RingFit {
 RingFit ringFit(const Geometry &g, int64_t partialRows, int64_t programs,
                 const TargetInfo &target);
 
+/// The blocks an SM a dx kernel without the ring or early rows asks ptxas
+/// for (`.minnctapersm`; 0: none), so that its largest launch (`programs`
+/// blocks) stays one wave: need = ceil(programs / SMs), where need >= 2,
+/// need blocks fit the SM's threads and shared memory, and the register
+/// estimate fits the budget 65536 / (need x threads). ptxas otherwise
+/// spends a few registers past the estimate and the launch takes a second,
+/// mostly empty wave (LayerNorm bf16 N = 4096: 512 programs of 256
+/// threads, estimated at 64 registers, given 70 by ptxas: three blocks an
+/// SM, 396 programs and then 116). norm-map-to-gpu's wave-resident.
+int64_t dxWaveBlocks(const Geometry &g, int64_t partialRows, int64_t programs,
+                     const TargetInfo &target);
+
 /// The registers ptxas may give a thread of a block of g.threads (255, or
 /// the register file over the block): beyond, it spills.
 int64_t maxRegisters(const Geometry &g);
