@@ -60,6 +60,8 @@ Loaded load() {
   resolve(d.cuGetErrorName, "cuGetErrorName");
   resolve(d.cuGetErrorString, "cuGetErrorString");
   resolve(d.cuFuncGetParamInfo, "cuFuncGetParamInfo", /*required=*/false);
+  resolve(d.cuOccupancyMaxActiveBlocksPerMultiprocessor,
+          "cuOccupancyMaxActiveBlocksPerMultiprocessor", /*required=*/false);
   if (!missing.empty()) {
     l.error = std::string("CUDA driver ") + path + " lacks " + missing +
               " (not a CUDA driver, or one older than CUDA 12)";

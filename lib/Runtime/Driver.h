@@ -39,6 +39,7 @@ constexpr CUdevice_attribute
     CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97;
 constexpr CUfunction_attribute CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 0;
 constexpr CUfunction_attribute CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES = 1;
+constexpr CUfunction_attribute CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES = 3;
 constexpr CUfunction_attribute CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES =
     8;
 
@@ -77,6 +78,11 @@ struct Driver {
   /// kernel, used to check the manifest's parameter count.
   CUresult (*cuFuncGetParamInfo)(CUfunction function, size_t index,
                                  size_t *offset, size_t *size);
+  /// Optional (null if absent): the blocks of `blockSize` threads an SM
+  /// keeps resident, used to fit a kernel's wave (Module.cpp fitWaves).
+  CUresult (*cuOccupancyMaxActiveBlocksPerMultiprocessor)(
+      int *numBlocks, CUfunction function, int blockSize,
+      size_t dynamicSharedBytes);
 };
 
 /// The driver, loaded and initialised (cuInit) on the first call; null if

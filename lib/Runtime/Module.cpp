@@ -169,6 +169,115 @@ Status resolveKernels(NormrtModule &m) {
   return Status::success();
 }
 
+/// The local memory a thread of a wave-fitted kernel may take (its spills):
+/// the kernels measured faster for their wave spilled up to 48 bytes a
+/// thread (RMSNorm bf16 N = 1000, 80 -> 64 registers, 1.14-1.17x; LayerNorm
+/// 16-bit N = 4096, 70 -> 64, 16 bytes, 1.03-1.10x; H100, docs/NOTES.md).
+constexpr int kWaveLocalBytes = 64;
+
+/// `ptx` with `.minnctapersm blocks` among the performance directives of
+/// the entry `name` (just before its body); empty where the entry is not
+/// there or already states one.
+std::string withMinBlocks(const std::string &ptx, const std::string &name,
+                          int64_t blocks) {
+  std::string entry = ".entry " + name + "(";
+  size_t at = ptx.find(entry);
+  if (at == std::string::npos)
+    return {};
+  size_t params = ptx.find(')', at + entry.size());
+  size_t body = params == std::string::npos ? params : ptx.find('{', params);
+  if (body == std::string::npos ||
+      ptx.substr(params, body - params).find(".minnctapersm") !=
+          std::string::npos)
+    return {};
+  return ptx.substr(0, body) + ".minnctapersm " + std::to_string(blocks) +
+         "\n" + ptx.substr(body);
+}
+
+/// Loads a NUL-terminated image into `module`; the JIT's log in `log`.
+CUresult loadImage(const Driver &d, const char *image, CUmodule &module,
+                   std::string &log) {
+  char buffer[8192] = {0};
+  CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER,
+                            CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+  void *values[] = {buffer,
+                    reinterpret_cast<void *>(uintptr_t(sizeof(buffer)))};
+  CUresult r = d.cuModuleLoadDataEx(&module, image, 2, options, values);
+  if (r)
+    module = nullptr;
+  buffer[sizeof(buffer) - 1] = 0;
+  log = buffer;
+  return r;
+}
+
+/// The blocks of kernel `i` an SM keeps resident at its launch's block and
+/// dynamic shared memory; 0 where the driver cannot tell.
+int residentBlocks(const NormrtModule &m, size_t i) {
+  const KernelSpec &k = m.manifest.kernels[i];
+  int blocks = 0;
+  if (!m.driver->cuOccupancyMaxActiveBlocksPerMultiprocessor ||
+      m.driver->cuOccupancyMaxActiveBlocksPerMultiprocessor(
+          &blocks, m.functions[i], int(k.block), size_t(k.shared)))
+    return 0;
+  return blocks;
+}
+
+/// A PTX module's kernels whose manifest names the blocks an SM their wave
+/// needs (`wave_blocks`) and that the JIT left with fewer: loads the PTX
+/// again with `.minnctapersm` at that many in their entries, and keeps the
+/// new module where the JIT then keeps every such kernel's blocks, spilling
+/// at most kWaveLocalBytes a thread; else the first module stays. Only the
+/// JIT's registers decide, so a kernel it already fits is never recompiled
+/// (measured: asking for the blocks where they already fit perturbs the
+/// JIT's code and cost up to 7%). Nothing here fails a load.
+void fitWaves(NormrtModule &m, const std::vector<char> &bytes) {
+  if (m.manifest.format != "isa")
+    return; // a cubin's registers are fixed
+  std::string ptx(bytes.data());
+  std::vector<size_t> fitted;
+  for (size_t i = 0; i < m.manifest.kernels.size(); ++i) {
+    const KernelSpec &k = m.manifest.kernels[i];
+    if (k.wave <= 0)
+      continue;
+    int blocks = residentBlocks(m, i);
+    if (blocks <= 0 || blocks >= k.wave)
+      continue;
+    std::string edited = withMinBlocks(ptx, k.name, k.wave);
+    if (edited.empty())
+      continue;
+    ptx = std::move(edited);
+    fitted.push_back(i);
+  }
+  if (fitted.empty())
+    return;
+  const Driver &d = *m.driver;
+  CUmodule first = m.module;
+  std::vector<CUfunction> firstFunctions = m.functions;
+  std::string log;
+  CUmodule second = nullptr;
+  if (loadImage(d, ptx.c_str(), second, log))
+    return;
+  m.module = second;
+  m.functions.clear();
+  bool keep = !resolveKernels(m).failed();
+  for (size_t i : fitted) {
+    if (!keep)
+      break;
+    int local = 0;
+    keep = residentBlocks(m, i) >= m.manifest.kernels[i].wave &&
+           !d.cuFuncGetAttribute(&local, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES,
+                                 m.functions[i]) &&
+           local <= kWaveLocalBytes;
+  }
+  if (keep) {
+    d.cuModuleUnload(first);
+    return;
+  }
+  d.cuModuleUnload(second);
+  m.module = first;
+  m.functions = std::move(firstFunctions);
+}
+
 } // namespace
 
 NormrtModule::~NormrtModule() {
@@ -230,26 +339,21 @@ Status mlir::norm::runtime::loadModule(const void *image, size_t imageSize,
   // format.
   std::vector<char> bytes(imageSize + 1, 0);
   std::memcpy(bytes.data(), image, imageSize);
-  char log[8192] = {0};
-  CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER,
-                            CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
-  void *values[] = {log, reinterpret_cast<void *>(uintptr_t(sizeof(log)))};
-  if (CUresult r =
-          d->cuModuleLoadDataEx(&m->module, bytes.data(), 2, options, values)) {
-    m->module = nullptr;
+  std::string log;
+  if (CUresult r = loadImage(*d, bytes.data(), m->module, log)) {
     Status s =
         driverError(*d, "cuModuleLoadDataEx", r,
                     "loading the " +
                         (m->manifest.format.empty() ? std::string("kernel")
                                                     : m->manifest.format) +
                         " image");
-    log[sizeof(log) - 1] = 0;
-    if (*log)
-      s.message += "; JIT log: " + std::string(log);
+    if (!log.empty())
+      s.message += "; JIT log: " + log;
     return s;
   }
   if (Status s = resolveKernels(*m); s.failed())
     return s;
+  fitWaves(*m, bytes);
   module = std::move(m);
   return Status::success();
 }

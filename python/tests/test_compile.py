@@ -110,6 +110,24 @@ def test_async_rows_reaches_the_pipeline():
     assert ring(512)[0] is False
 
 
+def test_wave_blocks_reach_the_manifest():
+    """wave-resident (on by default): a plain dx kernel without the ring
+    records the blocks an SM its largest launch needs for one wave
+    (wave_blocks), which libnormrt asks the JIT for where its registers
+    fall short; the PTX itself carries no directive for it."""
+    def wave(n, **options):
+        k = norm_mlir.compile_spec("layer_norm_grad", n, "bf16",
+                                   options=dict(rows=8193, **options))
+        ptx = k.image.decode()
+        dx = ptx[ptx.index(".entry norm_kernel_dx"):]
+        dx = dx[:dx.index("{")]
+        return (k.manifest["kernels"][0].get("wave_blocks"),
+                ".minnctapersm" in dx)
+    # N = 4096: 512 programs of 256 threads, four blocks an SM.
+    assert wave(4096) == (4, False)
+    assert wave(4096, **{"wave-resident": "false"}) == (None, False)
+
+
 @pytest.mark.parametrize("op,names", [
     ("layer_norm", ["x", "weight", "bias", "y", "mean", "rstd"]),
     ("rms_norm", ["x", "weight", "y", "rstd"]),

@@ -231,11 +231,13 @@ def NormMapToGPU : Pass<"norm-map-to-gpu", "::mlir::func::FuncOp"> {
            "registers keep the kernel's wave (Geometry.h ringFit), the rows "
            "are 16-byte aligned and the ring fits the shared memory "
            "(ring-dynamic). No result bit depends on it">,
-    Option<"waveResident", "wave-resident", "bool", /*default=*/"false",
-           "Ask ptxas (`.minnctapersm`) for the blocks an SM that keep a dx "
-           "kernel's largest launch one wave where neither the ring nor "
-           "early rows set them and the register estimate fits (Geometry.h "
-           "dxWaveBlocks). No result bit depends on it">,
+    Option<"waveResident", "wave-resident", "bool", /*default=*/"true",
+           "Record in a dx kernel without the ring or early rows the blocks "
+           "an SM that keep its largest launch one wave, where the register "
+           "estimate fits them (`wave`, the manifest's wave_blocks; "
+           "Geometry.h dxWaveBlocks): the runtime asks the JIT for them "
+           "(`.minnctapersm`) only where its registers fall short. No result "
+           "bit depends on it">,
     Option<"ringDynamic", "ring-dynamic", "bool", /*default=*/"false",
            "Where fewer than async-rows waves of the ring fit the static "
            "shared memory beside the kernel's own, put the ring in dynamic "

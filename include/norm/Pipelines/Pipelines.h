@@ -115,12 +115,12 @@ struct GeometryOptions : public PassPipelineOptions<GeometryOptions> {
       llvm::cl::init(false)};
   Option<bool> waveResident{
       *this, "wave-resident",
-      llvm::cl::desc("Ask ptxas for the blocks an SM that keep a dx "
-                     "kernel's largest launch one wave, where neither the "
-                     "ring nor early rows set them and the register "
-                     "estimate fits (norm-map-to-gpu wave-resident). No "
-                     "result bit depends on it"),
-      llvm::cl::init(false)};
+      llvm::cl::desc("Record in dx kernels the blocks an SM that keep their "
+                     "largest launch one wave, for the runtime to ask the "
+                     "JIT for where its registers fall short (norm-map-to-"
+                     "gpu wave-resident; measured 1.03-1.17x where it acts, "
+                     "docs/GPU.md). No result bit depends on it"),
+      llvm::cl::init(true)};
   Option<int64_t> prefetch{
       *this, "prefetch",
       llvm::cl::desc("Waves of rows a row kernel's block prefetches into L2 "

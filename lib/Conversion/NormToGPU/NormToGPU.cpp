@@ -139,13 +139,15 @@ struct MapToGPUPass : public norm::impl::NormMapToGPUBase<MapToGPUPass> {
   void record(OpBuilder &b, StringRef name, norm::manifest::KernelKind kind,
               int64_t threads, norm::manifest::GridRule grid,
               int64_t columns = 0, const Geometry *g = nullptr,
-              int64_t resident = 0, int64_t dynamicShared = 0) {
+              int64_t resident = 0, int64_t dynamicShared = 0,
+              int64_t wave = 0) {
     kernels.push_back(norm::KernelAttr::get(
         b.getContext(), name, kind, threads, grid, columns, g ? g->lanes : 0,
         g ? g->rows : 0, g ? g->vec : 0,
         g ? std::optional<bool>(g->registers) : std::nullopt,
         g && g->cluster > 1 ? g->cluster : 0,
-        g ? std::max(g->dynamicSharedBytes, dynamicShared) : 0, resident));
+        g ? std::max(g->dynamicSharedBytes, dynamicShared) : 0, resident,
+        wave));
   }
 
   /// The largest launch of the dx kernel of `rn`: the program loop's
@@ -285,18 +287,21 @@ struct MapToGPUPass : public norm::impl::NormMapToGPUBase<MapToGPUPass> {
       int64_t resident = fitEarlyRows(*rn);
       if (!resident)
         resident = ringResident;
+      // The wave's blocks where the kernel's registers are left to the JIT:
+      // the runtime asks for them where the JIT's registers fall short.
+      int64_t wave = 0;
       if (!resident && !forward && !early && rn->asyncRows <= 0 &&
           waveResident) {
         norm::RowShape shape = norm::rowShapeOf(*rn, {});
-        resident = norm::dxWaveBlocks(rn->geometry, shape.partialRows,
-                                      largestPrograms(*rn, shape), *target);
+        wave = norm::dxWaveBlocks(rn->geometry, shape.partialRows,
+                                  largestPrograms(*rn, shape), *target);
       }
       gpu::LaunchOp launch = norm::buildRowKernel(*rn, name);
       record(b, name, forward ? KernelKind::Forward : KernelKind::Dx,
              rn->geometry.threads,
              forward ? GridRule::RowBlocks : GridRule::Programs,
              /*columns=*/0, &rn->geometry, resident,
-             norm::dynamicSharedSize(launch));
+             norm::dynamicSharedSize(launch), wave);
       break;
     }
     default:

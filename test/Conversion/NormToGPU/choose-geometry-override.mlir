@@ -14,7 +14,7 @@
 // CHECK-LABEL: func.func @rms_norm_grad_bf16_n4096_t128
 // CHECK: norm.geometry = #norm.row_geometry<regime = registers, threads = 128, lanes = 128, rows = 1, vector = 8, chunks = 4, partials = shared, shared = 16416>
 // MAP-LABEL: func.func @rms_norm_grad_bf16_n4096_t128
-// MAP-SAME: #norm.kernel<name = "rms_norm_grad_bf16_n4096_t128_dx_1", kind = dx, block = 128, grid = programs, lanes = 128, rows = 1, vector = 8, registers = true>
+// MAP-SAME: #norm.kernel<name = "rms_norm_grad_bf16_n4096_t128_dx_1", kind = dx, block = 128, grid = programs, lanes = 128, rows = 1, vector = 8, registers = true, wave = 4>
 func.func @rms_norm_grad_bf16_n4096_t128(%dy: tensor<?x4096xbf16>, %x: tensor<?x4096xbf16>, %rstd: tensor<?xf32>, %w: tensor<4096xbf16>) -> (tensor<?x4096xbf16>, tensor<4096xbf16>) {
   %dx, %dw = norm.rms_norm_grad dy(%dy : tensor<?x4096xbf16>) x(%x : tensor<?x4096xbf16>) rstd(%rstd : tensor<?xf32>) weight(%w : tensor<4096xbf16>) {norm.geometry = #norm.row_geometry<regime = registers, threads = 128, lanes = 128, rows = 1, vector = 8, chunks = 4, partials = shared>} -> dx(tensor<?x4096xbf16>) dweight(tensor<4096xbf16>)
   return %dx, %dw : tensor<?x4096xbf16>, tensor<4096xbf16>

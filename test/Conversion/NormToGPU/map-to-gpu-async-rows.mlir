@@ -63,7 +63,7 @@
 // CHECK-NOT:    memref.load %[[RSTD]]
 // CHECK:        gpu.terminator
 // OFF-LABEL: func @layer_norm_grad_n768
-// OFF-SAME: registers = true>
+// OFF-SAME: registers = true, wave = 4>
 // OFF-NOT: nvvm.cp.async
 // OFF: vector.load %arg0
 func.func @layer_norm_grad_n768(%dy: memref<?x768xbf16>, %x: memref<?x768xbf16>, %mean: memref<?xf32>,

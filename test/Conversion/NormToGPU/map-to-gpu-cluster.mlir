@@ -94,9 +94,10 @@
 // Without clusters (sm_80, or cluster=1), and as chosen on sm_90 (one
 // block per row: 32 elements a lane, estimated 192 registers, below the
 // 255 + 2 arrays that make the split worth its cluster barrier): the
-// block per row.
+// block per row (on sm_90 it records wave = 2: G = 256 programs, two
+// blocks an SM, Geometry.h dxWaveBlocks).
 // SM80-LABEL: func @layer_norm_grad_n8192
-// SM80-SAME: #norm.kernel<name = "layer_norm_grad_n8192_dx_1", kind = dx, block = 256, grid = programs, lanes = 256, rows = 1, vector = 8, registers = true, shared = 65536>
+// SM80-SAME: #norm.kernel<name = "layer_norm_grad_n8192_dx_1", kind = dx, block = 256, grid = programs, lanes = 256, rows = 1, vector = 8, registers = true, shared = 65536{{(, wave = 2)?}}>
 // The two partial rows (2 x 8192 f32) in dynamic shared memory, one view
 // after the other, and the launch's dynamic size covering both.
 // SM80: gpu.launch blocks({{.*}}) dynamic_shared_memory_size %c65536_i32 module(@layer_norm_grad_n8192_kernels) function(@layer_norm_grad_n8192_dx_1)

@@ -66,7 +66,7 @@ func.func @ln6144(%dy: memref<?x6144xbf16>, %x: memref<?x6144xbf16>, %mean: memr
 // Without dresidual there is no early row: nothing is asked of the wave
 // (the geometry was chosen for this kernel as it is).
 // CHECK-LABEL: func.func @ln4096_plain
-// CHECK-SAME: #norm.kernel<name = "ln4096_plain_dx_1", kind = dx, block = 256, grid = programs, lanes = 256, rows = 1, vector = 8, registers = true>
+// CHECK-SAME: #norm.kernel<name = "ln4096_plain_dx_1", kind = dx, block = 256, grid = programs, lanes = 256, rows = 1, vector = 8, registers = true, wave = 4>
 func.func @ln4096_plain(%dy: memref<?x4096xbf16>, %x: memref<?x4096xbf16>, %mean: memref<?xf32>, %rstd: memref<?xf32>, %w: memref<4096xbf16>, %dx: memref<?x4096xbf16>, %dw: memref<4096xbf16>, %db: memref<4096xbf16>) {
   norm.layer_norm_grad dy(%dy : memref<?x4096xbf16>) x(%x : memref<?x4096xbf16>) mean(%mean : memref<?xf32>) rstd(%rstd : memref<?xf32>) weight(%w : memref<4096xbf16>) outs dx(%dx : memref<?x4096xbf16>) dweight(%dw : memref<4096xbf16>) dbias(%db : memref<4096xbf16>)
   return

@@ -1,17 +1,18 @@
-// RUN: norm-opt %s --norm-lower-to-loops --norm-choose-geometry=rows=16384 --norm-map-to-gpu="rows=16384 wave-resident=true" | FileCheck %s --check-prefix=WAVE
-// RUN: norm-opt %s --norm-lower-to-loops --norm-choose-geometry=rows=16384 --norm-map-to-gpu="rows=16384" | FileCheck %s --check-prefix=OFF
-// RUN: norm-opt %s --norm-lower-to-loops --norm-choose-geometry=rows=100 --norm-map-to-gpu="rows=100 wave-resident=true" | FileCheck %s --check-prefix=FEW
+// RUN: norm-opt %s --norm-lower-to-loops --norm-choose-geometry=rows=16384 --norm-map-to-gpu="rows=16384" | FileCheck %s --check-prefix=WAVE
+// RUN: norm-opt %s --norm-lower-to-loops --norm-choose-geometry=rows=16384 --norm-map-to-gpu="rows=16384 wave-resident=false" | FileCheck %s --check-prefix=OFF
+// RUN: norm-opt %s --norm-lower-to-loops --norm-choose-geometry=rows=100 --norm-map-to-gpu="rows=100" | FileCheck %s --check-prefix=FEW
 
-// wave-resident (Geometry.h dxWaveBlocks): a dx kernel without the ring or
-// early rows asks ptxas for the blocks an SM that keep its largest launch
-// one wave. LayerNorm bf16 N = 4096: 256 threads, 16 elements a lane, the
+// wave-resident (Geometry.h dxWaveBlocks; on by default): a dx kernel without the ring or
+// early rows records the blocks an SM that keep its largest launch one
+// wave (`wave`, the manifest's wave_blocks; the runtime asks the JIT for
+// them where its registers fall short, test/Runtime/wave.test). LayerNorm bf16 N = 4096: 256 threads, 16 elements a lane, the
 // partial rows in shared memory (register estimate 64), and no ring (its
 // 16 registers would cost the fourth block). Past the last row edge G is
 // 512: four blocks an SM on 132 SMs, which the estimate fits; unasked,
 // ptxas gives the kernel 70 registers, three blocks, two waves. At 100
 // rows G is 128, a block an SM: nothing to ask.
 // WAVE-LABEL: func.func @ln4096
-// WAVE-SAME: #norm.kernel<name = "ln4096_dx_1", kind = dx, block = 256, grid = programs, lanes = 256, rows = 1, vector = 8, registers = true, resident = 4>
+// WAVE-SAME: #norm.kernel<name = "ln4096_dx_1", kind = dx, block = 256, grid = programs, lanes = 256, rows = 1, vector = 8, registers = true, wave = 4>
 // OFF-LABEL: func.func @ln4096
 // OFF-SAME: #norm.kernel<name = "ln4096_dx_1", kind = dx, block = 256, grid = programs, lanes = 256, rows = 1, vector = 8, registers = true>
 // FEW-LABEL: func.func @ln4096

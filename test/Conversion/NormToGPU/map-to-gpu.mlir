@@ -13,7 +13,7 @@
 // LANES-LABEL: func @rms_norm_grad_n24
 // LANES-SAME: kind = dx, block = 256, grid = programs, lanes = 2, rows = 128, vector = 8, registers = true>
 // CHECK-LABEL: func @rms_norm_grad_n24
-// CHECK-SAME: norm.kernels = [#norm.kernel<name = "rms_norm_grad_n24_dx_1", kind = dx, block = 256, grid = programs, lanes = 4, rows = 64, vector = 8, registers = true>, #norm.kernel<name = "rms_norm_grad_n24_reduce_2", kind = reduce, block = {{[0-9]+}}, grid = columns, columns = 32>]
+// CHECK-SAME: norm.kernels = [#norm.kernel<name = "rms_norm_grad_n24_dx_1", kind = dx, block = 256, grid = programs, lanes = 4, rows = 64, vector = 8, registers = true, wave = 4>, #norm.kernel<name = "rms_norm_grad_n24_reduce_2", kind = reduce, block = {{[0-9]+}}, grid = columns, columns = 32>]
 // CHECK: memref.alloc({{.*}}) {norm.workspace, norm.written} : memref<?x24xf32>
 // CHECK-NOT: gpu.launch
 // CHECK: gpu.launch {{.*}} threads({{.*}}) in ({{.*}} = %c256{{.*}}) module(@rms_norm_grad_n24_kernels) function(@rms_norm_grad_n24_dx_1) workgroup(%[[SMEM:.*]] : memref<64x24xf32, #gpu.address_space<workgroup>>)
@@ -56,7 +56,7 @@ func.func @rms_norm_grad_n24(%dy: memref<?x24xbf16>, %x: memref<?x24xbf16>, %rst
 // N = 4096 bf16: 512 chunks, the whole block on one row (2 chunks per
 // lane); the in-row sums go across the 8 warps through shared memory.
 // CHECK-LABEL: func @layer_norm_grad_n4096
-// CHECK-SAME: #norm.kernel<name = "layer_norm_grad_n4096_dx_1", kind = dx, block = 256, grid = programs, lanes = 256, rows = 1, vector = 8, registers = true>
+// CHECK-SAME: #norm.kernel<name = "layer_norm_grad_n4096_dx_1", kind = dx, block = 256, grid = programs, lanes = 256, rows = 1, vector = 8, registers = true, wave = 4>
 // CHECK: gpu.launch {{.*}} function(@layer_norm_grad_n4096_dx_1) workgroup(%{{.*}} : memref<16xf32, #gpu.address_space<workgroup>>, %{{.*}} : memref<16xf32, #gpu.address_space<workgroup>>)
 // CHECK:   gpu.shuffle  xor %{{.*}}, %c16_i32, %c32_i32 : f32
 // CHECK:   gpu.barrier

@@ -12,11 +12,20 @@
 // the first K 8-byte parameters in hex). Contexts are a stack of one fake
 // context.
 //
+// Registers, for the runtime's wave fitting (lib/Runtime/Module.cpp
+// fitWaves): a kernel has $NORMRT_FAKE_REGS registers a thread (default
+// 32) and no local memory; an image with `.minnctapersm` loads as a second
+// module whose kernels have $NORMRT_FAKE_FITTED_REGS (default 64) and
+// $NORMRT_FAKE_LOCAL bytes of local memory (default 0). Blocks an SM:
+// min(2048 / block, 65536 / (registers x block)). With NORMRT_FAKE_REGS
+// set, loads of such an image, unloads and launches say which module.
+//
 //===----------------------------------------------------------------------===*/
 
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -26,6 +35,14 @@ typedef void *CUhandle;
 enum { OK = 0, INVALID_VALUE = 1, INVALID_CONTEXT = 201 };
 
 static int fakeContext, fakeModule, fakeFunction;
+static int fakeFittedModule, fakeFittedFunction;
+
+static int envInt(const char *name, int otherwise) {
+  const char *v = getenv(name);
+  return v && *v ? atoi(v) : otherwise;
+}
+
+static int tellModules(void) { return getenv("NORMRT_FAKE_REGS") != NULL; }
 static void *contextStack[16];
 static int depth;
 
@@ -88,29 +105,50 @@ EXPORT CUresult cuDevicePrimaryCtxRelease_v2(int device) {
 EXPORT CUresult cuModuleLoadDataEx(CUhandle *module, const void *image,
                                    unsigned numOptions, int *options,
                                    void **values) {
-  (void)image, (void)numOptions, (void)options, (void)values;
-  *module = &fakeModule;
+  (void)numOptions, (void)options, (void)values;
+  const char *min = strstr((const char *)image, ".minnctapersm ");
+  *module = min ? (CUhandle)&fakeFittedModule : (CUhandle)&fakeModule;
+  if (min && tellModules())
+    printf("fake cuModuleLoadDataEx .minnctapersm %d\n", atoi(min + 14));
   return OK;
 }
 EXPORT CUresult cuModuleGetFunction(CUhandle *function, CUhandle module,
                                     const char *name) {
-  (void)module, (void)name;
-  *function = &fakeFunction;
+  (void)name;
+  *function = module == &fakeFittedModule ? (CUhandle)&fakeFittedFunction
+                                          : (CUhandle)&fakeFunction;
   return OK;
 }
 EXPORT CUresult cuModuleUnload(CUhandle module) {
-  (void)module;
+  if (tellModules())
+    printf("fake cuModuleUnload %s\n",
+           module == &fakeFittedModule ? "fitted" : "first");
   return OK;
 }
 EXPORT CUresult cuFuncGetAttribute(int *value, int attribute,
                                    CUhandle function) {
-  (void)function;
   if (attribute == 0) // CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK
     *value = 1024;
   else if (attribute == 1) // CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES
     *value = 1024;
+  else if (attribute == 3) // CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES
+    *value = function == &fakeFittedFunction ? envInt("NORMRT_FAKE_LOCAL", 0)
+                                             : 0;
   else
     return INVALID_VALUE;
+  return OK;
+}
+EXPORT CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(
+    int *blocks, CUhandle function, int blockSize, size_t dynamicShared) {
+  (void)dynamicShared;
+  if (blockSize <= 0)
+    return INVALID_VALUE;
+  int regs = function == &fakeFittedFunction
+                 ? envInt("NORMRT_FAKE_FITTED_REGS", 64)
+                 : envInt("NORMRT_FAKE_REGS", 32);
+  int byRegs = 65536 / ((regs > 0 ? regs : 1) * blockSize);
+  int byThreads = 2048 / blockSize;
+  *blocks = byRegs < byThreads ? byRegs : byThreads;
   return OK;
 }
 EXPORT CUresult cuFuncSetAttribute(CUhandle function, int attribute,
@@ -126,8 +164,11 @@ EXPORT CUresult cuLaunchKernel(CUhandle function, unsigned gridX,
                                unsigned blockY, unsigned blockZ,
                                unsigned sharedMemBytes, CUhandle stream,
                                void **kernelParams, void **extra) {
-  (void)function, (void)gridY, (void)gridZ, (void)blockY, (void)blockZ;
+  (void)gridY, (void)gridZ, (void)blockY, (void)blockZ;
   (void)stream, (void)extra;
+  if (tellModules())
+    printf("(%s module) ",
+           function == &fakeFittedFunction ? "fitted" : "first");
   if (sharedMemBytes)
     printf("fake cuLaunchKernel grid %u block %u shared %u\n", gridX, blockX,
            sharedMemBytes);

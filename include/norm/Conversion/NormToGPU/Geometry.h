@@ -547,15 +547,19 @@ struct RingFit {
 RingFit ringFit(const Geometry &g, int64_t partialRows, int64_t programs,
                 const TargetInfo &target);
 
-/// The blocks an SM a dx kernel without the ring or early rows asks ptxas
-/// for (`.minnctapersm`; 0: none), so that its largest launch (`programs`
-/// blocks) stays one wave: need = ceil(programs / SMs), where need >= 2,
+/// The blocks an SM a dx kernel without the ring or early rows needs for
+/// its largest launch (`programs` blocks) to be one wave, recorded as the
+/// kernel's `wave` (0: none): need = ceil(programs / SMs), where need >= 2,
 /// need blocks fit the SM's threads and shared memory, and the register
-/// estimate fits the budget 65536 / (need x threads). ptxas otherwise
-/// spends a few registers past the estimate and the launch takes a second,
-/// mostly empty wave (LayerNorm bf16 N = 4096: 512 programs of 256
-/// threads, estimated at 64 registers, given 70 by ptxas: three blocks an
-/// SM, 396 programs and then 116). norm-map-to-gpu's wave-resident.
+/// estimate fits the budget 65536 / (need x threads). The compiler leaves
+/// the registers to the JIT; the runtime (lib/Runtime/Module.cpp fitWaves)
+/// asks it for these blocks (`.minnctapersm`) only where its registers
+/// fall short (LayerNorm bf16 N = 4096: 512 programs of 256 threads,
+/// estimated at 64 registers, given 70: three blocks an SM, 396 programs
+/// and then 116). Asked of ptxas everywhere instead, the kernels it
+/// already fitted lost up to 7% (their code perturbed, a few bytes
+/// spilled); asked only where it fell short, 1.03-1.17x (H100,
+/// docs/NOTES.md). norm-map-to-gpu's wave-resident.
 int64_t dxWaveBlocks(const Geometry &g, int64_t partialRows, int64_t programs,
                      const TargetInfo &target);
 

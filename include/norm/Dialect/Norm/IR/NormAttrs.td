@@ -33,7 +33,11 @@ def Norm_KernelAttr : AttrDef<Norm_Dialect, "Kernel"> {
     `dynamic_shared_bytes`). `resident` (absent: none) is the blocks an SM
     a `programs` dx kernel is compiled to keep resident (`.minnctapersm`,
     norm-attach-resident-blocks), where its largest launch is one wave
-    only at that many (the manifest's `resident_blocks`). The keys, their
+    only at that many (the manifest's `resident_blocks`). `wave` (absent:
+    none) is the blocks an SM such a kernel's largest launch needs to be
+    one wave where the compiler leaves the registers to the JIT: the
+    runtime asks for them only where the JIT's registers fall short (the
+    manifest's `wave_blocks`). The keys, their
     ranges and the enum names are those of the manifest's kernel fields
     (norm/Support/ManifestSchema.def), from which the attribute's storage
     (a `KernelRecord`), parser, printer and verifier are stamped.
@@ -71,7 +75,8 @@ def Norm_KernelAttr : AttrDef<Norm_Dialect, "Kernel"> {
                      CArg<"std::optional<bool>", "std::nullopt">:$registers,
                      CArg<"int64_t", "0">:$cluster,
                      CArg<"int64_t", "0">:$shared,
-                     CArg<"int64_t", "0">:$resident), [{
+                     CArg<"int64_t", "0">:$resident,
+                     CArg<"int64_t", "0">:$wave), [{
       ::mlir::norm::manifest::KernelRecord record;
       record.name = name.str();
       record.kind = kind;
@@ -85,6 +90,7 @@ def Norm_KernelAttr : AttrDef<Norm_Dialect, "Kernel"> {
       record.cluster = cluster;
       record.shared = shared;
       record.resident = resident;
+      record.wave = wave;
       return $_get($_ctxt, record);
     }]>
   ];
