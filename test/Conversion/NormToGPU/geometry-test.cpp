@@ -108,6 +108,18 @@ static Geometry geometry(std::optional<int64_t> n, int64_t bytes,
                            t);
 }
 
+/// A register-regime block of 256 threads, one row of 256 lanes, 16-byte
+/// chunks of bf16, the partial rows in shared memory (K = 1).
+static Geometry rowBlock256() {
+  Geometry g;
+  g.registers = true;
+  g.threads = 256;
+  g.lanes = 256;
+  g.vec = 8;
+  g.partials = PartialsHome::Shared;
+  return g;
+}
+
 int main() {
   const std::vector<std::optional<int64_t>> ns = {
       1,     3,     24,    128,   1000,   4095,   4096,  5120,
@@ -734,12 +746,7 @@ int main() {
   // SMs). 256 threads, 512 programs: four blocks an SM, 64 registers.
   {
     TargetInfo h = *TargetInfo::get("sm_90");
-    Geometry g;
-    g.registers = true;
-    g.threads = 256;
-    g.lanes = 256;
-    g.vec = 8;
-    g.partials = PartialsHome::Shared;
+    Geometry g = rowBlock256();
     // 16 a lane: late 64 fits, early 80 does not: late, four blocks.
     g.chunksPerLane = 2;
     DxEarlyRows r = dxEarlyRows(g, 2, 1, 512, h);
@@ -820,13 +827,8 @@ int main() {
   // (sm_90: 132 SMs, 228 KB an SM).
   {
     TargetInfo h = *TargetInfo::get("sm_90");
-    Geometry g;
-    g.registers = true;
-    g.threads = 256;
-    g.lanes = 256;
-    g.vec = 8;
+    Geometry g = rowBlock256();
     g.chunksPerLane = 2; // 16 a lane, partials in shared: estimate 64
-    g.partials = PartialsHome::Shared;
     g.sharedBytes = 32896;
     check(dxWaveBlocks(g, 2, 512, h) == 4,
           "dxWaveBlocks 512 programs at 64 registers: 4");
