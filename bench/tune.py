@@ -825,6 +825,17 @@ WAVE_HOLD_N = {"bf16": (640, 1280, 3584, 4608, 7168, 10240),
 WAVE_HOLD_M = (8192, 32768)
 
 
+# "ring-table": the ring (async-rows=2, the default) against none
+# (TUNE_EXTRA_FLAGS=--async-rows=0, run --against) on the kernels calls
+# get (with the tuning table) where the backward rows are two chunks a
+# lane and the partial rows sit in shared memory beside the ring: the
+# LayerNorm 16-bit N = 2048 of 72% of copy, whose ncu stall is
+# short_scoreboard (shared memory).
+RING_TABLE_N = {"bf16": (1536, 2048, 2560, 3072), "f16": (2048,),
+                "f32": (1024, 1536)}
+RING_TABLE_M = (16384, 65536)
+
+
 # "k2": the backward rows of one 16-byte chunk a lane and one row a block
 # (the cost model's tie between 256 threads at K = 1 and 128 at K = 2
 # goes to 256), prepared as the table gave them and again with
@@ -878,6 +889,7 @@ PLANS = dict(TABLE_PLANS, explore=explore_plan, grid=grid_plan,
                                                           RING_DYN_HOLD_M),
                 "ring-dynamic-wide": lambda: trim_plan(RING_DYN_WIDE_N,
                                                        RING_DYN_WIDE_M),
+                "ring-table": lambda: trim_plan(RING_TABLE_N, RING_TABLE_M),
                 "wave": lambda: trim_plan(WAVE_N, WAVE_M),
                 "wave-holdout": lambda: trim_plan(WAVE_HOLD_N, WAVE_HOLD_M),
                 "k2": lambda: trim_plan(K2_N, K2_M),
@@ -890,7 +902,7 @@ PLANS = dict(TABLE_PLANS, explore=explore_plan, grid=grid_plan,
 # with --tuning=false: candidates against the cost model).
 TABLE_SIDE_PLANS = ("holdout", "holdout-odd", "fwd-tiny", "dres",
                     "dres-holdout", "small-n-holdout", "dres-few", "wave",
-                    "wave-holdout")
+                    "wave-holdout", "ring-table")
 
 
 def useful(cfg, m, n):
