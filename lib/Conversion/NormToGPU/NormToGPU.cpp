@@ -208,6 +208,18 @@ struct MapToGPUPass : public norm::impl::NormMapToGPUBase<MapToGPUPass> {
     return fit.residentBlocks;
   }
 
+  /// The blocks an SM a dx kernel with neither the ring nor early rows
+  /// needs for one wave (Geometry.h dxWaveBlocks), recorded as its `wave`:
+  /// its registers are left to the JIT, and the runtime asks for these
+  /// blocks where the JIT's fall short. 0: none.
+  int64_t fitWave(norm::RowNest &rn) {
+    if (rn.forward || rn.asyncRows > 0 || !waveResident)
+      return 0;
+    norm::RowShape shape = norm::rowShapeOf(rn, {});
+    return norm::dxWaveBlocks(rn.geometry, shape.partialRows,
+                              largestPrograms(rn, shape), *target);
+  }
+
   /// The zero kernel's block (it only writes rows).
   static constexpr int64_t kZeroThreads = 256;
 
@@ -287,15 +299,7 @@ struct MapToGPUPass : public norm::impl::NormMapToGPUBase<MapToGPUPass> {
       int64_t resident = fitEarlyRows(*rn);
       if (!resident)
         resident = ringResident;
-      // The wave's blocks where the kernel's registers are left to the JIT:
-      // the runtime asks for them where the JIT's registers fall short.
-      int64_t wave = 0;
-      if (!resident && !forward && !early && rn->asyncRows <= 0 &&
-          waveResident) {
-        norm::RowShape shape = norm::rowShapeOf(*rn, {});
-        wave = norm::dxWaveBlocks(rn->geometry, shape.partialRows,
-                                  largestPrograms(*rn, shape), *target);
-      }
+      int64_t wave = resident || early ? 0 : fitWave(*rn);
       gpu::LaunchOp launch = norm::buildRowKernel(*rn, name);
       record(b, name, forward ? KernelKind::Forward : KernelKind::Dx,
              rn->geometry.threads,
