@@ -836,6 +836,21 @@ RING_TABLE_N = {"bf16": (1536, 2048, 2560, 3072), "f16": (2048,),
 RING_TABLE_M = (16384, 65536)
 
 
+# "regpart": a one-row backward row's partial rows in registers where
+# they keep the wave (norm-choose-geometry register-partials, Geometry.h
+# keepPartialsInRegisters) against static shared memory (the default), on
+# the kernels calls get (with the tuning table): prepared with
+# TUNE_EXTRA_FLAGS=--register-partials=true and without, run --against.
+# The N where the option moves them (ptxas: no spill, the same blocks an
+# SM); "regpart-holdout": other N and M. No result bit may differ.
+REGPART_N = {"bf16": (1536, 2048), "f16": (2048,),
+             "f32": (768, 1000, 1024, 1536, 2560)}
+REGPART_M = (1024, 4096, 16384, 65536)
+REGPART_HOLD_N = {"bf16": (1280, 1792, 1920), "f16": (1536,),
+                  "f32": (896, 1280, 2304)}
+REGPART_HOLD_M = (8192, 32768)
+
+
 # "k2": the backward rows of one 16-byte chunk a lane and one row a block
 # (the cost model's tie between 256 threads at K = 1 and 128 at K = 2
 # goes to 256), prepared as the table gave them and again with
@@ -892,6 +907,9 @@ PLANS = dict(TABLE_PLANS, explore=explore_plan, grid=grid_plan,
                 "ring-table": lambda: trim_plan(RING_TABLE_N, RING_TABLE_M),
                 "wave": lambda: trim_plan(WAVE_N, WAVE_M),
                 "wave-holdout": lambda: trim_plan(WAVE_HOLD_N, WAVE_HOLD_M),
+                "regpart": lambda: trim_plan(REGPART_N, REGPART_M),
+                "regpart-holdout": lambda: trim_plan(REGPART_HOLD_N,
+                                                     REGPART_HOLD_M),
                 "k2": lambda: trim_plan(K2_N, K2_M),
                 "k2-holdout": lambda: trim_plan(K2_HOLD_N, K2_HOLD_M)},
              **{"grid-cfgs": grid_cfgs_plan,
@@ -902,7 +920,8 @@ PLANS = dict(TABLE_PLANS, explore=explore_plan, grid=grid_plan,
 # with --tuning=false: candidates against the cost model).
 TABLE_SIDE_PLANS = ("holdout", "holdout-odd", "fwd-tiny", "dres",
                     "dres-holdout", "small-n-holdout", "dres-few", "wave",
-                    "wave-holdout", "ring-table")
+                    "wave-holdout", "ring-table", "regpart",
+                    "regpart-holdout")
 
 
 def useful(cfg, m, n):

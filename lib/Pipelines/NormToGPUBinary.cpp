@@ -29,6 +29,7 @@ void norm::buildNormToGPUBinaryPipeline(OpPassManager &pm,
   choose.maxLanes = options.maxLanes;
   choose.trimIdleWarps = options.trimIdleWarps;
   choose.twoChunkRows = options.twoChunkRows;
+  choose.registerPartials = options.registerPartials;
   choose.prefetch = options.prefetch;
   choose.partialVector = options.partialVector;
   choose.pipeline = options.pipeline;

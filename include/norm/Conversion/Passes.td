@@ -82,6 +82,14 @@ def NormChooseGeometry : Pass<"norm-choose-geometry", "::mlir::func::FuncOp"> {
            "lanes at two instead, where the rows hint passes 2048 and the "
            "rows can be 16-byte aligned (the tuning table is not "
            "consulted for it); no dweight/dbias bit changes">,
+    Option<"registerPartials", "register-partials", "bool",
+           /*default=*/"false",
+           "A deterministic backward row of one row in flight keeps its "
+           "partial rows in registers instead of static shared memory "
+           "where the register estimate with them (and the ring's) keeps "
+           "the blocks an SM of one wave at the rows hint's largest launch "
+           "(Geometry.h keepPartialsInRegisters); no dweight/dbias bit "
+           "changes">,
     Option<"batchRows", "batch-rows", "int64_t", /*default=*/"0",
            "Rows of the looped regime whose dweight/dbias terms one update "
            "of the partial rows adds (0: chosen, Geometry.h's "

@@ -90,6 +90,13 @@ struct GeometryOptions : public PassPipelineOptions<GeometryOptions> {
                      "lane on 256 lanes takes two chunks on 128 past 2048 "
                      "rows (norm-choose-geometry two-chunk-rows)"),
       llvm::cl::init(true)};
+  Option<bool> registerPartials{
+      *this, "register-partials",
+      llvm::cl::desc("A deterministic backward row of one row in flight "
+                     "keeps its partial rows in registers, not static "
+                     "shared memory, where they keep the wave "
+                     "(norm-choose-geometry register-partials)"),
+      llvm::cl::init(false)};
   Option<int64_t> rowBarriers{
       *this, "row-barriers",
       llvm::cl::desc("The barriers of a row's sums across its warps: 0, two "

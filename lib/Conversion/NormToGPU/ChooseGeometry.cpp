@@ -260,6 +260,9 @@ struct ChooseGeometryPass
     if (!written) {
       bool holdSet = false;
       Geometry g = twoChunks ? chosen : tuned(s, chosen, target, holdSet);
+      // The partial rows in registers where they keep the wave (option
+      // register-partials; Geometry.h keepPartialsInRegisters).
+      (void)keepPartialsInRegisters(g, s, rows, target);
       // The held columns, where neither the option nor the entry says:
       // the cost model's (a forward launch of at most a block an SM).
       if (holdColumns < 0 && !holdSet)
@@ -336,8 +339,9 @@ struct ChooseGeometryPass
       }
       fileTable = std::move(*table);
     }
-    GeometryKnobs knobs{threads,  maxRegisterElements, cluster,      batchRows,
-                        maxLanes, trimIdleWarps,       twoChunkRows};
+    GeometryKnobs knobs{threads,  maxRegisterElements, cluster,
+                        batchRows, maxLanes,           trimIdleWarps,
+                        twoChunkRows, registerPartials};
     WalkResult result =
         func.walk<WalkOrder::PreOrder>([&](Operation *op) -> WalkResult {
           if (std::optional<RowShape> s = rowShapeOfOp(op, knobs))

@@ -225,6 +225,35 @@ bool mlir::norm::twoChunkRowsPay(const Geometry &g, const RowShape &s,
   return (*s.n * s.elementBytes) % g.vectorBytes == 0;
 }
 
+static void sizeSharedMemory(Geometry &g, const RowShape &s);
+
+bool mlir::norm::keepPartialsInRegisters(Geometry &g, const RowShape &s,
+                                          int64_t rows,
+                                          const TargetInfo &target) {
+  if (!s.registerPartials || s.forward || s.earlyRows > 0 || !s.n ||
+      target.sms <= 0)
+    return false;
+  if (!g.registers || g.partials != PartialsHome::Shared || g.rows != 1 ||
+      g.cluster > 1 || g.dynamicSharedBytes > 0 || g.threads <= 0)
+    return false;
+  Geometry r = g;
+  r.partials = PartialsHome::Registers;
+  r.partialVector = 1;
+  // The ring's registers where norm-map-to-gpu may give it one (ringFit
+  // refuses one chunk a lane of one row).
+  int64_t regs = registerEstimate(r, s.partialRows) +
+                 (g.chunksPerLane > 1 ? kRingRegisters : 0);
+  int64_t need = std::max<int64_t>(
+      1, llvm::divideCeil(dxLargestPrograms(*s.n, rows), target.sms));
+  if (need * g.threads > kThreadsPerSM ||
+      regs > std::min<int64_t>(maxRegisters(g),
+                               kRegistersPerSM / (need * g.threads)))
+    return false;
+  sizeSharedMemory(r, s);
+  g = r;
+  return true;
+}
+
 int64_t mlir::norm::dxLargestPrograms(int64_t n, int64_t rows) {
   std::optional<int64_t> end =
       rows > 0 ? bucketLastRow(rows) : std::optional<int64_t>();

@@ -56,6 +56,7 @@ static void finishShape(RowShape &shape, bool forward,
   shape.maxLanes = knobs.maxLanes;
   shape.trimIdleWarps = knobs.trimIdleWarps;
   shape.twoChunkRows = knobs.twoChunkRows;
+  shape.registerPartials = knobs.registerPartials;
   shape.forward = forward;
   // A forward kernel has no partial rows (PartialSums::None): its row sums
   // (mean, the second moment) split like a dx kernel's, and each row's

@@ -254,6 +254,10 @@ struct RowShape {
   /// plain backward row a block of 256 lanes at one chunk a lane, lay it
   /// out on 128 lanes at two (twoChunkRowsPay).
   bool twoChunkRows = true;
+  /// The pass's `register-partials` option: a deterministic row of one row
+  /// in flight keeps its partial rows in registers instead of static
+  /// shared memory where they keep the wave (keepPartialsInRegisters).
+  bool registerPartials = false;
   /// A forward kernel (one row cache, no partial sums): its lanes per row
   /// follow kForwardShareChunks.
   bool forward = false;
@@ -500,6 +504,17 @@ bool twoChunkRowsPay(const Geometry &g, const RowShape &s, int64_t rows);
 /// (72 registers, 256 programs of 512 threads in two waves: 1.17x slower
 /// than reading late).
 int64_t dxLargestPrograms(int64_t n, int64_t rows);
+/// The `register-partials` option: a deterministic backward row of one row
+/// in flight (no early rows, no cluster) whose partial rows sit in static
+/// shared memory keeps them in registers instead, where registerEstimate
+/// with them (and the ring's kRingRegisters at two chunks a lane or more)
+/// still keeps the blocks an SM that hold the largest launch of the rows
+/// hint's bucket (dxLargestPrograms) in one wave. Sets `g` (partials,
+/// partial_vector 1, its shared memory) and returns true where it does.
+/// The partial rows' order is one row at a time either way: no
+/// dweight/dbias bit changes.
+bool keepPartialsInRegisters(Geometry &g, const RowShape &s, int64_t rows,
+                             const TargetInfo &target);
 
 /// The registers a forward thread of a register-regime geometry is
 /// estimated to need with its column vectors held: its row cache (K V
