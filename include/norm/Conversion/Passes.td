@@ -83,9 +83,10 @@ def NormChooseGeometry : Pass<"norm-choose-geometry", "::mlir::func::FuncOp"> {
            "rows can be 16-byte aligned (the tuning table is not "
            "consulted for it); no dweight/dbias bit changes">,
     Option<"registerPartials", "register-partials", "bool",
-           /*default=*/"false",
-           "A deterministic backward row of one row in flight keeps its "
-           "partial rows in registers instead of static shared memory "
+           /*default=*/"true",
+           "A deterministic backward row of one row in flight at two "
+           "chunks a lane or more (a share of at most 16 elements) keeps "
+           "its partial rows in registers instead of static shared memory "
            "where the register estimate with them (and the ring's) keeps "
            "the blocks an SM of one wave at the rows hint's largest launch "
            "(Geometry.h keepPartialsInRegisters); no dweight/dbias bit "

@@ -93,10 +93,10 @@ struct GeometryOptions : public PassPipelineOptions<GeometryOptions> {
   Option<bool> registerPartials{
       *this, "register-partials",
       llvm::cl::desc("A deterministic backward row of one row in flight "
-                     "keeps its partial rows in registers, not static "
-                     "shared memory, where they keep the wave "
-                     "(norm-choose-geometry register-partials)"),
-      llvm::cl::init(false)};
+                     "at two chunks a lane keeps its partial rows in "
+                     "registers, not static shared memory, where they keep "
+                     "the wave (norm-choose-geometry register-partials)"),
+      llvm::cl::init(true)};
   Option<int64_t> rowBarriers{
       *this, "row-barriers",
       llvm::cl::desc("The barriers of a row's sums across its warps: 0, two "

@@ -236,13 +236,21 @@ bool mlir::norm::keepPartialsInRegisters(Geometry &g, const RowShape &s,
   if (!g.registers || g.partials != PartialsHome::Shared || g.rows != 1 ||
       g.cluster > 1 || g.dynamicSharedBytes > 0 || g.threads <= 0)
     return false;
+  // Measured (H100, plans regpart / regpart-holdout): at two chunks a lane
+  // up to a share of kBatchedLoadsShare, 1.01-1.18x (LayerNorm 16-bit N =
+  // 1280-2048 and f32 768-1536 most); at one chunk a lane (no ring)
+  // 0.95-1.04x, LayerNorm 16-bit 2048 at 1024 rows the loss; above that
+  // share (RMSNorm f32 2304-2560, 20 a lane) 0.98-1.00x.
+  // A tuned partial_vector was measured with the sums in shared memory:
+  // the entry stands.
+  int64_t share = g.chunksPerLane * g.vec;
+  if (g.chunksPerLane < 2 || share > kBatchedLoadsShare || g.partialVector > 1)
+    return false;
   Geometry r = g;
   r.partials = PartialsHome::Registers;
-  r.partialVector = 1;
-  // The ring's registers where norm-map-to-gpu may give it one (ringFit
-  // refuses one chunk a lane of one row).
-  int64_t regs = registerEstimate(r, s.partialRows) +
-                 (g.chunksPerLane > 1 ? kRingRegisters : 0);
+  // With the ring's registers (norm-map-to-gpu gives a row of two chunks a
+  // lane the ring where they fit, ringFit).
+  int64_t regs = registerEstimate(r, s.partialRows) + kRingRegisters;
   int64_t need = std::max<int64_t>(
       1, llvm::divideCeil(dxLargestPrograms(*s.n, rows), target.sms));
   if (need * g.threads > kThreadsPerSM ||

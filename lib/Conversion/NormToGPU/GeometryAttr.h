@@ -27,7 +27,7 @@ struct GeometryKnobs {
   int64_t maxLanes = 0;
   bool trimIdleWarps = true;
   bool twoChunkRows = true;
-  bool registerPartials = false;
+  bool registerPartials = true;
 };
 
 /// The row of a lowered `dx` / `forward` nest.

@@ -8,12 +8,14 @@
 // 256]) takes 128 lanes at two chunks past 2048 rows (Geometry.h
 // twoChunkRowsPay), and the tuning table (its LayerNorm bf16 N = 2048 entry
 // for M > 2048: prefetch, partial_vector, pipeline, narrow_cache, measured
-// on the one-chunk layout) is not consulted for it. S stays 1. Off
+// on the one-chunk layout) is not consulted for it. S stays 1; its partial
+// rows then go to registers (register-partials, at two chunks a lane:
+// choose-geometry-register-partials.mlir). Off
 // (two-chunk-rows=false), at 2048 rows or fewer, or without a rows hint:
 // 256 lanes at one chunk, as before.
 
 // CHECK-LABEL: func.func @plain2048
-// CHECK: norm.geometry = #norm.row_geometry<regime = registers, threads = 128, lanes = 128, rows = 1, vector = 8, chunks = 2, partials = shared, shared = 16416>
+// CHECK: norm.geometry = #norm.row_geometry<regime = registers, threads = 128, lanes = 128, rows = 1, vector = 8, chunks = 2, partials = registers, shared = 32>
 // OFF-LABEL: func.func @plain2048
 // OFF: norm.geometry = #norm.row_geometry<regime = registers, threads = 256, lanes = 256, rows = 1, vector = 8, chunks = 1, layout = both, partials = shared, prefetch = 1, partial_vector = 4, pipeline = 1, narrow_cache = 1, shared = 16448>
 // FEW-LABEL: func.func @plain2048
@@ -40,7 +42,7 @@ func.func @dres2048(%dy: memref<?x2048xbf16>, %x: memref<?x2048xbf16>, %mean: me
 
 // 144 chunks: one chunk on 160 lanes (trimmed) before, two on 128 now.
 // CHECK-LABEL: func.func @rms1152
-// CHECK: norm.geometry = #norm.row_geometry<regime = registers, threads = 128, lanes = 128, rows = 1, vector = 8, chunks = 2, partials = shared, shared = 8224>
+// CHECK: norm.geometry = #norm.row_geometry<regime = registers, threads = 128, lanes = 128, rows = 1, vector = 8, chunks = 2, partials = registers, shared = 32>
 // OFF-LABEL: func.func @rms1152
 // OFF: norm.geometry = #norm.row_geometry<regime = registers, threads = 160, lanes = 160, rows = 1, vector = 8, chunks = 1, layout = both, partials = shared, pipeline = 1, shared = 5160>
 func.func @rms1152(%dy: memref<?x1152xbf16>, %x: memref<?x1152xbf16>, %rstd: memref<?xf32>, %w: memref<1152xbf16>, %dx: memref<?x1152xbf16>, %dw: memref<1152xbf16>) {
@@ -52,7 +54,7 @@ func.func @rms1152(%dy: memref<?x1152xbf16>, %x: memref<?x1152xbf16>, %rstd: mem
 
 // f32 rows of 4080 bytes: 255 chunks of four.
 // CHECK-LABEL: func.func @rms1020
-// CHECK: norm.geometry = #norm.row_geometry<regime = registers, threads = 128, lanes = 128, rows = 1, vector = 4, chunks = 2, partials = shared, shared = 4128>
+// CHECK: norm.geometry = #norm.row_geometry<regime = registers, threads = 128, lanes = 128, rows = 1, vector = 4, chunks = 2, partials = registers, shared = 32>
 func.func @rms1020(%dy: memref<?x1020xf32>, %x: memref<?x1020xf32>, %rstd: memref<?xf32>, %w: memref<1020xf32>, %dx: memref<?x1020xf32>, %dw: memref<1020xf32>) {
   norm.rms_norm_grad dy(%dy : memref<?x1020xf32>) x(%x : memref<?x1020xf32>) rstd(%rstd : memref<?xf32>) weight(%w : memref<1020xf32>) outs dx(%dx : memref<?x1020xf32>) dweight(%dw : memref<1020xf32>)
   return

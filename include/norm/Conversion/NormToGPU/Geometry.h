@@ -257,7 +257,7 @@ struct RowShape {
   /// The pass's `register-partials` option: a deterministic row of one row
   /// in flight keeps its partial rows in registers instead of static
   /// shared memory where they keep the wave (keepPartialsInRegisters).
-  bool registerPartials = false;
+  bool registerPartials = true;
   /// A forward kernel (one row cache, no partial sums): its lanes per row
   /// follow kForwardShareChunks.
   bool forward = false;
@@ -505,12 +505,15 @@ bool twoChunkRowsPay(const Geometry &g, const RowShape &s, int64_t rows);
 /// than reading late).
 int64_t dxLargestPrograms(int64_t n, int64_t rows);
 /// The `register-partials` option: a deterministic backward row of one row
-/// in flight (no early rows, no cluster) whose partial rows sit in static
-/// shared memory keeps them in registers instead, where registerEstimate
-/// with them (and the ring's kRingRegisters at two chunks a lane or more)
-/// still keeps the blocks an SM that hold the largest launch of the rows
-/// hint's bucket (dxLargestPrograms) in one wave. Sets `g` (partials,
-/// partial_vector 1, its shared memory) and returns true where it does.
+/// in flight (no early rows, no cluster) at two chunks a lane or more and
+/// a share of at most kBatchedLoadsShare, whose partial rows sit in static
+/// shared memory (not side by side: a tuned partial_vector stands), keeps
+/// them in registers instead where registerEstimate
+/// with them plus the ring's kRingRegisters still keeps the blocks an SM
+/// that hold the largest launch of the rows hint's bucket
+/// (dxLargestPrograms) in one wave. Each element's partial sums then cost
+/// no shared-memory load and store a row. Sets `g` (partials, its shared
+/// memory) and returns true where it does.
 /// The partial rows' order is one row at a time either way: no
 /// dweight/dbias bit changes.
 bool keepPartialsInRegisters(Geometry &g, const RowShape &s, int64_t rows,
