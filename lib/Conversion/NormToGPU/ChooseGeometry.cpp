@@ -261,8 +261,10 @@ struct ChooseGeometryPass
       bool holdSet = false;
       Geometry g = twoChunks ? chosen : tuned(s, chosen, target, holdSet);
       // The partial rows in registers where they keep the wave (option
-      // register-partials; Geometry.h keepPartialsInRegisters).
-      (void)keepPartialsInRegisters(g, s, rows, target);
+      // register-partials; Geometry.h keepPartialsInRegisters), unless the
+      // partial-vector option asks for them side by side in shared memory.
+      if (partialVector <= 1)
+        (void)keepPartialsInRegisters(g, s, rows, target);
       // The held columns, where neither the option nor the entry says:
       // the cost model's (a forward launch of at most a block an SM).
       if (holdColumns < 0 && !holdSet)

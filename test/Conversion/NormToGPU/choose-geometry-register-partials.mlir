@@ -2,6 +2,7 @@
 // RUN: norm-opt %s --split-input-file --norm-lower-to-loops --norm-choose-geometry="rows=16384 register-partials=false" | FileCheck %s --check-prefix=OFF
 // RUN: norm-opt %s --split-input-file --norm-lower-to-loops --norm-choose-geometry="rows=1024" | FileCheck %s --check-prefix=FEW
 // RUN: norm-opt %s --split-input-file --norm-lower-to-loops --norm-choose-geometry="rows=16384 tuning=false" | FileCheck %s --check-prefix=MODEL
+// RUN: norm-opt %s --split-input-file --norm-lower-to-loops --norm-choose-geometry="rows=16384 partial-vector=4" | FileCheck %s --check-prefix=PVEC
 
 // register-partials (on by default): a deterministic backward row of one
 // row in flight at two chunks a lane or more, a share of at most 16
@@ -17,6 +18,10 @@
 // CHECK: norm.geometry = #norm.row_geometry<regime = registers, threads = 128, lanes = 128, rows = 1, vector = 8, chunks = 2, partials = registers, shared = 32>
 // OFF-LABEL: func.func @ln2048
 // OFF: norm.geometry = #norm.row_geometry<regime = registers, threads = 128, lanes = 128, rows = 1, vector = 8, chunks = 2, partials = shared, shared = 16416>
+// The partial-vector option asks for the sums side by side in shared
+// memory: they stay there.
+// PVEC-LABEL: func.func @ln2048
+// PVEC: norm.geometry = #norm.row_geometry<regime = registers, threads = 128, lanes = 128, rows = 1, vector = 8, chunks = 2, partials = shared, partial_vector = 4, shared = 16416>
 // At 1024 rows the row stays one chunk on 256 lanes (two-chunk-rows needs
 // more than 2048), where no ring comes: shared memory (measured 0.95-0.96x
 // in registers).

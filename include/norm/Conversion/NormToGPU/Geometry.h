@@ -508,14 +508,13 @@ int64_t dxLargestPrograms(int64_t n, int64_t rows);
 /// in flight (no early rows, no cluster) at two chunks a lane or more and
 /// a share of at most kBatchedLoadsShare, whose partial rows sit in static
 /// shared memory (not side by side: a tuned partial_vector stands), keeps
-/// them in registers instead where registerEstimate
-/// with them plus the ring's kRingRegisters still keeps the blocks an SM
-/// that hold the largest launch of the rows hint's bucket
-/// (dxLargestPrograms) in one wave. Each element's partial sums then cost
-/// no shared-memory load and store a row. Sets `g` (partials, its shared
-/// memory) and returns true where it does.
-/// The partial rows' order is one row at a time either way: no
-/// dweight/dbias bit changes.
+/// them in registers instead where registerEstimate with them plus the
+/// ring's kRingRegisters still keeps the blocks an SM that hold the
+/// largest launch of the rows hint's bucket (dxLargestPrograms) in one
+/// wave. Each element's partial sums then cost no shared-memory load and
+/// store a row. Sets `g` (partials, its shared memory) and returns true
+/// where it does. The partial rows' order is one row at a time either
+/// way: no dweight/dbias bit changes.
 bool keepPartialsInRegisters(Geometry &g, const RowShape &s, int64_t rows,
                              const TargetInfo &target);
 
