@@ -864,6 +864,21 @@ K2_HOLD_N = {"bf16": (1280, 1792), "f16": (1536, 2048), "f32": (768, 896)}
 K2_HOLD_M = (8192, 32768)
 
 
+# "reduce": the reduce kernel's columns a block and batches
+# (norm-map-to-gpu reduce-columns / reduce-unroll; Kernels.h) against the
+# same kernels compiled by an older norm-compile or with other values of
+# those options (TUNE_EXTRA_FLAGS), run --against. Only the reduce kernel
+# differs, and it keeps its order of sums: every output bit must be equal.
+# Its time is the largest part of the backward where N is small and G
+# large (M >= 4096). "reduce-holdout": N, M and f16 the default was not
+# read off.
+REDUCE_N = {"bf16": (256, 768, 1024, 2048, 4096, 8192, 16384),
+            "f16": (2048,), "f32": (1024, 4096)}
+REDUCE_M = (1024, 4096, 16384, 65536)
+REDUCE_HOLD_N = {"bf16": (512, 1536, 3072, 5120, 12288),
+                 "f16": (768, 4096), "f32": (2048, 6144)}
+REDUCE_HOLD_M = (2048, 8192, 32768)
+
 def barriers_plan(ns=None, ms=BARRIER_M):
     ns = ns or BARRIER_N
     allns = sorted({n for v in ns.values() for n in v})
@@ -910,6 +925,9 @@ PLANS = dict(TABLE_PLANS, explore=explore_plan, grid=grid_plan,
                 "regpart": lambda: trim_plan(REGPART_N, REGPART_M),
                 "regpart-holdout": lambda: trim_plan(REGPART_HOLD_N,
                                                      REGPART_HOLD_M),
+                "reduce": lambda: trim_plan(REDUCE_N, REDUCE_M),
+                "reduce-holdout": lambda: trim_plan(REDUCE_HOLD_N,
+                                                    REDUCE_HOLD_M),
                 "k2": lambda: trim_plan(K2_N, K2_M),
                 "k2-holdout": lambda: trim_plan(K2_HOLD_N, K2_HOLD_M)},
              **{"grid-cfgs": grid_cfgs_plan,
@@ -921,7 +939,7 @@ PLANS = dict(TABLE_PLANS, explore=explore_plan, grid=grid_plan,
 TABLE_SIDE_PLANS = ("holdout", "holdout-odd", "fwd-tiny", "dres",
                     "dres-holdout", "small-n-holdout", "dres-few", "wave",
                     "wave-holdout", "ring-table", "regpart",
-                    "regpart-holdout")
+                    "regpart-holdout", "reduce", "reduce-holdout")
 
 
 def useful(cfg, m, n):

@@ -46,6 +46,8 @@ void norm::buildNormToGPUBinaryPipeline(OpPassManager &pm,
   map.rowBarriers = options.rowBarriers;
   map.asyncRows = options.asyncRows;
   map.ringDynamic = options.ringDynamic;
+  map.reduceColumns = options.reduceColumns;
+  map.reduceUnroll = options.reduceUnroll;
   map.waveResident = options.waveResident;
   pm.addNestedPass<func::FuncOp>(createNormMapToGPU(map));
   pm.addPass(createGpuKernelOutliningPass());

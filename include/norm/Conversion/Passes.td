@@ -247,6 +247,16 @@ def NormMapToGPU : Pass<"norm-map-to-gpu", "::mlir::func::FuncOp"> {
            "Geometry.h dxWaveBlocks): the runtime asks the JIT for them "
            "(`.minnctapersm`) only where its registers fall short. No result "
            "bit depends on it">,
+    Option<"reduceColumns", "reduce-columns", "int64_t", /*default=*/"0",
+           "Columns a block of the reduce kernel takes (ReduceKernel.cpp): "
+           "8, 16 or 32; 0, the most of them whose blocks still number the "
+           "chip's SMs (Kernels.h reduceColumns). No result bit depends on "
+           "it">,
+    Option<"reduceUnroll", "reduce-unroll", "int64_t", /*default=*/"0",
+           "Partial rows a thread of the reduce kernel loads in one batch, "
+           "the next batch's loads issued before this one's adds (1 to 32; "
+           "0: kReduceLoads over the sums a row holds). No result bit "
+           "depends on it">,
     Option<"ringDynamic", "ring-dynamic", "bool", /*default=*/"false",
            "Where fewer than async-rows waves of the ring fit the static "
            "shared memory beside the kernel's own, put the ring in dynamic "

@@ -112,6 +112,20 @@ struct GeometryOptions : public PassPipelineOptions<GeometryOptions> {
                      "(norm-map-to-gpu async-rows; 0: none, 1 to 4). No "
                      "result bit depends on it"),
       llvm::cl::init(2)};
+  Option<int64_t> reduceColumns{
+      *this, "reduce-columns",
+      llvm::cl::desc("Columns a block of the reduce kernel takes: 8, 16 or "
+                     "32; 0, the most whose blocks still number the chip's "
+                     "SMs (norm-map-to-gpu reduce-columns). No result bit "
+                     "depends on it"),
+      llvm::cl::init(0)};
+  Option<int64_t> reduceUnroll{
+      *this, "reduce-unroll",
+      llvm::cl::desc("Partial rows a thread of the reduce kernel loads a "
+                     "batch, the next batch's loads before this one's adds "
+                     "(norm-map-to-gpu reduce-unroll; 1 to 32, 0: by the "
+                     "sums a row holds). No result bit depends on it"),
+      llvm::cl::init(0)};
   Option<bool> ringDynamic{
       *this, "ring-dynamic",
       llvm::cl::desc("Where the static shared memory has no room for "

@@ -10,6 +10,7 @@
 #define NORM_LIB_CONVERSION_NORMTOGPU_KERNELS_H
 
 #include "norm/Conversion/NormToGPU/Geometry.h"
+#include "norm/Conversion/NormToGPU/TargetInfo.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -23,24 +24,42 @@ class TargetCodegen;
 /// `zero` (ZeroKernel.cpp): a block per partial row, threads over columns.
 void buildZeroKernel(scf::ForOp nest, StringRef name, int64_t threads);
 
-/// `reduce` (ReduceKernel.cpp): a block per kReduceColumns columns, whose
-/// kReduceSlices warps take the partial rows w = slice, slice + 8, ...
-inline constexpr int64_t kReduceColumns = 32;
+/// `reduce` (ReduceKernel.cpp): a block per `columns` columns, whose
+/// kReduceSlices slices of threads take the partial rows w = slice,
+/// slice + 8, ... . The slices fix the order of the sums, and with it every
+/// bit of dweight / dbias; the columns a block and the rows a batch do not.
 inline constexpr int64_t kReduceSlices = 8;
-/// Partial rows a thread of `reduce` loads before it adds them (in row
-/// order: unrolling changes no bit). The kernel is latency-bound where
-/// N / kReduceColumns blocks do not fill the chip: LayerNorm bf16 1024 x
-/// 3072 (G = 512, 96 blocks, 64 rows a thread) took 15.3 us at 4, longer
-/// than its dx kernel (11.9; ncu, long-scoreboard stalls, 11% of DRAM).
-/// Every step is a full batch, its rows past G clamped and not added (an
-/// unrolled loop with a rolled epilogue made up to 7 dependent round trips
-/// more). ptxas keeps the kernel at 32 registers, 7-8 loads in flight a
-/// thread whatever the batch: 16 a step, interleaved load / add in the
-/// IR, issued each add before the next load (1.1-1.4x slower, LayerNorm
-/// backward at G = 342-512, H200).
-inline constexpr int64_t kReduceUnroll = 8;
+/// The kernel is bound by the loads it keeps in flight, not by bandwidth:
+/// N x 8 threads each hold a batch of partial rows (LayerNorm bf16
+/// 16384 x 2048, G = 512: 12.4 us at 14-20% of DRAM, ncu, H100, with 8
+/// rows a batch, all loaded, then added, the next batch's loads only after
+/// the adds; ptxas kept 7-8 of them in flight). The batches are now
+/// software-pipelined (the next one's loads go out before this one's
+/// adds), and a batch holds about kReduceLoads loads a thread in all sums.
+inline constexpr int64_t kReduceLoads = 16;
+/// Batches a thread of `reduce` carries: a step adds the batch loaded
+/// this many steps before, so the later ones stay in flight meanwhile.
+inline constexpr int64_t kReduceDepth = 2;
+/// Rows a batch for a sum of `sums` values a row (dweight, and dbias).
+inline int64_t reduceUnroll(int64_t sums) {
+  return std::max<int64_t>(4, kReduceLoads / std::max<int64_t>(sums, 1));
+}
+/// Columns a block: the most of 32, 16 and 8 whose blocks still number the
+/// chip's SMs (N = 2048 on 132 SMs: 16, 128 blocks where 32 gave 64, half
+/// the chip idle), 8 below that (a slice then reads a 32-byte sector a
+/// row). 32 where N is not known.
+inline int64_t reduceColumns(std::optional<int64_t> n,
+                             const TargetInfo &target) {
+  if (!n)
+    return 32;
+  for (int64_t c : {32, 16})
+    if ((*n + c - 1) / c >= target.sms)
+      return c;
+  return 8;
+}
 /// `sum` is the nest's sum over partial rows (checkReduceNestShape).
-void buildReduceKernel(scf::ForOp nest, scf::ForOp sum, StringRef name);
+void buildReduceKernel(scf::ForOp nest, scf::ForOp sum, StringRef name,
+                       int64_t columns, int64_t unroll);
 
 /// The shapes the kernel builders accept (NestShapes.cpp): each returns an
 /// error naming the nest for anything else. The row nest's check returns

@@ -274,10 +274,14 @@ struct MapToGPUPass : public norm::impl::NormMapToGPUBase<MapToGPUPass> {
       FailureOr<scf::ForOp> sum = norm::checkReduceNestShape(nest);
       if (failed(sum))
         return failure();
-      norm::buildReduceKernel(nest, *sum, name);
-      record(b, name, KernelKind::Reduce,
-             norm::kReduceColumns * norm::kReduceSlices, GridRule::Columns,
-             norm::kReduceColumns);
+      std::optional<int64_t> n = getConstantIntValue(nest.getUpperBound());
+      int64_t columns = reduceColumns ? static_cast<int64_t>(reduceColumns)
+                                      : norm::reduceColumns(n, *target);
+      int64_t unroll = reduceUnroll ? static_cast<int64_t>(reduceUnroll)
+                                    : norm::reduceUnroll(sum->getNumResults());
+      norm::buildReduceKernel(nest, *sum, name, columns, unroll);
+      record(b, name, KernelKind::Reduce, columns * norm::kReduceSlices,
+             GridRule::Columns, columns);
       break;
     }
     case norm::Stage::Dx:
@@ -336,6 +340,19 @@ struct MapToGPUPass : public norm::impl::NormMapToGPUBase<MapToGPUPass> {
       emitError(func.getLoc())
           << "norm-map-to-gpu: async-rows must be 0 to 4, got "
           << static_cast<int64_t>(asyncRows);
+      return signalPassFailure();
+    }
+    if (reduceColumns != 0 && reduceColumns != 8 && reduceColumns != 16 &&
+        reduceColumns != 32) {
+      emitError(func.getLoc())
+          << "norm-map-to-gpu: reduce-columns must be 0, 8, 16 or 32, got "
+          << static_cast<int64_t>(reduceColumns);
+      return signalPassFailure();
+    }
+    if (reduceUnroll < 0 || reduceUnroll > 32) {
+      emitError(func.getLoc())
+          << "norm-map-to-gpu: reduce-unroll must be 0 to 32, got "
+          << static_cast<int64_t>(reduceUnroll);
       return signalPassFailure();
     }
     // A dim of a constant index out of range is undefined behaviour that

@@ -11,34 +11,40 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/SetVector.h"
 
 using namespace mlir;
 using namespace mlir::norm;
 
-/// `for j { s = sum over w of ws[w, j]; stores }`: a block per 32
-/// columns; its 8 warps take the partial rows w = warp, warp + 8, ...
-/// (kReduceUnroll of them loaded at once, the last step's rows past G
-/// clamped and not added: the sum still in row order), then warp 0 adds
-/// the 8 slices in order. A fixed order, so a fixed result.
-void norm::buildReduceKernel(scf::ForOp nest, scf::ForOp sum,
-                             StringRef name) {
+/// `for j { s = sum over w of ws[w, j]; stores }`: a block per `columns`
+/// columns; its kReduceSlices slices of threads take the partial rows
+/// w = slice, slice + 8, ..., then slice 0 adds the 8 slices' sums in
+/// order. A fixed order, so a fixed result, whatever `columns` and
+/// `unroll` are.
+///
+/// A thread's rows go in batches of `unroll`, software-pipelined: a step
+/// issues the loads of its batch, then adds the batch loaded kReduceDepth
+/// steps before (carried through the loop). A batch's rows past G are loaded
+/// clamped to the last row and not added (the sum stays in row order),
+/// so every load's address is valid and every step issues a full batch.
+void norm::buildReduceKernel(scf::ForOp nest, scf::ForOp sum, StringRef name,
+                             int64_t columns, int64_t unroll) {
   OpBuilder b(nest);
   Location loc = nest.getLoc();
   Value n = nest.getUpperBound();
-  Value grid =
-      arith::CeilDivUIOp::create(b, loc, n, cIndex(b, loc, kReduceColumns));
+  Value grid = arith::CeilDivUIOp::create(b, loc, n, cIndex(b, loc, columns));
   createLaunch(
-      b, loc, grid, kReduceColumns * kReduceSlices, name,
+      b, loc, grid, columns * kReduceSlices, name,
       [&](OpBuilder &kb, gpu::LaunchOp launch) {
         Value tid = launch.getThreadIds().x;
-        Value lane = arith::RemUIOp::create(kb, loc, tid,
-                                            cIndex(kb, loc, kReduceColumns));
-        Value slice = arith::DivUIOp::create(kb, loc, tid,
-                                             cIndex(kb, loc, kReduceColumns));
+        Value lane =
+            arith::RemUIOp::create(kb, loc, tid, cIndex(kb, loc, columns));
+        Value slice =
+            arith::DivUIOp::create(kb, loc, tid, cIndex(kb, loc, columns));
         Value j = arith::AddIOp::create(
             kb, loc,
             arith::MulIOp::create(kb, loc, launch.getBlockIds().x,
-                                  cIndex(kb, loc, kReduceColumns)),
+                                  cIndex(kb, loc, columns)),
             lane);
         Value inRange =
             arith::CmpIOp::create(kb, loc, arith::CmpIPredicate::ult, j, n);
@@ -53,74 +59,137 @@ void norm::buildReduceKernel(scf::ForOp nest, scf::ForOp sum,
         SmallVector<Value> inits;
         for (Value v : sum.getInitArgs())
           inits.push_back(m.lookupOrDefault(v));
+
+        // The sum's body in two parts: the chain (every op that needs the
+        // running sums) and the row's loads (the rest), and the values the
+        // loads hand the chain (`handed`), carried from one step to the
+        // next.
+        Block *body = sum.getBody();
+        DenseSet<Operation *> chain;
+        for (Operation &op : body->without_terminator())
+          if (llvm::any_of(op.getOperands(), [&](Value v) {
+                return llvm::is_contained(sum.getRegionIterArgs(), v) ||
+                       (v.getDefiningOp() && chain.contains(v.getDefiningOp()));
+              }))
+            chain.insert(&op);
+        SetVector<Value> handed;
+        auto hand = [&](Value v) {
+          if (Operation *def = v.getDefiningOp())
+            if (def->getBlock() == body && !chain.contains(def))
+              handed.insert(v);
+        };
+        for (Operation &op : body->without_terminator())
+          if (chain.contains(&op))
+            for (Value v : op.getOperands())
+              hand(v);
+        for (Value v : body->getTerminator()->getOperands())
+          hand(v);
+
         auto ifOp = scf::IfOp::create(kb, loc, sum.getResultTypes(), inRange,
                                       /*withElseRegion=*/true);
         {
           OpBuilder tb = ifOp.getThenBodyBuilder();
-          // kReduceUnroll partial rows a step, every load issued before
-          // the adds: rows past the last are loaded clamped to it and not
-          // added (the sum stays in row order, so no bit changes).
           Value ub = m.lookupOrDefault(sum.getUpperBound());
           Value lastRow =
               arith::SubIOp::create(tb, loc, ub, cIndex(tb, loc, 1));
-          auto slices = scf::ForOp::create(
-              tb, loc, slice, ub,
-              cIndex(tb, loc, kReduceSlices * kReduceUnroll), inits,
+          Value stride = cIndex(tb, loc, kReduceSlices * unroll);
+          // The loads of the batch at rows w0, w0 + 8, ... (each clamped to
+          // the last row): `unroll` x `handed` values, batch-major.
+          auto loadBatch = [&](OpBuilder &lb, Value w0) {
+            SmallVector<Value> vals;
+            for (int64_t k = 0; k < unroll; ++k) {
+              Value w = k ? arith::AddIOp::create(
+                                lb, loc, w0, cIndex(lb, loc, k * kReduceSlices))
+                          : w0;
+              w = arith::MinUIOp::create(lb, loc, w, lastRow);
+              IRMapping bm = m;
+              bm.map(sum.getInductionVar(), w);
+              for (Operation &op : body->without_terminator())
+                if (!chain.contains(&op))
+                  lb.clone(op, bm);
+              for (Value v : handed)
+                vals.push_back(bm.lookup(v));
+            }
+            return vals;
+          };
+          // kReduceDepth batches are carried: a step issues its batch's
+          // loads, then adds the batch loaded kReduceDepth steps before, so
+          // the batches between stay in flight while it waits (with one,
+          // ptxas puts the adds first and the loads after them, and each
+          // step waits for everything it loaded). The first steps have
+          // nothing to add: they start from zeros, not from loads of
+          // their own (LLVM's instcombine folds a phi of two loads into one
+          // load of a phi of their addresses, which undoes the pipeline),
+          // and kReduceDepth steps more add the last batches.
+          SmallVector<Value> iters(inits);
+          for (int64_t k = 0; k < kReduceDepth * unroll; ++k)
+            for (Value v : handed)
+              iters.push_back(arith::ConstantOp::create(
+                  tb, loc, cast<TypedAttr>(tb.getZeroAttr(v.getType()))));
+          int64_t numSums = inits.size();
+          int64_t batchSize = unroll * handed.size();
+          Value lag = cIndex(tb, loc, kReduceDepth * kReduceSlices * unroll);
+          Value end = arith::AddIOp::create(tb, loc, ub, lag);
+          auto steps = scf::ForOp::create(
+              tb, loc, slice, end, stride, iters,
               [&](OpBuilder &fb, Location, Value w0, ValueRange carried) {
-                // The row's loads (every op of the sum's body that does not
-                // need the running sums) for all kReduceUnroll rows first,
-                // then the adds in row order: ptxas issues loads in the
-                // order it is given them where their addresses are
-                // clamped (seen: each add waited for its load before the
-                // next load went out, 1.1-1.4x slower than the rolled 8).
-                DenseSet<Operation *> chain;
-                for (Operation &op : sum.getBody()->without_terminator())
-                  if (llvm::any_of(op.getOperands(), [&](Value v) {
-                        return llvm::is_contained(sum.getRegionIterArgs(),
-                                                  v) ||
-                               (v.getDefiningOp() &&
-                                chain.contains(v.getDefiningOp()));
-                      }))
-                    chain.insert(&op);
-                SmallVector<IRMapping> rowMaps;
-                SmallVector<Value> valid;
-                for (int64_t k = 0; k < kReduceUnroll; ++k) {
-                  Value w = w0, ok;
-                  if (k > 0) {
-                    w = arith::AddIOp::create(
-                        fb, loc, w0, cIndex(fb, loc, k * kReduceSlices));
-                    ok = arith::CmpIOp::create(
-                        fb, loc, arith::CmpIPredicate::ult, w, ub);
-                    w = arith::MinUIOp::create(fb, loc, w, lastRow);
-                  }
-                  IRMapping bm = m;
-                  bm.map(sum.getInductionVar(), w);
-                  for (Operation &op : sum.getBody()->without_terminator())
-                    if (!chain.contains(&op))
-                      fb.clone(op, bm);
-                  rowMaps.push_back(std::move(bm));
-                  valid.push_back(ok);
+                // Rows w0 - lag + 8 k: in the first kReduceDepth steps they
+                // wrap past every G and add nothing.
+                // Steps past G (the last kReduceDepth, and every step of a
+                // slice at or past G) load nothing.
+                SmallVector<Type> batchTypes;
+                for (int64_t k = 0; k < unroll; ++k)
+                  for (Value v : handed)
+                    batchTypes.push_back(v.getType());
+                auto loads = scf::IfOp::create(
+                    fb, loc, batchTypes,
+                    arith::CmpIOp::create(fb, loc, arith::CmpIPredicate::ult,
+                                          w0, ub),
+                    /*withElseRegion=*/true);
+                {
+                  OpBuilder lb = loads.getThenBodyBuilder();
+                  scf::YieldOp::create(lb, loc, loadBatch(lb, w0));
+                  OpBuilder zb = loads.getElseBodyBuilder();
+                  SmallVector<Value> zeros;
+                  for (Type t : batchTypes)
+                    zeros.push_back(arith::ConstantOp::create(
+                        zb, loc, cast<TypedAttr>(zb.getZeroAttr(t))));
+                  scf::YieldOp::create(zb, loc, zeros);
                 }
-                SmallVector<Value> acc(carried.begin(), carried.end());
-                for (int64_t k = 0; k < kReduceUnroll; ++k) {
-                  IRMapping &bm = rowMaps[k];
+                ValueRange next = loads.getResults();
+                Value prev = arith::SubIOp::create(fb, loc, w0, lag);
+                SmallVector<Value> acc(carried.begin(),
+                                       carried.begin() + numSums);
+                ValueRange batch =
+                    carried.drop_front(numSums).take_front(batchSize);
+                for (int64_t k = 0; k < unroll; ++k) {
+                  Value row =
+                      k ? arith::AddIOp::create(
+                              fb, loc, prev, cIndex(fb, loc, k * kReduceSlices))
+                        : prev;
+                  Value ok = arith::CmpIOp::create(
+                      fb, loc, arith::CmpIPredicate::ult, row, ub);
+                  IRMapping bm = m;
+                  for (auto [i, v] : llvm::enumerate(handed))
+                    bm.map(v, batch[k * handed.size() + i]);
                   for (auto [arg, v] : llvm::zip(sum.getRegionIterArgs(), acc))
                     bm.map(arg, v);
-                  for (Operation &op : sum.getBody()->without_terminator())
+                  for (Operation &op : body->without_terminator())
                     if (chain.contains(&op))
                       fb.clone(op, bm);
-                  for (auto [i, v] : llvm::enumerate(
-                           sum.getBody()->getTerminator()->getOperands())) {
-                    Value next = bm.lookupOrDefault(v);
-                    acc[i] = valid[k] ? arith::SelectOp::create(
-                                            fb, loc, valid[k], next, acc[i])
-                                            .getResult()
-                                      : next;
-                  }
+                  for (auto [i, v] :
+                       llvm::enumerate(body->getTerminator()->getOperands()))
+                    acc[i] = arith::SelectOp::create(
+                        fb, loc, ok, bm.lookupOrDefault(v), acc[i]);
                 }
-                scf::YieldOp::create(fb, loc, acc);
+                SmallVector<Value> yields(acc);
+                llvm::append_range(
+                    yields, carried.drop_front(numSums + batchSize));
+                llvm::append_range(yields, next);
+                scf::YieldOp::create(fb, loc, yields);
               });
-          scf::YieldOp::create(tb, loc, slices.getResults());
+          scf::YieldOp::create(
+              tb, loc, steps.getResults().take_front(numSums));
           OpBuilder eb = ifOp.getElseBodyBuilder();
           scf::YieldOp::create(eb, loc, inits);
         }
@@ -128,7 +197,7 @@ void norm::buildReduceKernel(scf::ForOp nest, scf::ForOp sum,
         SmallVector<Value> scratch;
         for (Type t : sum.getResultTypes()) {
           Value buf =
-              addSharedBuffer(launch, {kReduceSlices, kReduceColumns}, t, loc);
+              addSharedBuffer(launch, {kReduceSlices, columns}, t, loc);
           scratch.push_back(buf);
         }
         for (auto [buf, v] : llvm::zip(scratch, ifOp.getResults()))
