@@ -255,7 +255,7 @@ def NormMapToGPU : Pass<"norm-map-to-gpu", "::mlir::func::FuncOp"> {
     Option<"reduceUnroll", "reduce-unroll", "int64_t", /*default=*/"0",
            "Partial rows a thread of the reduce kernel loads in one batch, "
            "the next batch's loads issued before this one's adds (1 to 32; "
-           "0: kReduceLoads over the sums a row holds). No result bit "
+           "0: kReduceUnroll, 16). No result bit "
            "depends on it">,
     Option<"ringDynamic", "ring-dynamic", "bool", /*default=*/"false",
            "Where fewer than async-rows waves of the ring fit the static "

@@ -123,8 +123,8 @@ struct GeometryOptions : public PassPipelineOptions<GeometryOptions> {
       *this, "reduce-unroll",
       llvm::cl::desc("Partial rows a thread of the reduce kernel loads a "
                      "batch, the next batch's loads before this one's adds "
-                     "(norm-map-to-gpu reduce-unroll; 1 to 32, 0: by the "
-                     "sums a row holds). No result bit depends on it"),
+                     "(norm-map-to-gpu reduce-unroll; 1 to 32, 0: 16). No "
+                     "result bit depends on it"),
       llvm::cl::init(0)};
   Option<bool> ringDynamic{
       *this, "ring-dynamic",

@@ -278,7 +278,7 @@ struct MapToGPUPass : public norm::impl::NormMapToGPUBase<MapToGPUPass> {
       int64_t columns = reduceColumns ? static_cast<int64_t>(reduceColumns)
                                       : norm::reduceColumns(n, *target);
       int64_t unroll = reduceUnroll ? static_cast<int64_t>(reduceUnroll)
-                                    : norm::reduceUnroll(sum->getNumResults());
+                                    : norm::kReduceUnroll;
       norm::buildReduceKernel(nest, *sum, name, columns, unroll);
       record(b, name, KernelKind::Reduce, columns * norm::kReduceSlices,
              GridRule::Columns, columns);

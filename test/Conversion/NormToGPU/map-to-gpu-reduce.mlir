@@ -20,37 +20,37 @@
 // SM80-SAME: #norm.kernel<name = "layer_norm_grad_n4096_reduce_2", kind = reduce, block = 256, grid = columns, columns = 32>
 // SET-LABEL: func @layer_norm_grad_n4096
 // SET-SAME: #norm.kernel<name = "layer_norm_grad_n4096_reduce_2", kind = reduce, block = 256, grid = columns, columns = 32>
-// The batches, software-pipelined. LayerNorm has two sums a row (dweight,
-// dbias): 8 rows a batch (kReduceLoads = 16 loads a thread in all), a step
-// of 8 x 8 = 64 rows. The loop runs two steps past G (kReduceDepth = 2)
-// and carries the two sums and two batches of 8 x 2 values, zeros at the
-// start (no loads before the loop).
+// The batches, software-pipelined: 16 rows a batch (kReduceUnroll), a
+// step of 8 x 16 = 128 rows; LayerNorm has two sums a row (dweight,
+// dbias), so 32 loads a batch. The loop runs two steps past G
+// (kReduceDepth = 2) and carries the two sums and two batches of 16 x 2
+// values, zeros at the start (no loads before the loop).
 // CHECK: gpu.launch {{.*}} function(@layer_norm_grad_n4096_reduce_2) workgroup(%{{.*}} : memref<8x16xf32, #gpu.address_space<workgroup>>, %{{.*}} : memref<8x16xf32, #gpu.address_space<workgroup>>)
 // CHECK:   %[[LANE:.*]] = arith.remui %{{.*}}, %c16{{[_0-9]*}}
 // CHECK:   %[[SLICE:.*]] = arith.divui %{{.*}}, %c16{{[_0-9]*}}
 // CHECK:   scf.if
 // CHECK-NOT: memref.load
-// CHECK:     %[[END:.*]] = arith.addi %[[G:.*]], %c128{{[_0-9]*}}
-// CHECK:     scf.for %[[W0:.*]] = %[[SLICE]] to %[[END]] step %c64{{[_0-9]*}} iter_args(%[[DW:[^ ]*]] = %cst, %[[DB:[^ ]*]] = %cst, %[[A0:[^ ]*]] = %cst{{.*}}) -> (f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32) {
+// CHECK:     %[[END:.*]] = arith.addi %[[G:.*]], %c256{{[_0-9]*}}
+// CHECK:     scf.for %[[W0:.*]] = %[[SLICE]] to %[[END]] step %c128{{[_0-9]*}} iter_args(%[[DW:[^ ]*]] = %cst, %[[DB:[^ ]*]] = %cst, %[[A0:[^ ]*]] = %cst{{.*}}) -> ({{(f32, ){65}f32}}) {
 // This step's batch: loaded only where its first row is below G, each
 // row clamped to the last (row w0 + 8 k), both partial rows of a row.
 // CHECK:       %[[HAVE:.*]] = arith.cmpi ult, %[[W0]], %[[G]]
-// CHECK:       scf.if %[[HAVE]] -> (f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32) {
+// CHECK:       scf.if %[[HAVE]] -> ({{(f32, ){31}f32}}) {
 // CHECK:         %[[R0:.*]] = arith.minui %[[W0]], %[[LAST:.*]] : index
 // CHECK:         memref.load %{{.*}}[%[[R0]], %{{.*}}] : memref<?x4096xf32>
 // CHECK:         memref.load %{{.*}}[%[[R0]], %{{.*}}] : memref<?x4096xf32>
 // CHECK:         %[[N1:.*]] = arith.addi %[[W0]], %c8{{[_0-9]*}}
 // CHECK:         %[[R1:.*]] = arith.minui %[[N1]], %[[LAST]] : index
-// CHECK-COUNT-14: memref.load
+// CHECK-COUNT-30: memref.load
 // CHECK:         scf.yield
 // CHECK:       } else {
 // CHECK-NOT:     memref.load
 // CHECK:         scf.yield
 // CHECK:       }
-// Then the adds of the batch loaded two steps before (rows w0 - 128 + 8 k,
+// Then the adds of the batch loaded two steps before (rows w0 - 256 + 8 k,
 // which wrap past every G in the first two steps): in row order, each
 // kept only where its row is below G.
-// CHECK:       %[[PREV:.*]] = arith.subi %[[W0]], %c128{{[_0-9]*}}
+// CHECK:       %[[PREV:.*]] = arith.subi %[[W0]], %c256{{[_0-9]*}}
 // CHECK:       %[[OK0:.*]] = arith.cmpi ult, %[[PREV]], %[[G]]
 // CHECK:       %[[S0:.*]] = arith.addf %[[DW]], %[[A0]] : f32
 // CHECK:       %[[T0:.*]] = arith.addf %[[DB]], %{{.*}} : f32
@@ -61,7 +61,7 @@
 // CHECK:       arith.addf %[[DW1]]
 // CHECK:       arith.addf
 // CHECK:       arith.select %[[OK1]]
-// CHECK-COUNT-13: arith.select
+// CHECK-COUNT-29: arith.select
 // CHECK-NOT:   arith.addf
 // CHECK:       scf.yield
 // CHECK-NOT: memref.load %{{.*}} : memref<?x4096xf32>
@@ -84,7 +84,7 @@ func.func @layer_norm_grad_n4096(%dy: memref<?x4096xbf16>, %x: memref<?x4096xbf1
 
 // -----
 
-// RMSNorm: one sum a row, so 16 rows a batch (a step of 128 rows). N = 24
+// RMSNorm: one sum a row, 16 loads a batch (a step of 128 rows). N = 24
 // gives 3 blocks of 8 columns (fewer than the SMs at any width); a slice
 // of 8 lanes reads one 32-byte sector a row. N = 8192 keeps 32 (256
 // blocks).
