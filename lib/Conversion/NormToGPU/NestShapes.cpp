@@ -163,10 +163,25 @@ FailureOr<scf::ForOp> norm::checkReduceNestShape(scf::ForOp nest) {
       if (sum || !loop.getNumResults())
         return fail("it holds a loop besides its one sum over partial rows");
       sum = loop;
-      for (Operation &inner : loop.getBody()->without_terminator())
+      for (Operation &inner : loop.getBody()->without_terminator()) {
         if (!isRegionFreePure(inner) && !isa<memref::LoadOp>(inner))
           return fail("the sum holds '" + inner.getName().getStringRef() +
                       "'");
+        // The reduce kernel carries a row's values from one step to the
+        // next, starting from zeros: numbers only.
+        for (Type t : inner.getResultTypes()) {
+          Type e = t;
+          if (auto v = dyn_cast<VectorType>(t))
+            e = v.getElementType();
+          if (isa<IntegerType, IndexType, FloatType>(e))
+            continue;
+          std::string type;
+          llvm::raw_string_ostream os(type);
+          os << t;
+          return fail("the sum's '" + inner.getName().getStringRef() +
+                      "' yields " + type + ", not a number");
+        }
+      }
       continue;
     }
     // Before the sum only its initial values; after it the stores.

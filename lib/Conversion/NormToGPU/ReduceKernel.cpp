@@ -133,8 +133,6 @@ void norm::buildReduceKernel(scf::ForOp nest, scf::ForOp sum, StringRef name,
           auto steps = scf::ForOp::create(
               tb, loc, slice, end, stride, iters,
               [&](OpBuilder &fb, Location, Value w0, ValueRange carried) {
-                // Rows w0 - lag + 8 k: in the first kReduceDepth steps they
-                // wrap past every G and add nothing.
                 // Steps past G (the last kReduceDepth, and every step of a
                 // slice at or past G) load nothing.
                 SmallVector<Type> batchTypes;
@@ -157,6 +155,9 @@ void norm::buildReduceKernel(scf::ForOp nest, scf::ForOp sum, StringRef name,
                   scf::YieldOp::create(zb, loc, zeros);
                 }
                 ValueRange next = loads.getResults();
+                // The batch added here is that of rows w0 - lag + 8 k: in
+                // the first kReduceDepth steps they wrap past every G and
+                // add nothing.
                 Value prev = arith::SubIOp::create(fb, loc, w0, lag);
                 SmallVector<Value> acc(carried.begin(),
                                        carried.begin() + numSums);

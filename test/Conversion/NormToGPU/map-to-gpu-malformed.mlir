@@ -62,6 +62,30 @@ func.func @reduce_without_sum(%ws: memref<4x8xf32>, %dw: memref<8xf32>) {
 
 // -----
 
+// A `reduce` nest whose sum computes a memref (a view of the partial
+// rows): the reduce kernel carries what the sum computes from a row from
+// one step to the next, numbers only.
+func.func @reduce_sum_of_views(%ws: memref<4x8xf32>, %dw: memref<8xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c8 = arith.constant 8 : index
+  %zero = arith.constant 0.0 : f32
+  // expected-error @+1 {{this 'reduce' nest is not of the form the lowering creates (for j { s = for w { sum of loads }; stores }): the sum's 'memref.subview' yields memref<1xf32, strided<[1], offset: ?>>, not a number}}
+  scf.for %j = %c0 to %c8 step %c1 {
+    %s = scf.for %w = %c0 to %c4 step %c1 iter_args(%acc = %zero) -> f32 {
+      %row = memref.subview %ws[%w, %j] [1, 1] [1, 1] : memref<4x8xf32> to memref<1xf32, strided<[1], offset: ?>>
+      %v = memref.load %row[%c0] : memref<1xf32, strided<[1], offset: ?>>
+      %t = arith.addf %acc, %v : f32
+      scf.yield %t : f32
+    }
+    memref.store %s, %dw[%j] : memref<8xf32>
+  } {norm.stage = #norm.stage<reduce>, norm.id = 0 : i64, norm.accumulate = f32}
+  return
+}
+
+// -----
+
 // A `forward` nest whose column loop starts at 1.
 func.func @forward_offset_columns(%x: memref<?x8xf32>, %y: memref<?x8xf32>, %m: index) {
   %c0 = arith.constant 0 : index
