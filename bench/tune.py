@@ -878,6 +878,11 @@ REDUCE_M = (1024, 4096, 16384, 65536)
 REDUCE_HOLD_N = {"bf16": (512, 1536, 3072, 5120, 12288),
                  "f16": (768, 4096), "f32": (2048, 6144)}
 REDUCE_HOLD_M = (2048, 8192, 32768)
+# "reduce-few": few rows, wide N (the cross-section's set c, where the
+# pipelined kernel first lost 0.63-0.94x): N whose G stays at or below 128
+# and M from 1 to 2048.
+REDUCE_FEW_N = {"bf16": (1000, 5120, 14336, 49152)}
+REDUCE_FEW_M = (1, 8, 64, 256, 2048)
 
 def barriers_plan(ns=None, ms=BARRIER_M):
     ns = ns or BARRIER_N
@@ -928,6 +933,7 @@ PLANS = dict(TABLE_PLANS, explore=explore_plan, grid=grid_plan,
                 "reduce": lambda: trim_plan(REDUCE_N, REDUCE_M),
                 "reduce-holdout": lambda: trim_plan(REDUCE_HOLD_N,
                                                     REDUCE_HOLD_M),
+                "reduce-few": lambda: trim_plan(REDUCE_FEW_N, REDUCE_FEW_M),
                 "k2": lambda: trim_plan(K2_N, K2_M),
                 "k2-holdout": lambda: trim_plan(K2_HOLD_N, K2_HOLD_M)},
              **{"grid-cfgs": grid_cfgs_plan,
@@ -939,7 +945,8 @@ PLANS = dict(TABLE_PLANS, explore=explore_plan, grid=grid_plan,
 TABLE_SIDE_PLANS = ("holdout", "holdout-odd", "fwd-tiny", "dres",
                     "dres-holdout", "small-n-holdout", "dres-few", "wave",
                     "wave-holdout", "ring-table", "regpart",
-                    "regpart-holdout", "reduce", "reduce-holdout")
+                    "regpart-holdout", "reduce", "reduce-holdout",
+                    "reduce-few")
 
 
 def useful(cfg, m, n):

@@ -43,6 +43,25 @@ inline constexpr int64_t kReduceUnroll = 16;
 /// Batches a thread of `reduce` carries: a step adds the batch loaded
 /// this many steps before, so the later ones stay in flight meanwhile.
 inline constexpr int64_t kReduceDepth = 2;
+/// The batches of a reduce kernel summing at most `largestGroups` partial
+/// rows (0: unknown): where a thread has at most kReduceUnroll rows (G <=
+/// 128), nothing is left to overlap, so 8 rows a batch added in the step
+/// that loads them (depth 0: the kernel before the pipeline, at 32-46
+/// registers where the pipeline takes 96-114; few-row wide launches have
+/// up to thousands of blocks, so the registers decide their waves: the
+/// cross-section put them at 0.63-0.94x with the pipeline); else
+/// kReduceUnroll rows a batch, kReduceDepth deep. `unroll` (the option;
+/// 0: the rule's) sets the rows a batch either way.
+struct ReduceBatches {
+  int64_t unroll;
+  int64_t depth;
+};
+inline ReduceBatches reduceBatches(int64_t largestGroups, int64_t unroll) {
+  int64_t rows = (largestGroups + kReduceSlices - 1) / kReduceSlices;
+  if (largestGroups > 0 && rows <= kReduceUnroll)
+    return {unroll ? unroll : 8, 0};
+  return {unroll ? unroll : kReduceUnroll, kReduceDepth};
+}
 /// Columns a block: the most of 32, 16 and 8 whose blocks still number the
 /// chip's SMs (N = 2048 on 132 SMs: 16, 128 blocks where 32 gave 64, half
 /// the chip idle), 8 below that (a slice then reads a 32-byte sector a
@@ -58,7 +77,7 @@ inline int64_t reduceColumns(std::optional<int64_t> n,
 }
 /// `sum` is the nest's sum over partial rows (checkReduceNestShape).
 void buildReduceKernel(scf::ForOp nest, scf::ForOp sum, StringRef name,
-                       int64_t columns, int64_t unroll);
+                       int64_t columns, ReduceBatches batches);
 
 /// The shapes the kernel builders accept (NestShapes.cpp): each returns an
 /// error naming the nest for anything else. The row nest's check returns

@@ -277,9 +277,15 @@ struct MapToGPUPass : public norm::impl::NormMapToGPUBase<MapToGPUPass> {
       std::optional<int64_t> n = getConstantIntValue(nest.getUpperBound());
       int64_t columns = reduceColumns ? static_cast<int64_t>(reduceColumns)
                                       : norm::reduceColumns(n, *target);
-      int64_t unroll = reduceUnroll ? static_cast<int64_t>(reduceUnroll)
-                                    : norm::kReduceUnroll;
-      norm::buildReduceKernel(nest, *sum, name, columns, unroll);
+      // G at the largest M the kernels are built for: the sum's constant
+      // bound (a fixed G), else the dx kernel's at the rows hint.
+      std::optional<int64_t> g = getConstantIntValue(sum->getUpperBound());
+      int64_t largestGroups =
+          g ? *g : (n ? norm::dxLargestPrograms(*n, rows) : 0);
+      norm::buildReduceKernel(
+          nest, *sum, name, columns,
+          norm::reduceBatches(largestGroups,
+                              static_cast<int64_t>(reduceUnroll)));
       record(b, name, KernelKind::Reduce, columns * norm::kReduceSlices,
              GridRule::Columns, columns);
       break;

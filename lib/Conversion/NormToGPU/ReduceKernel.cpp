@@ -22,13 +22,15 @@ using namespace mlir::norm;
 /// order. A fixed order, so a fixed result, whatever `columns` and
 /// `unroll` are.
 ///
-/// A thread's rows go in batches of `unroll`, software-pipelined: a step
-/// issues the loads of its batch, then adds the batch loaded kReduceDepth
-/// steps before (carried through the loop). A batch's rows past G are loaded
+/// A thread's rows go in batches of `batches.unroll`, software-pipelined
+/// `batches.depth` deep: a step issues the loads of its batch, then adds
+/// the batch loaded `depth` steps before (carried through the loop; depth
+/// 0, the batch it has just loaded). A batch's rows past G are loaded
 /// clamped to the last row and not added (the sum stays in row order),
 /// so every load's address is valid and every step issues a full batch.
 void norm::buildReduceKernel(scf::ForOp nest, scf::ForOp sum, StringRef name,
-                             int64_t columns, int64_t unroll) {
+                             int64_t columns, ReduceBatches batches) {
+  int64_t unroll = batches.unroll, depth = batches.depth;
   OpBuilder b(nest);
   Location loc = nest.getLoc();
   Value n = nest.getUpperBound();
@@ -112,28 +114,28 @@ void norm::buildReduceKernel(scf::ForOp nest, scf::ForOp sum, StringRef name,
             }
             return vals;
           };
-          // kReduceDepth batches are carried: a step issues its batch's
-          // loads, then adds the batch loaded kReduceDepth steps before, so
+          // `depth` batches are carried: a step issues its batch's
+          // loads, then adds the batch loaded `depth` steps before, so
           // the batches between stay in flight while it waits (with one,
           // ptxas puts the adds first and the loads after them, and each
           // step waits for everything it loaded). The first steps have
           // nothing to add: they start from zeros, not from loads of
           // their own (LLVM's instcombine folds a phi of two loads into one
           // load of a phi of their addresses, which undoes the pipeline),
-          // and kReduceDepth steps more add the last batches.
+          // and `depth` steps more add the last batches.
           SmallVector<Value> iters(inits);
-          for (int64_t k = 0; k < kReduceDepth * unroll; ++k)
+          for (int64_t k = 0; k < depth * unroll; ++k)
             for (Value v : handed)
               iters.push_back(arith::ConstantOp::create(
                   tb, loc, cast<TypedAttr>(tb.getZeroAttr(v.getType()))));
           int64_t numSums = inits.size();
           int64_t batchSize = unroll * handed.size();
-          Value lag = cIndex(tb, loc, kReduceDepth * kReduceSlices * unroll);
+          Value lag = cIndex(tb, loc, depth * kReduceSlices * unroll);
           Value end = arith::AddIOp::create(tb, loc, ub, lag);
           auto steps = scf::ForOp::create(
               tb, loc, slice, end, stride, iters,
               [&](OpBuilder &fb, Location, Value w0, ValueRange carried) {
-                // Steps past G (the last kReduceDepth, and every step of a
+                // Steps past G (the last `depth`, and every step of a
                 // slice at or past G) load nothing.
                 SmallVector<Type> batchTypes;
                 for (int64_t k = 0; k < unroll; ++k)
@@ -156,13 +158,14 @@ void norm::buildReduceKernel(scf::ForOp nest, scf::ForOp sum, StringRef name,
                 }
                 ValueRange next = loads.getResults();
                 // The batch added here is that of rows w0 - lag + 8 k: in
-                // the first kReduceDepth steps they wrap past every G and
+                // the first `depth` steps they wrap past every G and
                 // add nothing.
                 Value prev = arith::SubIOp::create(fb, loc, w0, lag);
                 SmallVector<Value> acc(carried.begin(),
                                        carried.begin() + numSums);
                 ValueRange batch =
-                    carried.drop_front(numSums).take_front(batchSize);
+                    depth ? carried.drop_front(numSums).take_front(batchSize)
+                          : next;
                 for (int64_t k = 0; k < unroll; ++k) {
                   Value row =
                       k ? arith::AddIOp::create(
@@ -184,9 +187,11 @@ void norm::buildReduceKernel(scf::ForOp nest, scf::ForOp sum, StringRef name,
                         fb, loc, ok, bm.lookupOrDefault(v), acc[i]);
                 }
                 SmallVector<Value> yields(acc);
-                llvm::append_range(
-                    yields, carried.drop_front(numSums + batchSize));
-                llvm::append_range(yields, next);
+                if (depth) {
+                  llvm::append_range(
+                      yields, carried.drop_front(numSums + batchSize));
+                  llvm::append_range(yields, next);
+                }
                 scf::YieldOp::create(fb, loc, yields);
               });
           scf::YieldOp::create(

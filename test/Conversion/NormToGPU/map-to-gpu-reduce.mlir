@@ -1,6 +1,7 @@
 // RUN: norm-opt %s --split-input-file --norm-lower-to-loops --norm-choose-geometry --norm-map-to-gpu | FileCheck %s
 // RUN: norm-opt %s --split-input-file --norm-lower-to-loops --norm-choose-geometry=chip=sm_80 --norm-map-to-gpu=chip=sm_80 | FileCheck %s --check-prefix=SM80
 // RUN: norm-opt %s --split-input-file --norm-lower-to-loops --norm-choose-geometry --norm-map-to-gpu="reduce-columns=32 reduce-unroll=4" | FileCheck %s --check-prefix=SET
+// RUN: norm-opt %s --split-input-file --norm-lower-to-loops --norm-choose-geometry=rows=64 --norm-map-to-gpu=rows=64 | FileCheck %s --check-prefix=FEW
 // RUN: not norm-opt %s --norm-lower-to-loops --norm-choose-geometry --norm-map-to-gpu=reduce-columns=24 2>&1 | FileCheck %s --check-prefix=BADC
 // RUN: not norm-opt %s --norm-lower-to-loops --norm-choose-geometry --norm-map-to-gpu=reduce-unroll=33 2>&1 | FileCheck %s --check-prefix=BADU
 
@@ -67,6 +68,23 @@
 // CHECK-NOT: memref.load %{{.*}} : memref<?x4096xf32>
 // CHECK:   gpu.barrier
 // CHECK: return
+// Built for at most 128 rows (the hint's bucket 1-128): G <= 128, so a
+// thread has at most 16 rows, one batch; nothing to overlap, so 8 rows a
+// batch added in the step that loads them (depth 0: no batch carried, the
+// loop ends at G; 40 registers where the pipeline takes 96).
+// FEW-LABEL: func @layer_norm_grad_n4096
+// FEW: function(@layer_norm_grad_n4096_reduce_2)
+// FEW:   scf.for %[[W0:.*]] = %{{.*}} to %[[END:.*]] step %c64{{[_0-9]*}} iter_args(%[[DW:[^ ]*]] = %cst, %[[DB:[^ ]*]] = %cst) -> (f32, f32) {
+// FEW:     %[[B:.*]]:16 = scf.if
+// FEW-COUNT-16: memref.load
+// FEW:     } else {
+// FEW:     %[[PREV:.*]] = arith.subi %[[W0]], %c0{{[_0-9]*}}
+// FEW:     %[[OK0:.*]] = arith.cmpi ult, %[[PREV]], %[[G:.*]] : index
+// FEW:     arith.addf %[[DW]], %[[B]]#0 : f32
+// FEW:     arith.addf %[[DB]], %[[B]]#1 : f32
+// FEW-COUNT-16: arith.select
+// FEW:     scf.yield %{{.*}}, %{{.*}} : f32, f32
+// FEW-LABEL: func @rms_norm_grad_n24
 // SET: function(@layer_norm_grad_n4096_reduce_2) workgroup(%{{.*}} : memref<8x32xf32, #gpu.address_space<workgroup>>
 // SET:   arith.addi %{{.*}}, %c64{{[_0-9]*}}
 // SET:   scf.for {{.*}} step %c32{{[_0-9]*}} iter_args
