@@ -336,31 +336,21 @@ struct MapToGPUPass : public norm::impl::NormMapToGPUBase<MapToGPUPass> {
           << "' (known: " << norm::TargetInfo::knownChipList() << ")";
       return signalPassFailure();
     }
-    if (rowBarriers < 0 || rowBarriers > 2) {
-      emitError(func.getLoc())
-          << "norm-map-to-gpu: row-barriers must be 0, 1 or 2, got "
-          << static_cast<int64_t>(rowBarriers);
-      return signalPassFailure();
-    }
-    if (asyncRows < 0 || asyncRows > 4) {
-      emitError(func.getLoc())
-          << "norm-map-to-gpu: async-rows must be 0 to 4, got "
-          << static_cast<int64_t>(asyncRows);
-      return signalPassFailure();
-    }
-    if (reduceColumns != 0 && reduceColumns != 8 && reduceColumns != 16 &&
-        reduceColumns != 32) {
-      emitError(func.getLoc())
-          << "norm-map-to-gpu: reduce-columns must be 0, 8, 16 or 32, got "
-          << static_cast<int64_t>(reduceColumns);
-      return signalPassFailure();
-    }
-    if (reduceUnroll < 0 || reduceUnroll > 32) {
-      emitError(func.getLoc())
-          << "norm-map-to-gpu: reduce-unroll must be 0 to 32, got "
-          << static_cast<int64_t>(reduceUnroll);
-      return signalPassFailure();
-    }
+    // Each integer option and what it takes: an error names the option and
+    // the value given.
+    auto refuse = [&](StringRef option, StringRef takes, int64_t value) {
+      emitError(func.getLoc()) << "norm-map-to-gpu: " << option
+                               << " must be " << takes << ", got " << value;
+      signalPassFailure();
+    };
+    if (rowBarriers < 0 || rowBarriers > 2)
+      return refuse("row-barriers", "0, 1 or 2", rowBarriers);
+    if (asyncRows < 0 || asyncRows > 4)
+      return refuse("async-rows", "0 to 4", asyncRows);
+    if (!llvm::is_contained({0, 8, 16, 32}, reduceColumns))
+      return refuse("reduce-columns", "0, 8, 16 or 32", reduceColumns);
+    if (reduceUnroll < 0 || reduceUnroll > 32)
+      return refuse("reduce-unroll", "0 to 32", reduceUnroll);
     // A dim of a constant index out of range is undefined behaviour that
     // upstream folders do not expect (canonicalize crashes on it once it is
     // inside a launch): refuse it here, before any of it moves.
