@@ -150,14 +150,19 @@ struct MapToGPUPass : public norm::impl::NormMapToGPUBase<MapToGPUPass> {
         wave));
   }
 
-  /// The largest launch of the dx kernel of `rn`: the program loop's
-  /// constant bound (the op's fixed G) or G at the largest M of the `rows`
-  /// hint's bucket (dxLargestPrograms); 0 when neither is known.
-  int64_t largestPrograms(norm::RowNest &rn, const norm::RowShape &shape) {
-    if (std::optional<int64_t> g =
-            getConstantIntValue(rn.nest.getUpperBound()))
+  /// The most partial-row groups G of a loop over them (the dx kernel's
+  /// programs, the reduce kernel's sum) over rows of `n` columns: the
+  /// loop's constant bound (the op's fixed G) or G at the largest M of the
+  /// `rows` hint's bucket (dxLargestPrograms); 0 when neither is known.
+  int64_t largestGroups(Value bound, std::optional<int64_t> n) {
+    if (std::optional<int64_t> g = getConstantIntValue(bound))
       return *g;
-    return shape.n ? norm::dxLargestPrograms(*shape.n, rows) : 0;
+    return n ? norm::dxLargestPrograms(*n, rows) : 0;
+  }
+
+  /// The largest launch of the dx kernel of `rn` (largestGroups).
+  int64_t largestPrograms(norm::RowNest &rn, const norm::RowShape &shape) {
+    return largestGroups(rn.nest.getUpperBound(), shape.n);
   }
 
   /// Whether the dx kernel of `rn` takes the ring of `async-rows`
@@ -277,14 +282,9 @@ struct MapToGPUPass : public norm::impl::NormMapToGPUBase<MapToGPUPass> {
       std::optional<int64_t> n = getConstantIntValue(nest.getUpperBound());
       int64_t columns = reduceColumns ? static_cast<int64_t>(reduceColumns)
                                       : norm::reduceColumns(n, *target);
-      // G at the largest M the kernels are built for: the sum's constant
-      // bound (a fixed G), else the dx kernel's at the rows hint.
-      std::optional<int64_t> g = getConstantIntValue(sum->getUpperBound());
-      int64_t largestGroups =
-          g ? *g : (n ? norm::dxLargestPrograms(*n, rows) : 0);
       norm::buildReduceKernel(
           nest, *sum, name, columns,
-          norm::reduceBatches(largestGroups,
+          norm::reduceBatches(largestGroups(sum->getUpperBound(), n),
                               static_cast<int64_t>(reduceUnroll)));
       record(b, name, KernelKind::Reduce, columns * norm::kReduceSlices,
              GridRule::Columns, columns);

@@ -95,6 +95,19 @@ void norm::buildReduceKernel(scf::ForOp nest, scf::ForOp sum, StringRef name,
           Value lastRow =
               arith::SubIOp::create(tb, loc, ub, cIndex(tb, loc, 1));
           Value stride = cIndex(tb, loc, kReduceSlices * unroll);
+          // One batch's types (`unroll` x `handed`, batch-major) and zeros
+          // of them.
+          SmallVector<Type> batchTypes;
+          for (int64_t k = 0; k < unroll; ++k)
+            for (Value v : handed)
+              batchTypes.push_back(v.getType());
+          auto zeros = [&](OpBuilder &zb) {
+            SmallVector<Value> vals;
+            for (Type t : batchTypes)
+              vals.push_back(arith::ConstantOp::create(
+                  zb, loc, cast<TypedAttr>(zb.getZeroAttr(t))));
+            return vals;
+          };
           // The loads of the batch at rows w0, w0 + 8, ... (each clamped to
           // the last row): `unroll` x `handed` values, batch-major.
           auto loadBatch = [&](OpBuilder &lb, Value w0) {
@@ -124,10 +137,8 @@ void norm::buildReduceKernel(scf::ForOp nest, scf::ForOp sum, StringRef name,
           // load of a phi of their addresses, which undoes the pipeline),
           // and `depth` steps more add the last batches.
           SmallVector<Value> iters(inits);
-          for (int64_t k = 0; k < depth * unroll; ++k)
-            for (Value v : handed)
-              iters.push_back(arith::ConstantOp::create(
-                  tb, loc, cast<TypedAttr>(tb.getZeroAttr(v.getType()))));
+          for (int64_t d = 0; d < depth; ++d)
+            llvm::append_range(iters, zeros(tb));
           int64_t numSums = inits.size();
           int64_t batchSize = unroll * handed.size();
           Value lag = cIndex(tb, loc, depth * kReduceSlices * unroll);
@@ -137,10 +148,6 @@ void norm::buildReduceKernel(scf::ForOp nest, scf::ForOp sum, StringRef name,
               [&](OpBuilder &fb, Location, Value w0, ValueRange carried) {
                 // Steps past G (the last `depth`, and every step of a
                 // slice at or past G) load nothing.
-                SmallVector<Type> batchTypes;
-                for (int64_t k = 0; k < unroll; ++k)
-                  for (Value v : handed)
-                    batchTypes.push_back(v.getType());
                 auto loads = scf::IfOp::create(
                     fb, loc, batchTypes,
                     arith::CmpIOp::create(fb, loc, arith::CmpIPredicate::ult,
@@ -150,11 +157,7 @@ void norm::buildReduceKernel(scf::ForOp nest, scf::ForOp sum, StringRef name,
                   OpBuilder lb = loads.getThenBodyBuilder();
                   scf::YieldOp::create(lb, loc, loadBatch(lb, w0));
                   OpBuilder zb = loads.getElseBodyBuilder();
-                  SmallVector<Value> zeros;
-                  for (Type t : batchTypes)
-                    zeros.push_back(arith::ConstantOp::create(
-                        zb, loc, cast<TypedAttr>(zb.getZeroAttr(t))));
-                  scf::YieldOp::create(zb, loc, zeros);
+                  scf::YieldOp::create(zb, loc, zeros(zb));
                 }
                 ValueRange next = loads.getResults();
                 // The batch added here is that of rows w0 - lag + 8 k: in
