@@ -168,6 +168,12 @@ NORMRT_API int normrt_workspace_bytes(const NormrtModule *module, int64_t rows,
 /// have no elements. normrt_dry_run shows that plan: "m 0 ..." and one
 /// "clear" line per such output, no "launch" line.
 ///
+/// A kernel the manifest marks "waits" is launched with programmatic stream
+/// serialization (cuLaunchKernelEx) on a device of compute capability 9.0
+/// or later, unless the environment sets NORMRT_DEPENDENT_LAUNCH=0 at the
+/// load: it may start before the work before it on `stream` ends, and
+/// waits for that work before it touches memory (the same results).
+///
 /// The launch runs in the module's context: if it is not current on the
 /// calling thread, it is made current for the call and the previous one
 /// restored. A module does not change after its load, so threads may launch

@@ -49,6 +49,7 @@ void norm::buildNormToGPUBinaryPipeline(OpPassManager &pm,
   map.reduceColumns = options.reduceColumns;
   map.reduceUnroll = options.reduceUnroll;
   map.waveResident = options.waveResident;
+  map.dependentLaunch = options.dependentLaunch;
   pm.addNestedPass<func::FuncOp>(createNormMapToGPU(map));
   pm.addPass(createGpuKernelOutliningPass());
   pm.addPass(createCanonicalizerPass());

@@ -59,6 +59,7 @@ Loaded load() {
   resolve(d.cuMemsetD8Async, "cuMemsetD8Async");
   resolve(d.cuGetErrorName, "cuGetErrorName");
   resolve(d.cuGetErrorString, "cuGetErrorString");
+  resolve(d.cuLaunchKernelEx, "cuLaunchKernelEx", /*required=*/false);
   resolve(d.cuFuncGetParamInfo, "cuFuncGetParamInfo", /*required=*/false);
   resolve(d.cuOccupancyMaxActiveBlocksPerMultiprocessor,
           "cuOccupancyMaxActiveBlocksPerMultiprocessor", /*required=*/false);

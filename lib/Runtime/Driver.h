@@ -43,6 +43,30 @@ constexpr CUfunction_attribute CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES = 3;
 constexpr CUfunction_attribute CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES =
     8;
 
+/// cuLaunchKernelEx's configuration (cuda.h CUlaunchAttribute, CUlaunchConfig):
+/// an attribute is its id, padding to 8 bytes, and a 64-byte value union
+/// (8-byte aligned) of which the runtime sets one int.
+using CUlaunchAttributeID = int;
+constexpr CUlaunchAttributeID
+    CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 6;
+struct CUlaunchAttribute {
+  CUlaunchAttributeID id;
+  char pad[8 - sizeof(CUlaunchAttributeID)];
+  union alignas(8) {
+    char bytes[64];
+    int programmaticStreamSerializationAllowed;
+  } value;
+};
+static_assert(sizeof(CUlaunchAttribute) == 72, "cuda.h's layout");
+struct CUlaunchConfig {
+  unsigned gridDimX, gridDimY, gridDimZ;
+  unsigned blockDimX, blockDimY, blockDimZ;
+  unsigned sharedMemBytes;
+  CUstream hStream;
+  CUlaunchAttribute *attrs;
+  unsigned numAttrs;
+};
+
 /// The resolved entry points.
 struct Driver {
   CUresult (*cuInit)(unsigned flags);
@@ -70,6 +94,12 @@ struct Driver {
                              unsigned blockY, unsigned blockZ,
                              unsigned sharedMemBytes, CUstream stream,
                              void **kernelParams, void **extra);
+  /// Optional (CUDA 12.0+; null if absent): launches with attributes, for
+  /// the kernels the manifest marks `waits` (programmatic stream
+  /// serialization).
+  CUresult (*cuLaunchKernelEx)(const CUlaunchConfig *config,
+                               CUfunction function, void **kernelParams,
+                               void **extra);
   CUresult (*cuMemsetD8Async)(CUdeviceptr address, unsigned char value,
                               size_t count, CUstream stream);
   CUresult (*cuGetErrorName)(CUresult error, const char **name);

@@ -55,6 +55,21 @@ int chipVersion(const std::string &chip) {
   return std::atoi(chip.c_str() + 3);
 }
 
+/// Whether the kernels the manifest marks `waits` may be launched with
+/// programmatic stream serialization (NormrtModule::dependentLaunch).
+/// NORMRT_DEPENDENT_LAUNCH=0 launches them as any other kernel: their wait
+/// then returns at once (docs/GPU.md "Dependent launches").
+bool dependentLaunchAllowed(const NormrtModule &m) {
+  const char *env = std::getenv("NORMRT_DEPENDENT_LAUNCH");
+  if ((env && std::string_view(env) == "0") || !m.driver->cuLaunchKernelEx)
+    return false;
+  int major = 0;
+  return m.driver->cuDeviceGetAttribute(
+             &major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+             m.device) == CUDA_SUCCESS &&
+         major >= 9;
+}
+
 /// The device's compute capability must run the kernels: at least the
 /// chip's (PTX is JIT-compiled forward), and the same major for a cubin;
 /// and 9.0 for a kernel launched in thread-block clusters, whatever the
@@ -354,6 +369,7 @@ Status mlir::norm::runtime::loadModule(const void *image, size_t imageSize,
   if (Status s = resolveKernels(*m); s.failed())
     return s;
   fitWaves(*m, bytes);
+  m->dependentLaunch = dependentLaunchAllowed(*m);
   module = std::move(m);
   return Status::success();
 }
@@ -389,11 +405,28 @@ Status mlir::norm::runtime::launchModule(const NormrtModule &module,
     pointers.clear();
     for (uint64_t &p : l.params)
       pointers.push_back(&p);
-    if (CUresult r = d.cuLaunchKernel(
-            module.functions[l.kernel], l.grid, 1, 1, l.block, 1, 1,
-            unsigned(module.manifest.kernels[l.kernel].shared),
-            cuStream, pointers.data(), nullptr))
-      return driverError(d, "cuLaunchKernel", r,
+    const KernelSpec &k = module.manifest.kernels[l.kernel];
+    // A kernel that waits for the grids before it in its entry may start
+    // before they end: its launch and the scheduling of its blocks overlap
+    // their tail.
+    bool dependent = module.dependentLaunch && k.waits.value_or(false);
+    CUresult r = CUDA_SUCCESS;
+    if (dependent) {
+      CUlaunchAttribute attribute{};
+      attribute.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+      attribute.value.programmaticStreamSerializationAllowed = 1;
+      CUlaunchConfig config{unsigned(l.grid), 1, 1, unsigned(l.block), 1, 1,
+                            unsigned(k.shared), cuStream, &attribute, 1};
+      r = d.cuLaunchKernelEx(&config, module.functions[l.kernel],
+                             pointers.data(), nullptr);
+    } else {
+      r = d.cuLaunchKernel(module.functions[l.kernel], l.grid, 1, 1, l.block,
+                           1, 1, unsigned(k.shared), cuStream,
+                           pointers.data(), nullptr);
+    }
+    if (r)
+      return driverError(d, dependent ? "cuLaunchKernelEx" : "cuLaunchKernel",
+                         r,
                          "launching '" +
                              module.manifest.kernels[l.kernel].name +
                              "' (grid " + std::to_string(l.grid) + ", block " +

@@ -27,6 +27,10 @@ struct NormrtModule {
   bool retainedPrimary = false;
   mlir::norm::runtime::cuda::CUmodule module = nullptr;
   std::vector<mlir::norm::runtime::cuda::CUfunction> functions;
+  /// Kernels marked `waits` are launched with programmatic stream
+  /// serialization: the driver has cuLaunchKernelEx, the device compute
+  /// capability 9.0 or later, and NORMRT_DEPENDENT_LAUNCH is not "0".
+  bool dependentLaunch = false;
 
   NormrtModule() = default;
   NormrtModule(const NormrtModule &) = delete;

@@ -247,6 +247,14 @@ def NormMapToGPU : Pass<"norm-map-to-gpu", "::mlir::func::FuncOp"> {
            "Geometry.h dxWaveBlocks): the runtime asks the JIT for them "
            "(`.minnctapersm`) only where its registers fall short. No result "
            "bit depends on it">,
+    Option<"dependentLaunch", "dependent-launch", "bool", /*default=*/"true",
+           "On chips with grid dependency control (sm_90), start every "
+           "kernel by waiting for the grids before it in the stream "
+           "(griddepcontrol.wait) and letting the next one be scheduled "
+           "(launch_dependents), and record it `waits`: the runtime then "
+           "launches it before the grid before it ends, which hides the "
+           "launch between the dx and reduce kernels and after the caller's "
+           "kernels. No result bit depends on it">,
     Option<"reduceColumns", "reduce-columns", "int64_t", /*default=*/"0",
            "Columns a block of the reduce kernel takes (ReduceKernel.cpp): "
            "8, 16 or 32; 0, the most of them whose blocks still number the "

@@ -134,6 +134,13 @@ struct GeometryOptions : public PassPipelineOptions<GeometryOptions> {
                      "default: measured 0.83-1.43x by kernel, docs/GPU.md). "
                      "No result bit depends on it"),
       llvm::cl::init(false)};
+  Option<bool> dependentLaunch{
+      *this, "dependent-launch",
+      llvm::cl::desc("Kernels wait for the grids before them in their entry "
+                     "and are recorded `waits`, for the runtime to launch "
+                     "them before those end (sm_90; norm-map-to-gpu "
+                     "dependent-launch). No result bit depends on it"),
+      llvm::cl::init(true)};
   Option<bool> waveResident{
       *this, "wave-resident",
       llvm::cl::desc("Record in dx kernels the blocks an SM that keep their "

@@ -32,6 +32,7 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/MathExtras.h"
 
 namespace mlir::norm {
@@ -131,6 +132,11 @@ struct MapToGPUPass : public norm::impl::NormMapToGPUBase<MapToGPUPass> {
 
   SmallVector<Attribute> kernels;
 
+  /// Whether the kernels wait for the grids before them in their entry
+  /// (`dependent-launch` on a chip with grid dependency control): each is
+  /// then recorded `waits`, for the runtime to launch it early.
+  bool waits = false;
+
   /// Records a launched kernel, in the manifest's terms
   /// (norm/Support/ManifestSchema.h); `columns` is the `columns` rule's
   /// columns per block. A row kernel's cluster is recorded only above 1
@@ -147,7 +153,7 @@ struct MapToGPUPass : public norm::impl::NormMapToGPUBase<MapToGPUPass> {
         g ? std::optional<bool>(g->registers) : std::nullopt,
         g && g->cluster > 1 ? g->cluster : 0,
         g ? std::max(g->dynamicSharedBytes, dynamicShared) : 0, resident,
-        wave));
+        wave, waits ? std::optional<bool>(true) : std::nullopt));
   }
 
   /// The most partial-row groups G of a loop over them (the dx kernel's
@@ -399,6 +405,7 @@ struct MapToGPUPass : public norm::impl::NormMapToGPUBase<MapToGPUPass> {
                           "digits, '_' and '$', not starting with a digit";
       return signalPassFailure();
     }
+    waits = dependentLaunch && target->gridDependencies;
     OpBuilder b(func);
     int counter = 0;
     for (scf::ForOp nest : nests) {
@@ -408,6 +415,23 @@ struct MapToGPUPass : public norm::impl::NormMapToGPUBase<MapToGPUPass> {
                              .str();
       if (failed(mapNest(nest, stage, name)))
         return signalPassFailure();
+    }
+    // Every kernel of the mapping waits for the grids before it first of
+    // all (TargetCodegen::waitForPriorGrids): nothing of the kernel reads or
+    // writes global memory before.
+    if (waits) {
+      llvm::StringSet<> names;
+      for (Attribute a : kernels)
+        names.insert(cast<norm::KernelAttr>(a).getRecord().name);
+      const norm::TargetCodegen &codegen =
+          norm::TargetCodegen::forTarget(*target);
+      func.walk([&](gpu::LaunchOp launch) {
+        std::optional<StringRef> kernel = launch.getFunction();
+        if (!kernel || !names.contains(*kernel))
+          return;
+        OpBuilder kb = OpBuilder::atBlockBegin(&launch.getBody().front());
+        codegen.waitForPriorGrids(kb, launch.getLoc());
+      });
     }
     eraseHostCaches(func);
     if (failed(checkHostOnlyLaunches(func)))

@@ -163,6 +163,21 @@ public:
                                         /*l2CacheHint=*/Value());
   }
 
+  void waitForPriorGrids(OpBuilder &b, Location loc) const override {
+    // Inline PTX with a memory clobber, not nvvm.griddepcontrol: LLVM's
+    // intrinsics are IntrNoMem, so nothing would keep a load of the prior
+    // grid's output from being scheduled above the wait.
+    for (StringRef text :
+         {"griddepcontrol.wait;", "griddepcontrol.launch_dependents;"})
+      LLVM::InlineAsmOp::create(
+          b, loc, /*resultTypes=*/TypeRange{}, ValueRange{},
+          b.getStringAttr(text), b.getStringAttr("~{memory}"),
+          /*has_side_effects=*/b.getUnitAttr(), /*is_align_stack=*/nullptr,
+          LLVM::TailCallKindAttr::get(b.getContext(),
+                                      LLVM::tailcallkind::TailCallKind::None),
+          /*asm_dialect=*/nullptr, /*operand_attrs=*/nullptr);
+  }
+
   Value pin(OpBuilder &b, Location loc, Value value) const override {
     // A register move in inline PTX with side effects: LLVM keeps it in
     // the loop, and the conversions of its result after it.

@@ -40,6 +40,7 @@ std::optional<TargetInfo> TargetInfo::get(llvm::StringRef chip) {
   if (chip.starts_with("sm_90")) {
     info.maxClusterBlocks = 8;
     info.bulkPrefetch = true;
+    info.gridDependencies = true;
   }
   info.sms = llvm::StringSwitch<int64_t>(chip)
                  .Case("sm_80", 108)

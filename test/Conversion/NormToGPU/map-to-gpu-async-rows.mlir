@@ -15,7 +15,7 @@
 // program's rows). The largest launch at the hint (512 programs) is four
 // blocks an SM: the kernel asks for them (resident).
 // CHECK-LABEL: func @layer_norm_grad_n768
-// CHECK-SAME: #norm.kernel<name = "layer_norm_grad_n768_dx_1", kind = dx, block = 192, grid = programs, lanes = 96, rows = 2, vector = 8, registers = true, resident = 4>
+// CHECK-SAME: #norm.kernel<name = "layer_norm_grad_n768_dx_1", kind = dx, block = 192, grid = programs, lanes = 96, rows = 2, vector = 8, registers = true, resident = 4, waits = true>
 // CHECK: function(@layer_norm_grad_n768_dx_1) workgroup(%[[X:arg[0-9]+]] : memref<3072xbf16, #gpu.address_space<workgroup>>, %[[DY:arg[0-9]+]] : memref<3072xbf16, #gpu.address_space<workgroup>>, %[[MEAN:arg[0-9]+]] : memref<384xf32, #gpu.address_space<workgroup>>, %[[RSTD:arg[0-9]+]] : memref<384xf32, #gpu.address_space<workgroup>>,
 // The ring runs in a body of its own for aligned launches (layout both,
 // set by norm-map-to-gpu where the kernel takes the ring): everything it
@@ -63,7 +63,7 @@
 // CHECK-NOT:    memref.load %[[RSTD]]
 // CHECK:        gpu.terminator
 // OFF-LABEL: func @layer_norm_grad_n768
-// OFF-SAME: registers = true, wave = 4>
+// OFF-SAME: registers = true, wave = 4, waits = true>
 // OFF-NOT: nvvm.cp.async
 // OFF: vector.load %arg0
 func.func @layer_norm_grad_n768(%dy: memref<?x768xbf16>, %x: memref<?x768xbf16>, %mean: memref<?xf32>,

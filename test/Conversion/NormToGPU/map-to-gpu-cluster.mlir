@@ -22,7 +22,7 @@
 // for the mbarrier's phase, then adds rank 0's and rank 1's slots from its
 // own shared memory. No cluster barrier after the last row.
 // CHECK-LABEL: func @layer_norm_grad_n8192
-// CHECK-SAME: #norm.kernel<name = "layer_norm_grad_n8192_dx_1", kind = dx, block = 256, grid = programs, lanes = 256, rows = 1, vector = 8, registers = true, cluster = 2>
+// CHECK-SAME: #norm.kernel<name = "layer_norm_grad_n8192_dx_1", kind = dx, block = 256, grid = programs, lanes = 256, rows = 1, vector = 8, registers = true, cluster = 2, waits = true>
 // CHECK: %[[G:.*]] = arith.muli %{{.*}}, %c2{{(_[0-9]+)?}} : index
 // CHECK: gpu.launch clusters({{.*}}) in ({{.*}} = %c2{{.*}}, {{.*}} = %c1{{.*}}, {{.*}} = %c1{{.*}}) blocks(%[[B:[a-z0-9]+]], {{.*}}) in ({{.*}} = %[[G]], {{.*}}) threads(%[[T:[a-z0-9]+]], {{.*}}) in ({{.*}} = %c256{{.*}}, {{.*}}) module(@layer_norm_grad_n8192_kernels) function(@layer_norm_grad_n8192_dx_1) workgroup(%{{.*}} : memref<4096xf32, #gpu.address_space<workgroup>>, %{{.*}} : memref<4096xf32, #gpu.address_space<workgroup>>, %{{.*}} : memref<16xf32, #gpu.address_space<workgroup>>, %{{.*}} : memref<16xf32, #gpu.address_space<workgroup>>, %[[SLOTS:.*]] : memref<16xf32, #gpu.address_space<workgroup>>, %[[BARS:.*]] : memref<2xi64, #gpu.address_space<workgroup>>)
 // CHECK:   %[[SLICE:.*]] = arith.remui %[[B]], %c2
@@ -97,7 +97,7 @@
 // block per row (on sm_90 it records wave = 2: G = 256 programs, two
 // blocks an SM, Geometry.h dxWaveBlocks).
 // SM80-LABEL: func @layer_norm_grad_n8192
-// SM80-SAME: #norm.kernel<name = "layer_norm_grad_n8192_dx_1", kind = dx, block = 256, grid = programs, lanes = 256, rows = 1, vector = 8, registers = true, shared = 65536{{(, wave = 2)?}}>
+// SM80-SAME: #norm.kernel<name = "layer_norm_grad_n8192_dx_1", kind = dx, block = 256, grid = programs, lanes = 256, rows = 1, vector = 8, registers = true, shared = 65536{{(, wave = 2)?}}{{(, waits = true)?}}>
 // The two partial rows (2 x 8192 f32) in dynamic shared memory, one view
 // after the other, and the launch's dynamic size covering both.
 // SM80: gpu.launch blocks({{.*}}) dynamic_shared_memory_size %c65536_i32 module(@layer_norm_grad_n8192_kernels) function(@layer_norm_grad_n8192_dx_1)
@@ -109,7 +109,7 @@
 // SM80-NOT: nvvm.mapa
 
 // cluster=4: 4 blocks of 2048 columns.
-// FORCED: #norm.kernel<name = "layer_norm_grad_n8192_dx_1", kind = dx, {{.*}}, cluster = 4>
+// FORCED: #norm.kernel<name = "layer_norm_grad_n8192_dx_1", kind = dx, {{.*}}, cluster = 4, waits = true>
 // FORCED: gpu.launch clusters({{.*}}) in ({{.*}} = %c4
 
 // SIZE: norm-choose-geometry: cluster must be 0 (chosen), 1 (never) or 2 to 8, got 9

@@ -16,14 +16,14 @@
 // over the plan's 96 kernels, none slower than 1.012x.
 // HINT-LABEL: func.func @ln3000
 // HINT-SAME: %[[DRES:arg5]]: memref<?x3000xbf16>
-// HINT-SAME: #norm.kernel<name = "ln3000_dx_1", kind = dx, block = 128, grid = programs, lanes = 128, rows = 1, vector = 8, registers = true, resident = 2>
+// HINT-SAME: #norm.kernel<name = "ln3000_dx_1", kind = dx, block = 128, grid = programs, lanes = 128, rows = 1, vector = 8, registers = true, resident = 2, waits = true>
 // HINT: gpu.launch
 // HINT: vector.load %[[DRES]]
 // HINT: gpu.shuffle
 // FEW-LABEL: func.func @ln3000
-// FEW-SAME: #norm.kernel<name = "ln3000_dx_1", kind = dx, block = 128, grid = programs, lanes = 128, rows = 1, vector = 8, registers = true>
+// FEW-SAME: #norm.kernel<name = "ln3000_dx_1", kind = dx, block = 128, grid = programs, lanes = 128, rows = 1, vector = 8, registers = true, waits = true>
 // CAP-LABEL: func.func @ln3000
-// CAP-SAME: #norm.kernel<name = "ln3000_dx_1", kind = dx, block = 128, grid = programs, lanes = 128, rows = 1, vector = 8, registers = true, resident = 4>
+// CAP-SAME: #norm.kernel<name = "ln3000_dx_1", kind = dx, block = 128, grid = programs, lanes = 128, rows = 1, vector = 8, registers = true, resident = 4, waits = true>
 func.func @ln3000(%dy: memref<?x3000xbf16>, %x: memref<?x3000xbf16>, %mean: memref<?xf32>, %rstd: memref<?xf32>, %w: memref<3000xbf16>, %dres: memref<?x3000xbf16>, %dx: memref<?x3000xbf16>, %dw: memref<3000xbf16>, %db: memref<3000xbf16>) {
   norm.layer_norm_grad dy(%dy : memref<?x3000xbf16>) x(%x : memref<?x3000xbf16>) mean(%mean : memref<?xf32>) rstd(%rstd : memref<?xf32>) weight(%w : memref<3000xbf16>) dresidual(%dres : memref<?x3000xbf16>) outs dx(%dx : memref<?x3000xbf16>) dweight(%dw : memref<3000xbf16>) dbias(%db : memref<3000xbf16>)
   return

@@ -13,14 +13,14 @@
 // asks for nothing.
 // CHECK-LABEL: func.func @ln4096
 // CHECK-SAME: %[[DRES:arg5]]: memref<?x4096xbf16>
-// CHECK-SAME: #norm.kernel<name = "ln4096_dx_1", kind = dx, block = 256, grid = programs, lanes = 256, rows = 1, vector = 8, registers = true, resident = 4>
+// CHECK-SAME: #norm.kernel<name = "ln4096_dx_1", kind = dx, block = 256, grid = programs, lanes = 256, rows = 1, vector = 8, registers = true, resident = 4, waits = true>
 // CHECK: gpu.launch
 // CHECK-NOT: load %[[DRES]]
 // CHECK: gpu.shuffle
 // CHECK: load %[[DRES]]
 // KEEP-LABEL: func.func @ln4096
 // KEEP-SAME: %[[DRES:arg5]]: memref<?x4096xbf16>
-// KEEP-SAME: #norm.kernel<name = "ln4096_dx_1", kind = dx, block = 256, grid = programs, lanes = 256, rows = 1, vector = 8, registers = true>
+// KEEP-SAME: #norm.kernel<name = "ln4096_dx_1", kind = dx, block = 256, grid = programs, lanes = 256, rows = 1, vector = 8, registers = true, waits = true>
 // KEEP: gpu.launch
 // KEEP: vector.load %[[DRES]]
 // KEEP: gpu.shuffle
@@ -36,7 +36,7 @@ func.func @ln4096(%dy: memref<?x4096xbf16>, %x: memref<?x4096xbf16>, %mean: memr
 // row's sums) and the kernel asks for four.
 // CHECK-LABEL: func.func @ln2048
 // CHECK-SAME: %[[DRES:arg5]]: memref<?x2048xf32>
-// CHECK-SAME: #norm.kernel<name = "ln2048_dx_1", {{.*}}, resident = 4>
+// CHECK-SAME: #norm.kernel<name = "ln2048_dx_1", {{.*}}, resident = 4, waits = true>
 // CHECK: gpu.launch
 // CHECK: vector.load %[[DRES]]
 // CHECK: gpu.shuffle
@@ -52,7 +52,7 @@ func.func @ln2048(%dy: memref<?x2048xf32>, %x: memref<?x2048xf32>, %mean: memref
 // early row: it keeps it and asks for nothing.
 // CHECK-LABEL: func.func @ln6144
 // CHECK-SAME: %[[DRES:arg5]]: memref<?x6144xbf16>
-// CHECK-SAME: #norm.kernel<name = "ln6144_dx_1", kind = dx, block = 256, grid = programs, lanes = 256, rows = 1, vector = 8, registers = true, shared = 49152>
+// CHECK-SAME: #norm.kernel<name = "ln6144_dx_1", kind = dx, block = 256, grid = programs, lanes = 256, rows = 1, vector = 8, registers = true, shared = 49152, waits = true>
 // CHECK: gpu.launch
 // CHECK: vector.load %[[DRES]]
 // CHECK: gpu.shuffle
@@ -66,7 +66,7 @@ func.func @ln6144(%dy: memref<?x6144xbf16>, %x: memref<?x6144xbf16>, %mean: memr
 // Without dresidual there is no early row: nothing is asked of the wave
 // (the geometry was chosen for this kernel as it is).
 // CHECK-LABEL: func.func @ln4096_plain
-// CHECK-SAME: #norm.kernel<name = "ln4096_plain_dx_1", kind = dx, block = 256, grid = programs, lanes = 256, rows = 1, vector = 8, registers = true, wave = 4>
+// CHECK-SAME: #norm.kernel<name = "ln4096_plain_dx_1", kind = dx, block = 256, grid = programs, lanes = 256, rows = 1, vector = 8, registers = true, wave = 4, waits = true>
 func.func @ln4096_plain(%dy: memref<?x4096xbf16>, %x: memref<?x4096xbf16>, %mean: memref<?xf32>, %rstd: memref<?xf32>, %w: memref<4096xbf16>, %dx: memref<?x4096xbf16>, %dw: memref<4096xbf16>, %db: memref<4096xbf16>) {
   norm.layer_norm_grad dy(%dy : memref<?x4096xbf16>) x(%x : memref<?x4096xbf16>) mean(%mean : memref<?xf32>) rstd(%rstd : memref<?xf32>) weight(%w : memref<4096xbf16>) outs dx(%dx : memref<?x4096xbf16>) dweight(%dw : memref<4096xbf16>) dbias(%db : memref<4096xbf16>)
   return

@@ -17,7 +17,7 @@
 // row's mean and rstd are stored by lane 0 of the first block only. No
 // cluster barrier after the row.
 // CHECK-LABEL: func @layer_norm_n7168
-// CHECK-SAME: #norm.kernel<name = "layer_norm_n7168_forward_0", kind = forward, block = 256, grid = row_blocks, lanes = 256, rows = 1, vector = 8, registers = true, cluster = 2>
+// CHECK-SAME: #norm.kernel<name = "layer_norm_n7168_forward_0", kind = forward, block = 256, grid = row_blocks, lanes = 256, rows = 1, vector = 8, registers = true, cluster = 2, waits = true>
 // CHECK: %[[ROWS:.*]] = arith.ceildivui %{{.*}}, %c1
 // CHECK: %[[G:.*]] = arith.muli %[[ROWS]], %c2{{(_[0-9]+)?}} : index
 // CHECK: gpu.launch clusters({{.*}}) in ({{.*}} = %c2{{.*}}, {{.*}} = %c1{{.*}}, {{.*}} = %c1{{.*}}) blocks(%[[B:[a-z0-9]+]], {{.*}}) in ({{.*}} = %[[G]], {{.*}}) threads({{.*}}) in ({{.*}} = %c256{{.*}}, {{.*}}) module(@layer_norm_n7168_kernels) function(@layer_norm_n7168_forward_0) workgroup({{.*}}, %[[SLOTS1:[a-z0-9]+]] : memref<16xf32, #gpu.address_space<workgroup>>, %[[BARS1:[a-z0-9]+]] : memref<2xi64, #gpu.address_space<workgroup>>, %[[SLOTS2:[a-z0-9]+]] : memref<16xf32, #gpu.address_space<workgroup>>, %[[BARS2:[a-z0-9]+]] : memref<2xi64, #gpu.address_space<workgroup>>)
@@ -87,7 +87,7 @@
 // The cost model never splits a forward row (rows few or many: the row
 // shape does not know M), on sm_90 as on sm_80: one block a row.
 // MODEL-LABEL: func @layer_norm_n7168
-// MODEL-SAME: #norm.kernel<name = "layer_norm_n7168_forward_0", kind = forward, block = 128, grid = row_blocks, lanes = 128, rows = 1, vector = 8, registers = true>
+// MODEL-SAME: #norm.kernel<name = "layer_norm_n7168_forward_0", kind = forward, block = 128, grid = row_blocks, lanes = 128, rows = 1, vector = 8, registers = true{{(, waits = true)?}}>
 // MODEL-NOT: clusters
 // MODEL-NOT: nvvm.mapa
 // MODEL-LABEL: func @rms_norm_n65536
@@ -98,7 +98,7 @@
 // cluster=8 at N = 65536: 8 blocks of 8192 columns (RMSNorm f32: 2048
 // chunks of 4, 512 lanes of 4 chunks).
 // EIGHT-LABEL: func @rms_norm_n65536
-// EIGHT-SAME: #norm.kernel<name = "rms_norm_n65536_forward_0", kind = forward, {{.*}}, rows = 1, vector = 4, registers = true, cluster = 8>
+// EIGHT-SAME: #norm.kernel<name = "rms_norm_n65536_forward_0", kind = forward, {{.*}}, rows = 1, vector = 4, registers = true, cluster = 8, waits = true>
 // EIGHT: gpu.launch clusters({{.*}}) in ({{.*}} = %c8
 func.func @layer_norm_n7168(%x: memref<?x7168xbf16>, %w: memref<7168xbf16>, %b: memref<7168xbf16>,
                             %y: memref<?x7168xbf16>, %mean: memref<?xf32>, %rstd: memref<?xf32>) {
@@ -120,7 +120,7 @@ func.func @rms_norm_n65536(%x: memref<?x65536xf32>, %w: memref<65536xf32>,
 // slice's chunk), and y at the same columns.
 // EIGHT-LABEL: func @layer_norm_residual_n131072
 // EIGHT-SAME: (%[[X:[^:]+]]: memref<?x131072xbf16>, %[[RES:[^:]+]]: memref<?x131072xbf16>, %[[Y:[^:]+]]: memref<?x131072xbf16>, %{{[^:]+}}: memref<?xf32>, %{{[^:]+}}: memref<?xf32>, %[[H:[^:]+]]: memref<?x131072xbf16>)
-// EIGHT-SAME: cluster = 8>
+// EIGHT-SAME: cluster = 8, waits = true>
 // EIGHT: %[[SLICE:.*]] = arith.remui %{{.*}}, %c8
 // EIGHT: %[[BASE:.*]] = arith.muli %[[SLICE]], %c16384
 // EIGHT: arith.divui %[[BASE]], %c8
@@ -142,9 +142,9 @@ func.func @layer_norm_residual_n131072(%x: memref<?x131072xbf16>, %res: memref<?
 // has no partial-row order to keep): 2 blocks of 128 threads, 2048 columns
 // each.
 // CHECK-LABEL: func @rms_norm_n4096
-// CHECK-SAME: #norm.kernel<name = "rms_norm_n4096_forward_0", kind = forward, block = 128, grid = row_blocks, lanes = 128, rows = 1, vector = 8, registers = true, cluster = 2>
+// CHECK-SAME: #norm.kernel<name = "rms_norm_n4096_forward_0", kind = forward, block = 128, grid = row_blocks, lanes = 128, rows = 1, vector = 8, registers = true, cluster = 2, waits = true>
 // MODEL-LABEL: func @rms_norm_n4096
-// MODEL-SAME: #norm.kernel<name = "rms_norm_n4096_forward_0", kind = forward, block = 256, grid = row_blocks, lanes = 128, rows = 2, vector = 8, registers = true>
+// MODEL-SAME: #norm.kernel<name = "rms_norm_n4096_forward_0", kind = forward, block = 256, grid = row_blocks, lanes = 128, rows = 2, vector = 8, registers = true{{(, waits = true)?}}>
 func.func @rms_norm_n4096(%x: memref<?x4096xbf16>, %w: memref<4096xbf16>,
                           %y: memref<?x4096xbf16>, %rstd: memref<?xf32>) {
   norm.rms_norm x(%x : memref<?x4096xbf16>) weight(%w : memref<4096xbf16>)

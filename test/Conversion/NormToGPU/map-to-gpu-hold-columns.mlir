@@ -47,7 +47,7 @@
 // CHECK-LABEL: func.func @small
 // NONE-LABEL: func.func @forward
 // NONE-NOT:   memref<4xvector<8xbf16>>
-// NONE-NOT:   llvm.inline_asm
+// NONE-NOT:   llvm.inline_asm {{.*}}"mov.b32
 // NONE:       gpu.shuffle  xor
 // NONE:       vector.load %arg1
 // NONE:       vector.load %arg2
@@ -69,7 +69,7 @@ func.func @forward(%x: memref<?x4096xbf16>, %w: memref<4096xbf16>, %b: memref<40
 // CHECK:        memref.store %{{.*}}, %[[WS]][%c3]
 // CHECK:      }
 // CHECK:      scf.for
-// CHECK-NOT:    llvm.inline_asm
+// CHECK-NOT:    llvm.inline_asm {{.*}}"mov.b32
 // CHECK:        scf.if %[[AL]] {
 // CHECK:          memref.load %[[WS]][%c0] : memref<4xvector<4xf32>>
 // CHECK:          vector.store

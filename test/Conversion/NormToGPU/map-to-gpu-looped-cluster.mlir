@@ -15,7 +15,7 @@
 // columns only.
 // GEOM: norm.geometry = #norm.row_geometry<regime = looped, threads = 512, lanes = 512, rows = 1, vector = 8, chunks = 8, partials = global, cluster = 8, shared = 400>
 // CHECK-LABEL: func @rms_norm_grad_n262144
-// CHECK-SAME: #norm.kernel<name = "rms_norm_grad_n262144_dx_1", kind = dx, block = 512, grid = programs, lanes = 512, rows = 1, vector = 8, registers = false, cluster = 8>
+// CHECK-SAME: #norm.kernel<name = "rms_norm_grad_n262144_dx_1", kind = dx, block = 512, grid = programs, lanes = 512, rows = 1, vector = 8, registers = false, cluster = 8, waits = true>
 // CHECK: gpu.launch clusters({{.*}}) in ({{.*}} = %c8{{.*}}, {{.*}}) blocks(%[[B:[a-z0-9]+]], {{.*}}) in {{.*}} threads({{.*}}) in ({{.*}} = %c512{{.*}}, {{.*}})
 // CHECK:   %[[SLICE:.*]] = arith.remui %[[B]], %c8
 // CHECK:   %[[P:.*]] = arith.divui %[[B]], %c8

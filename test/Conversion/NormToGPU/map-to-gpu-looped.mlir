@@ -17,7 +17,7 @@
 // row's dx loop, under its own row check. A program without rows writes
 // zeros.
 // CHECK-LABEL: func @layer_norm_grad_looped
-// CHECK-SAME: norm.kernels = [#norm.kernel<name = "layer_norm_grad_looped_dx_1", kind = dx, block = 512, grid = programs, lanes = 512, rows = 1, vector = 8, registers = false>, #norm.kernel<name = "layer_norm_grad_looped_reduce_2"
+// CHECK-SAME: norm.kernels = [#norm.kernel<name = "layer_norm_grad_looped_dx_1", kind = dx, block = 512, grid = programs, lanes = 512, rows = 1, vector = 8, registers = false, waits = true>, #norm.kernel<name = "layer_norm_grad_looped_reduce_2"
 // CHECK: %[[WSW:.*]] = memref.alloc({{.*}}) {norm.workspace, norm.written} : memref<?x131072xf32>
 // CHECK: %[[WSB:.*]] = memref.alloc({{.*}}) {norm.workspace, norm.written} : memref<?x131072xf32>
 // CHECK-NOT: gpu.launch

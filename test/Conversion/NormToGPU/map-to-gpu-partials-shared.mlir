@@ -12,7 +12,7 @@
 // 8-byte vectors a chunk. W = 1 (the default): a word a load and a store,
 // slot q L + lane.
 // CHECK-LABEL: func @layer_norm_grad_n4096
-// CHECK-SAME: #norm.kernel<name = "layer_norm_grad_n4096_dx_1", kind = dx, block = 256, grid = programs, lanes = 256, rows = 1, vector = 8, registers = true, wave = 4>
+// CHECK-SAME: #norm.kernel<name = "layer_norm_grad_n4096_dx_1", kind = dx, block = 256, grid = programs, lanes = 256, rows = 1, vector = 8, registers = true, wave = 4, waits = true>
 // CHECK: gpu.launch
 // CHECK-SAME: workgroup(%{{.*}} : memref<4096xf32, #gpu.address_space<workgroup>>, %{{.*}} : memref<4096xf32, #gpu.address_space<workgroup>>
 // CHECK: scf.if

@@ -15,7 +15,7 @@
 // the manifest's kernel (`shared`) carry. Static (the default): the one
 // wave that fits, as workgroup attributions.
 // CHECK-LABEL: func @layer_norm_grad_n3072
-// CHECK-SAME: #norm.kernel<name = "layer_norm_grad_n3072_dx_1", kind = dx, block = 128, grid = programs, lanes = 128, rows = 1, vector = 8, registers = true, shared = 26624, resident = 4>
+// CHECK-SAME: #norm.kernel<name = "layer_norm_grad_n3072_dx_1", kind = dx, block = 128, grid = programs, lanes = 128, rows = 1, vector = 8, registers = true, shared = 26624, resident = 4, waits = true>
 // CHECK: gpu.launch
 // CHECK-SAME: dynamic_shared_memory_size %{{.*}} module(@layer_norm_grad_n3072_kernels) function(@layer_norm_grad_n3072_dx_1) workgroup(%[[WS0:.*]] : memref<3072xf32, #gpu.address_space<workgroup>>, %[[WS1:.*]] : memref<3072xf32, #gpu.address_space<workgroup>>, %{{.*}} : memref<8xf32, #gpu.address_space<workgroup>>, %{{.*}} : memref<8xf32, #gpu.address_space<workgroup>>) {
 // CHECK:      %[[B0:.*]] = gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
@@ -42,7 +42,7 @@
 // CHECK:      vector.load %[[DY]][%{{.*}}] {alignment = 16 : i64} : memref<6144xbf16, #gpu.address_space<workgroup>>, vector<8xbf16>
 // CHECK:      memref.load %[[WS0]]
 // STATIC-LABEL: func @layer_norm_grad_n3072
-// STATIC-SAME: #norm.kernel<name = "layer_norm_grad_n3072_dx_1", kind = dx, block = 128, grid = programs, lanes = 128, rows = 1, vector = 8, registers = true, resident = 4>
+// STATIC-SAME: #norm.kernel<name = "layer_norm_grad_n3072_dx_1", kind = dx, block = 128, grid = programs, lanes = 128, rows = 1, vector = 8, registers = true, resident = 4, waits = true>
 // STATIC: gpu.launch
 // STATIC-NOT: dynamic_shared_memory_size
 // STATIC-SAME: function(@layer_norm_grad_n3072_dx_1) workgroup(%{{.*}} : memref<3072xbf16, #gpu.address_space<workgroup>>, %{{.*}} : memref<3072xbf16, #gpu.address_space<workgroup>>, %{{.*}} : memref<128xf32, #gpu.address_space<workgroup>>, %{{.*}} : memref<128xf32, #gpu.address_space<workgroup>>, %{{.*}} : memref<3072xf32, #gpu.address_space<workgroup>>, %{{.*}} : memref<3072xf32, #gpu.address_space<workgroup>>,
@@ -62,7 +62,7 @@ func.func @layer_norm_grad_n3072(%dy: memref<?x3072xbf16>, %x: memref<?x3072xbf1
 // after them, from byte 49152: x and dy (2 x 3 x 256 x 8 bf16, 24 KB
 // each), then mean and rstd, to 102400 bytes.
 // CHECK-LABEL: func @layer_norm_grad_n6144
-// CHECK-SAME: #norm.kernel<name = "layer_norm_grad_n6144_dx_1", kind = dx, block = 256, grid = programs, lanes = 256, rows = 1, vector = 8, registers = true, shared = 102400>
+// CHECK-SAME: #norm.kernel<name = "layer_norm_grad_n6144_dx_1", kind = dx, block = 256, grid = programs, lanes = 256, rows = 1, vector = 8, registers = true, shared = 102400, waits = true>
 // CHECK:      %[[R:.*]] = arith.constant 49152 : index
 // CHECK-NEXT: memref.view %{{.*}}[%[[R]]][] : {{.*}} to memref<12288xbf16, #gpu.address_space<workgroup>>
 // CHECK:      arith.constant 73728 : index
@@ -76,7 +76,7 @@ func.func @layer_norm_grad_n3072(%dy: memref<?x3072xbf16>, %x: memref<?x3072xbf1
 // CHECK:      arith.constant 24576 : index
 // CHECK-NEXT: memref.view {{.*}} to memref<6144xf32, #gpu.address_space<workgroup>>
 // STATIC-LABEL: func @layer_norm_grad_n6144
-// STATIC-SAME: shared = 49152>
+// STATIC-SAME: shared = 49152, waits = true>
 func.func @layer_norm_grad_n6144(%dy: memref<?x6144xbf16>, %x: memref<?x6144xbf16>, %mean: memref<?xf32>,
                                  %rstd: memref<?xf32>, %w: memref<6144xbf16>, %dx: memref<?x6144xbf16>,
                                  %dw: memref<6144xbf16>, %db: memref<6144xbf16>) {

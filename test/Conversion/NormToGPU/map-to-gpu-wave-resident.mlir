@@ -12,11 +12,11 @@
 // ptxas gives the kernel 70 registers, three blocks, two waves. At 100
 // rows G is 128, a block an SM: nothing to ask.
 // WAVE-LABEL: func.func @ln4096
-// WAVE-SAME: #norm.kernel<name = "ln4096_dx_1", kind = dx, block = 256, grid = programs, lanes = 256, rows = 1, vector = 8, registers = true, wave = 4>
+// WAVE-SAME: #norm.kernel<name = "ln4096_dx_1", kind = dx, block = 256, grid = programs, lanes = 256, rows = 1, vector = 8, registers = true, wave = 4, waits = true>
 // OFF-LABEL: func.func @ln4096
-// OFF-SAME: #norm.kernel<name = "ln4096_dx_1", kind = dx, block = 256, grid = programs, lanes = 256, rows = 1, vector = 8, registers = true>
+// OFF-SAME: #norm.kernel<name = "ln4096_dx_1", kind = dx, block = 256, grid = programs, lanes = 256, rows = 1, vector = 8, registers = true, waits = true>
 // FEW-LABEL: func.func @ln4096
-// FEW-SAME: #norm.kernel<name = "ln4096_dx_1", kind = dx, block = 256, grid = programs, lanes = 256, rows = 1, vector = 8, registers = true>
+// FEW-SAME: #norm.kernel<name = "ln4096_dx_1", kind = dx, block = 256, grid = programs, lanes = 256, rows = 1, vector = 8, registers = true, waits = true>
 func.func @ln4096(%dy: memref<?x4096xbf16>, %x: memref<?x4096xbf16>, %mean: memref<?xf32>, %rstd: memref<?xf32>, %w: memref<4096xbf16>, %dx: memref<?x4096xbf16>, %dw: memref<4096xbf16>, %db: memref<4096xbf16>) {
   norm.layer_norm_grad dy(%dy : memref<?x4096xbf16>) x(%x : memref<?x4096xbf16>) mean(%mean : memref<?xf32>) rstd(%rstd : memref<?xf32>) weight(%w : memref<4096xbf16>) outs dx(%dx : memref<?x4096xbf16>) dweight(%dw : memref<4096xbf16>) dbias(%db : memref<4096xbf16>)
   return
@@ -24,7 +24,7 @@ func.func @ln4096(%dy: memref<?x4096xbf16>, %x: memref<?x4096xbf16>, %mean: memr
 
 // With dresidual the early rows' rule decides (dxEarlyRows), not this one.
 // WAVE-LABEL: func.func @ln1000_dres
-// WAVE-SAME: #norm.kernel<name = "ln1000_dres_dx_1", kind = dx, block = 256, grid = programs, lanes = 128, rows = 2, vector = 8, registers = true>
+// WAVE-SAME: #norm.kernel<name = "ln1000_dres_dx_1", kind = dx, block = 256, grid = programs, lanes = 128, rows = 2, vector = 8, registers = true, waits = true>
 func.func @ln1000_dres(%dy: memref<?x1000xbf16>, %x: memref<?x1000xbf16>, %mean: memref<?xf32>, %rstd: memref<?xf32>, %w: memref<1000xbf16>, %dres: memref<?x1000xbf16>, %dx: memref<?x1000xbf16>, %dw: memref<1000xbf16>, %db: memref<1000xbf16>) {
   norm.layer_norm_grad dy(%dy : memref<?x1000xbf16>) x(%x : memref<?x1000xbf16>) mean(%mean : memref<?xf32>) rstd(%rstd : memref<?xf32>) weight(%w : memref<1000xbf16>) dresidual(%dres : memref<?x1000xbf16>) outs dx(%dx : memref<?x1000xbf16>) dweight(%dw : memref<1000xbf16>) dbias(%db : memref<1000xbf16>)
   return

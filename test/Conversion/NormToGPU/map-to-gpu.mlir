@@ -11,9 +11,9 @@
 // With max-lanes=2 a row of 3 chunks takes 2 lanes of 2 chunks each: 128
 // rows in flight.
 // LANES-LABEL: func @rms_norm_grad_n24
-// LANES-SAME: kind = dx, block = 256, grid = programs, lanes = 2, rows = 128, vector = 8, registers = true>
+// LANES-SAME: kind = dx, block = 256, grid = programs, lanes = 2, rows = 128, vector = 8, registers = true, waits = true>
 // CHECK-LABEL: func @rms_norm_grad_n24
-// CHECK-SAME: norm.kernels = [#norm.kernel<name = "rms_norm_grad_n24_dx_1", kind = dx, block = 256, grid = programs, lanes = 4, rows = 64, vector = 8, registers = true, wave = 4>, #norm.kernel<name = "rms_norm_grad_n24_reduce_2", kind = reduce, block = 64, grid = columns, columns = 8>]
+// CHECK-SAME: norm.kernels = [#norm.kernel<name = "rms_norm_grad_n24_dx_1", kind = dx, block = 256, grid = programs, lanes = 4, rows = 64, vector = 8, registers = true, wave = 4, waits = true>, #norm.kernel<name = "rms_norm_grad_n24_reduce_2", kind = reduce, block = 64, grid = columns, columns = 8, waits = true>]
 // CHECK: memref.alloc({{.*}}) {norm.workspace, norm.written} : memref<?x24xf32>
 // CHECK-NOT: gpu.launch
 // CHECK: gpu.launch {{.*}} threads({{.*}}) in ({{.*}} = %c256{{.*}}) module(@rms_norm_grad_n24_kernels) function(@rms_norm_grad_n24_dx_1) workgroup(%[[SMEM:.*]] : memref<64x24xf32, #gpu.address_space<workgroup>>)
@@ -47,7 +47,7 @@ func.func @rms_norm_grad_n24(%dy: memref<?x24xbf16>, %x: memref<?x24xbf16>, %rst
 // N = 4096 bf16: 512 chunks, the whole block on one row (2 chunks per
 // lane); the in-row sums go across the 8 warps through shared memory.
 // CHECK-LABEL: func @layer_norm_grad_n4096
-// CHECK-SAME: #norm.kernel<name = "layer_norm_grad_n4096_dx_1", kind = dx, block = 256, grid = programs, lanes = 256, rows = 1, vector = 8, registers = true, wave = 4>
+// CHECK-SAME: #norm.kernel<name = "layer_norm_grad_n4096_dx_1", kind = dx, block = 256, grid = programs, lanes = 256, rows = 1, vector = 8, registers = true, wave = 4, waits = true>
 // CHECK: gpu.launch {{.*}} function(@layer_norm_grad_n4096_dx_1) workgroup(%{{.*}} : memref<16xf32, #gpu.address_space<workgroup>>, %{{.*}} : memref<16xf32, #gpu.address_space<workgroup>>)
 // CHECK:   gpu.shuffle  xor %{{.*}}, %c16_i32, %c32_i32 : f32
 // CHECK:   gpu.barrier
@@ -66,7 +66,7 @@ func.func @layer_norm_grad_n4096(%dy: memref<?x4096xbf16>, %x: memref<?x4096xbf1
 // row walks its chunks in a loop and re-reads the row (from L2) in the dx
 // loop; element accesses (no guarantee of whole 16-byte chunks).
 // CHECK-LABEL: func @rms_norm_grad_dynamic_n
-// CHECK-SAME: #norm.kernel<name = "rms_norm_grad_dynamic_n_dx_0", kind = dx, block = 512, grid = programs, lanes = 512, rows = 1, vector = {{[0-9]+}}, registers = false>
+// CHECK-SAME: #norm.kernel<name = "rms_norm_grad_dynamic_n_dx_0", kind = dx, block = 512, grid = programs, lanes = 512, rows = 1, vector = {{[0-9]+}}, registers = false, waits = true>
 // CHECK: function(@rms_norm_grad_dynamic_n_dx_0)
 // CHECK-NOT: memref.alloca
 // CHECK-NOT: vector.load

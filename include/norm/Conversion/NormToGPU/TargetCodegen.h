@@ -90,6 +90,14 @@ public:
   /// every thread of the device (the lock protocol of `locked`).
   virtual void deviceFence(OpBuilder &b, Location loc) const = 0;
 
+  /// At a kernel's entry, before any access to global memory
+  /// (TargetInfo::gridDependencies): waits until the grids before it in
+  /// the stream have ended and their memory is visible (a no-op unless the
+  /// kernel was launched with programmatic stream serialization), then
+  /// lets the grid after it be scheduled once every block of this one is
+  /// here. Neither instruction moves across a memory access.
+  virtual void waitForPriorGrids(OpBuilder &b, Location loc) const = 0;
+
   /// Asks the memory system to bring `bytes` (i32, a multiple of 16) of
   /// global memory from the generic byte address `address` (i64, 16-byte
   /// aligned) into L2, without waiting (TargetInfo::bulkPrefetch).

@@ -57,6 +57,10 @@ struct TargetInfo {
   /// Whether the chip has cp.async.bulk.prefetch (L2 prefetch of a byte
   /// range from one thread; sm_90, PTX 8.0).
   bool bulkPrefetch = false;
+  /// Whether the chip has grid dependency control (griddepcontrol, sm_90,
+  /// PTX 7.8): a kernel launched with programmatic stream serialization may
+  /// start before the grid before it ends, and waits for it in the kernel.
+  bool gridDependencies = false;
   /// SMs of the family's data-center part (A100 108, H100/H200 132; for
   /// sm_86 / sm_89, the A10's 72 and the L40S's 142): what a launch of one
   /// block an SM is measured against, where only latency is at stake (the

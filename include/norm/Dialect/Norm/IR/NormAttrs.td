@@ -37,7 +37,11 @@ def Norm_KernelAttr : AttrDef<Norm_Dialect, "Kernel"> {
     none) is the blocks an SM such a kernel's largest launch needs to be
     one wave where the compiler leaves the registers to the JIT: the
     runtime asks for them only where the JIT's registers fall short (the
-    manifest's `wave_blocks`). The keys, their
+    manifest's `wave_blocks`). `waits = true` (absent: false) marks a
+    kernel that waits for the grids before it in the stream before it
+    touches global memory (`griddepcontrol.wait`), so the runtime may
+    launch it before they end (programmatic stream serialization; sm_90,
+    norm-map-to-gpu's `dependent-launch`). The keys, their
     ranges and the enum names are those of the manifest's kernel fields
     (norm/Support/ManifestSchema.def), from which the attribute's storage
     (a `KernelRecord`), parser, printer and verifier are stamped.
@@ -76,7 +80,8 @@ def Norm_KernelAttr : AttrDef<Norm_Dialect, "Kernel"> {
                      CArg<"int64_t", "0">:$cluster,
                      CArg<"int64_t", "0">:$shared,
                      CArg<"int64_t", "0">:$resident,
-                     CArg<"int64_t", "0">:$wave), [{
+                     CArg<"int64_t", "0">:$wave,
+                     CArg<"std::optional<bool>", "std::nullopt">:$waits), [{
       ::mlir::norm::manifest::KernelRecord record;
       record.name = name.str();
       record.kind = kind;
@@ -91,6 +96,7 @@ def Norm_KernelAttr : AttrDef<Norm_Dialect, "Kernel"> {
       record.shared = shared;
       record.resident = resident;
       record.wave = wave;
+      record.waits = waits;
       return $_get($_ctxt, record);
     }]>
   ];
