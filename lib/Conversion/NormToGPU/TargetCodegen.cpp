@@ -28,6 +28,20 @@ constexpr unsigned kGlobalAddressSpace = 1;
 constexpr unsigned kSharedAddressSpace = 3;
 constexpr unsigned kClusterSharedAddressSpace = 7;
 
+/// Inline PTX `text` with side effects (LLVM neither removes nor moves it),
+/// LLVM's `constraints` ("~{memory}" orders it against memory accesses).
+LLVM::InlineAsmOp sideEffectAsm(OpBuilder &b, Location loc,
+                                TypeRange results, ValueRange operands,
+                                StringRef text, StringRef constraints) {
+  return LLVM::InlineAsmOp::create(
+      b, loc, results, operands, b.getStringAttr(text),
+      b.getStringAttr(constraints),
+      /*has_side_effects=*/b.getUnitAttr(), /*is_align_stack=*/nullptr,
+      LLVM::TailCallKindAttr::get(b.getContext(),
+                                  LLVM::tailcallkind::TailCallKind::None),
+      /*asm_dialect=*/nullptr, /*operand_attrs=*/nullptr);
+}
+
 class NVVMCodegen : public TargetCodegen {
 public:
   Value sharedPointer(OpBuilder &b, Location loc,
@@ -89,18 +103,12 @@ public:
       constraints += ",f";
     assert((values.size() == 1 || values.size() == 2 || values.size() == 4) &&
            "st.async stores 1, 2 or 4 words");
-    LLVM::InlineAsmOp::create(
-        b, loc, TypeRange{}, operands,
-        b.getStringAttr("st.async.shared::cluster.mbarrier::complete_tx::"
-                        "bytes" +
-                        type + " [$0], " +
-                        (values.size() == 1 ? vals : "{" + vals + "}") +
-                        ", [$1];"),
-        b.getStringAttr(constraints + ",~{memory}"),
-        /*has_side_effects=*/b.getUnitAttr(), /*is_align_stack=*/nullptr,
-        LLVM::TailCallKindAttr::get(b.getContext(),
-                                    LLVM::tailcallkind::TailCallKind::None),
-        /*asm_dialect=*/nullptr, /*operand_attrs=*/nullptr);
+    sideEffectAsm(b, loc, TypeRange{}, operands,
+                  "st.async.shared::cluster.mbarrier::complete_tx::bytes" +
+                      type + " [$0], " +
+                      (values.size() == 1 ? vals : "{" + vals + "}") +
+                      ", [$1];",
+                  constraints + ",~{memory}");
   }
 
   void waitBarrierPhase(OpBuilder &b, Location loc, Value bar,
@@ -169,26 +177,15 @@ public:
     // grid's output from being scheduled above the wait.
     for (StringRef text :
          {"griddepcontrol.wait;", "griddepcontrol.launch_dependents;"})
-      LLVM::InlineAsmOp::create(
-          b, loc, /*resultTypes=*/TypeRange{}, ValueRange{},
-          b.getStringAttr(text), b.getStringAttr("~{memory}"),
-          /*has_side_effects=*/b.getUnitAttr(), /*is_align_stack=*/nullptr,
-          LLVM::TailCallKindAttr::get(b.getContext(),
-                                      LLVM::tailcallkind::TailCallKind::None),
-          /*asm_dialect=*/nullptr, /*operand_attrs=*/nullptr);
+      sideEffectAsm(b, loc, TypeRange{}, ValueRange{}, text, "~{memory}");
   }
 
   Value pin(OpBuilder &b, Location loc, Value value) const override {
     // A register move in inline PTX with side effects: LLVM keeps it in
     // the loop, and the conversions of its result after it.
-    auto asmOp = LLVM::InlineAsmOp::create(
-        b, loc, value.getType(), ValueRange{value},
-        b.getStringAttr("mov.b32 $0, $1;"), b.getStringAttr("=r,r"),
-        /*has_side_effects=*/b.getUnitAttr(), /*is_align_stack=*/nullptr,
-        LLVM::TailCallKindAttr::get(b.getContext(),
-                                    LLVM::tailcallkind::TailCallKind::None),
-        /*asm_dialect=*/nullptr, /*operand_attrs=*/nullptr);
-    return asmOp.getResult(0);
+    return sideEffectAsm(b, loc, value.getType(), ValueRange{value},
+                         "mov.b32 $0, $1;", "=r,r")
+        .getResult(0);
   }
 };
 
