@@ -275,6 +275,11 @@ def _grad_base_cases(op, dt, st):
         # the budget: registers). Not benchmark shapes.
         Case(c(7000), 1500, "strided"),
         Case(c(11000), 900, "offset"),
+        # G = 1 fixed with several rows: the dx kernel's one program (a
+        # block; a cluster of blocks at N = 32768 on sm_90) sums them all
+        # and finishes dweight / dbias itself, no reduce launch.
+        Case(c(4096, groups=1), 40),
+        Case(c(32768, groups=1), 3, "offset"),
     ]) + ([] if st == "atomic" else [
         # A fixed G above M (atomic has no groups): programs without rows,
         # which write their partial rows whole (zeros) where no kernel

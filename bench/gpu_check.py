@@ -586,13 +586,17 @@ def build_case(ctx, case):
     return bufs, inputs, outputs, refs, scales, bounds
 
 
-def run_case(ctx, case, mod, manifest, ws, ws_bytes, other=None):
+def run_case(ctx, case, mod, manifest, ws, ws_bytes, other=None,
+             other_label="other-chip"):
     """Launches `case` ctx.launches times and checks every output against
     the float64 reference, bitwise repetition, inputs and padding. With
     `other` (a module of the same configuration compiled for another chip,
-    `--compare-dir`): one more launch through it, whose dweight/dbias must
-    equal ours bitwise (the sum order is chip-independent, docs/GPU.md);
-    dx and the forward's outputs are compared and reported too."""
+    `--compare-dir`; or the same kernels loaded to launch the reduce
+    kernel at G = 1 too, `--one-group-reduce`): one more launch through it,
+    whose dweight/dbias must equal ours bitwise (the sum order is
+    chip-independent, docs/GPU.md; the dx kernel's finish at G = 1 is the
+    reduce kernel's arithmetic); dx and the forward's outputs are compared
+    and reported too."""
     T, cfg = ctx.torch, case.cfg
     probs = manifest_problems(cfg, manifest)
     if probs:
@@ -662,11 +666,11 @@ def run_case(ctx, case, mod, manifest, ws, ws_bytes, other=None):
     if other is not None:
         theirs = launch_once(other)
         differ = [k for k in refs if not same_bits(ctx, runs[0][k], theirs[k])]
-        chips = " other-chip=" + ("same" if not differ else
-                                  "DIFFERS(" + ",".join(differ) + ")")
+        chips = " %s=" % other_label + (
+            "same" if not differ else "DIFFERS(" + ",".join(differ) + ")")
         if set(differ) & {"dweight", "dbias"}:
-            fails.append("dweight/dbias differ bitwise from the other "
-                         "chip's kernels: " + ",".join(differ))
+            fails.append("dweight/dbias differ bitwise from %s: %s" % (
+                other_label, ",".join(differ)))
     detail = " ".join("%s %.2e/%.0e" % (k, errs[k], bounds[k]) for k in refs)
     detail += chips
     detail += " bitwise=%s" % (("yes" if identical else "no")
@@ -905,6 +909,13 @@ def main():
                     "another chip (gpu-prepare's kernels-sm80: PTX, JIT "
                     "here): cases of configurations it has also run "
                     "through it; dweight/dbias must match bitwise")
+    ap.add_argument("--one-group-reduce", action="store_true",
+                    help="only the cases at G = 1 (M = 1, or groups=1), "
+                    "each launched once more through the same kernels "
+                    "loaded with NORMRT_ONE_GROUP_REDUCE=1 (the reduce "
+                    "kernel launched after the dx kernel that finished "
+                    "dweight/dbias itself): every output must match "
+                    "bitwise")
     ap.add_argument("--image", choices=("auto", "cubin", "ptx"),
                     default="auto", help="kernel image to load (auto: the "
                     "cubin when prepared, else/on failure the PTX)")
@@ -1004,8 +1015,27 @@ def main():
                                     rc, "?"), msg), 0.0))
                 out("FAIL %s: module load -> %d: %s" % (c.name, rc, msg))
             continue
-        other = None
-        if args.compare_dir:
+        other, other_label = None, "other-chip"
+        if args.one_group_reduce:
+            ccases = [c for c in ccases
+                      if c.m == 1 or getattr(c.cfg, "groups", 0) == 1]
+            if not ccases:
+                mod.close()
+                continue
+            os.environ["NORMRT_ONE_GROUP_REDUCE"] = "1"
+            try:
+                orc, other, omsg, _, _ = E.load_config(
+                    rt, args.gpu_dir, entry, args.image)
+            finally:
+                del os.environ["NORMRT_ONE_GROUP_REDUCE"]
+            other_label = "reduce-kernel"
+            if orc:
+                for c in ccases:
+                    results.append((c.name, "FAIL", "module with the reduce "
+                                    "kernel: %d: %s" % (orc, omsg), 0.0))
+                mod.close()
+                continue
+        elif args.compare_dir:
             kdir = os.path.dirname(entry["manifest"])
             alt = {k: v.replace(kdir + "/", args.compare_dir + "/", 1)
                    for k, v in entry.items() if k in ("manifest", "ptx")}
@@ -1051,7 +1081,7 @@ def main():
             print("%-76s " % c.name, end="", flush=True)
             try:
                 detail = run_case(ctx, c, mod, manifest, ws, ws_bytes,
-                                  other)
+                                  other, other_label)
                 status = "PASS"
             except CaseFailure as ex:
                 status, detail = "FAIL", str(ex)
@@ -1071,6 +1101,11 @@ def main():
         if other is not None:
             other.close()
         del ws
+    if args.one_group_reduce:
+        same = sum(1 for _, st, d, _ in results
+                   if st == "PASS" and "reduce-kernel=same" in d)
+        out("one group: %d of %d cases identical in every output with the "
+            "reduce kernel launched too" % (same, len(results)))
     if args.compare_dir:
         same = sum(1 for _, st, d, _ in results
                    if st == "PASS" and "other-chip=same" in d)

@@ -174,6 +174,11 @@ NORMRT_API int normrt_workspace_bytes(const NormrtModule *module, int64_t rows,
 /// load: it may start before the work before it on `stream` ends, and
 /// waits for that work before it touches memory (the same results).
 ///
+/// A reduce kernel the manifest marks "skip_at_one_group" is not launched
+/// where G = 1: the dx kernel before it has written dweight / dbias, with
+/// the same bits (normrt_dry_run prints "skip" for it). The environment's
+/// NORMRT_ONE_GROUP_REDUCE=1 at the load launches it all the same.
+///
 /// The launch runs in the module's context: if it is not current on the
 /// calling thread, it is made current for the call and the previous one
 /// restored. A module does not change after its load, so threads may launch

@@ -370,6 +370,8 @@ Status mlir::norm::runtime::loadModule(const void *image, size_t imageSize,
     return s;
   fitWaves(*m, bytes);
   m->dependentLaunch = dependentLaunchAllowed(*m);
+  const char *oneGroup = std::getenv("NORMRT_ONE_GROUP_REDUCE");
+  m->launchSkipped = oneGroup && std::string_view(oneGroup) == "1";
   module = std::move(m);
   return Status::success();
 }
@@ -402,6 +404,8 @@ Status mlir::norm::runtime::launchModule(const NormrtModule &module,
     if (CUresult r = d.cuMemsetD8Async(address, 0, bytes, cuStream))
       return driverError(d, "cuMemsetD8Async", r, "clearing a workspace");
   for (KernelLaunch &l : plan.launches) {
+    if (l.skipped && !module.launchSkipped)
+      continue;
     pointers.clear();
     for (uint64_t &p : l.params)
       pointers.push_back(&p);

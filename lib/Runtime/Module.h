@@ -31,6 +31,10 @@ struct NormrtModule {
   /// serialization: the driver has cuLaunchKernelEx, the device compute
   /// capability 9.0 or later, and NORMRT_DEPENDENT_LAUNCH is not "0".
   bool dependentLaunch = false;
+  /// A launch planned as skipped (a reduce kernel whose dx kernel finished
+  /// at G = 1) is launched all the same: NORMRT_ONE_GROUP_REDUCE is "1" at
+  /// the load (an A/B of the same kernels; the results are the same).
+  bool launchSkipped = false;
 
   NormrtModule() = default;
   NormrtModule(const NormrtModule &) = delete;

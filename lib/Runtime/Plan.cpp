@@ -204,6 +204,7 @@ Status mlir::norm::runtime::planLaunch(const Manifest &manifest,
     launch.params.clear();
     launch.kernel = k;
     launch.block = uint32_t(spec.block);
+    launch.skipped = spec.skipAtOneGroup.value_or(false) && groups == 1;
     if (Status s = gridOf(manifest, spec, plan.m, groups, launch.grid);
         s.failed())
       return s;
@@ -245,7 +246,8 @@ std::string mlir::norm::runtime::describePlan(const Manifest &manifest,
   for (const auto &[address, bytes] : plan.clears)
     s += "clear " + hex(address) + " " + std::to_string(bytes) + "\n";
   for (const KernelLaunch &l : plan.launches) {
-    s += "launch " + manifest.kernels[l.kernel].name + " grid " +
+    s += std::string(l.skipped ? "skip " : "launch ") +
+         manifest.kernels[l.kernel].name + " grid " +
          std::to_string(l.grid) + " block " + std::to_string(l.block) +
          " params " + std::to_string(l.params.size()) + ":";
     // Memref by memref: pointers in hex, the rest in decimal.

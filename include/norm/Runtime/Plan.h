@@ -69,6 +69,10 @@ struct KernelLaunch {
   size_t kernel = 0;
   uint32_t grid = 0;
   uint32_t block = 0;
+  /// True for a reduce kernel marked `skip_at_one_group` when G is 1: the
+  /// dx kernel before it has written dweight / dbias (the same bits), so
+  /// the launch is left out unless NORMRT_ONE_GROUP_REDUCE=1 at the load.
+  bool skipped = false;
   /// The kernel's parameters, each 8 bytes (pointers, offsets, sizes,
   /// strides), in the order of MLIR's memref expansion.
   std::vector<uint64_t> params;

@@ -387,8 +387,8 @@ inline std::string keyIn(const Field &f, Syntax syntax) {
 /// The checks of one record that are not a single field's: `columns` only
 /// with grid `columns`, grid `row_blocks` with `rows`, `cluster` above 1
 /// only with grid `programs` or `row_blocks` (the first and last also with a constant grid,
-/// which the writer puts for any rule it could fold). Empty if none fails,
-/// else the message.
+/// which the writer puts for any rule it could fold), `skip_at_one_group`
+/// only on a reduce kernel. Empty if none fails, else the message.
 inline std::string checkKernelRecord(const KernelRecord &record,
                                      Syntax syntax) {
   bool json = syntax == Syntax::Manifest;
@@ -418,6 +418,11 @@ inline std::string checkKernelRecord(const KernelRecord &record,
            grid(GridRule::Programs) + ", " + grid(GridRule::RowBlocks) +
            " or a constant number of programs (clusters of blocks), got " +
            grid(record.grid);
+  // Only a reduce kernel has its work done by the dx kernel at G = 1.
+  if (record.skipAtOneGroup.value_or(false) && record.kind != KernelKind::Reduce)
+    return keyIn(field::kKernelSkipAtOneGroup, syntax) +
+           " only goes with kind reduce, got kind " +
+           std::string(toString(record.kind));
   return "";
 }
 

@@ -78,6 +78,18 @@ inline int64_t reduceColumns(std::optional<int64_t> n,
 /// `sum` is the nest's sum over partial rows (checkReduceNestShape).
 void buildReduceKernel(scf::ForOp nest, scf::ForOp sum, StringRef name,
                        int64_t columns, ReduceBatches batches);
+/// Where G = 1 (M = 1 with the default groups), the dx kernel `dx`, which
+/// writes the partial rows the reduce nest `nest` sums, finishes dweight /
+/// dbias itself: at its end, where the partial rows' leading extent is 1,
+/// its blocks (one program: `cluster` blocks, or one) meet at a barrier and
+/// its threads do the reduce kernel's arithmetic for G = 1 on row 0 column
+/// by column (the same operations in the same order: the same bits) and
+/// the nest's stores. The runtime then skips the reduce launch (the
+/// manifest's `skip_at_one_group`). Returns false, changing nothing, where
+/// G is a constant other than 1 or the nest uses a value the launch cannot
+/// have.
+bool finishOneGroup(gpu::LaunchOp dx, scf::ForOp nest, scf::ForOp sum,
+                    int64_t cluster, const TargetCodegen &codegen);
 
 /// The shapes the kernel builders accept (NestShapes.cpp): each returns an
 /// error naming the nest for anything else. The row nest's check returns

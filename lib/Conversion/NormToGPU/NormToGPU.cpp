@@ -14,6 +14,7 @@
 #include "GeometryAttr.h"
 #include "Kernels.h"
 #include "Launch.h"
+#include "Tuning.h"
 
 #include "norm/Conversion/NormToGPU/Geometry.h"
 #include "norm/Conversion/NormToGPU/TargetCodegen.h"
@@ -146,7 +147,7 @@ struct MapToGPUPass : public norm::impl::NormMapToGPUBase<MapToGPUPass> {
               int64_t threads, norm::manifest::GridRule grid,
               int64_t columns = 0, const Geometry *g = nullptr,
               int64_t resident = 0, int64_t dynamicShared = 0,
-              int64_t wave = 0) {
+              int64_t wave = 0, bool skipAtOneGroup = false) {
     kernels.push_back(norm::KernelAttr::get(
         b.getContext(), name, kind, threads, grid, columns, g ? g->lanes : 0,
         g ? g->rows : 0, g ? g->vec : 0,
@@ -154,6 +155,58 @@ struct MapToGPUPass : public norm::impl::NormMapToGPUBase<MapToGPUPass> {
         g && g->cluster > 1 ? g->cluster : 0,
         g ? std::max(g->dynamicSharedBytes, dynamicShared) : 0, resident,
         wave, waits ? std::optional<bool>(true) : std::nullopt));
+    if (skipAtOneGroup) {
+      auto attr = cast<norm::KernelAttr>(kernels.back());
+      norm::manifest::KernelRecord r = attr.getRecord();
+      r.skipAtOneGroup = true;
+      kernels.back() = norm::KernelAttr::get(b.getContext(), r);
+    }
+  }
+
+  /// Where G may be 1 (M = 1 is in the `rows` hint's bucket, and G is not
+  /// a constant other than 1), the dx kernel that writes the partial rows
+  /// `sum` reads finishes dweight / dbias itself at G = 1
+  /// (norm::finishOneGroup); returns whether it does, for the reduce
+  /// kernel's record (`skip_at_one_group`). `deterministic` only: there
+  /// program p alone writes partial row p, so at G = 1 the one program has
+  /// written every row the reduce reads (`atomic` adds every program's
+  /// terms into one row, `locked` and `grouped_atomic` share rows between
+  /// programs under a lock or atomics).
+  bool finishInDx(scf::ForOp nest, scf::ForOp sum) {
+    if (rows > norm::kTuningRowEdges[0] ||
+        norm::getNestStrategy(nest) != norm::ReductionStrategy::Deterministic)
+      return false;
+    Value ws;
+    for (Operation &op : sum.getBody()->without_terminator())
+      if (auto load = dyn_cast<memref::LoadOp>(op)) {
+        ws = load.getMemRef();
+        break;
+      }
+    if (!ws)
+      return false;
+    for (Attribute a : kernels) {
+      const norm::manifest::KernelRecord &r =
+          cast<norm::KernelAttr>(a).getRecord();
+      if (r.kind != norm::manifest::KernelKind::Dx)
+        continue;
+      gpu::LaunchOp dx;
+      nest->getParentOfType<func::FuncOp>().walk([&](gpu::LaunchOp launch) {
+        std::optional<StringRef> f = launch.getFunction();
+        if (f && *f == r.name)
+          dx = launch;
+      });
+      if (!dx)
+        continue;
+      bool writes = dx->walk([&](Operation *op) {
+                         return llvm::is_contained(op->getOperands(), ws)
+                                    ? WalkResult::interrupt()
+                                    : WalkResult::advance();
+                       }).wasInterrupted();
+      if (writes)
+        return norm::finishOneGroup(dx, nest, sum, r.cluster,
+                                    norm::TargetCodegen::forTarget(*target));
+    }
+    return false;
   }
 
   /// The most partial-row groups G of a loop over them (the dx kernel's
@@ -288,12 +341,14 @@ struct MapToGPUPass : public norm::impl::NormMapToGPUBase<MapToGPUPass> {
       std::optional<int64_t> n = getConstantIntValue(nest.getUpperBound());
       int64_t columns = reduceColumns ? static_cast<int64_t>(reduceColumns)
                                       : norm::reduceColumns(n, *target);
+      bool skipAtOneGroup = finishInDx(nest, *sum);
       norm::buildReduceKernel(
           nest, *sum, name, columns,
           norm::reduceBatches(largestGroups(sum->getUpperBound(), n),
                               static_cast<int64_t>(reduceUnroll)));
       record(b, name, KernelKind::Reduce, columns * norm::kReduceSlices,
-             GridRule::Columns, columns);
+             GridRule::Columns, columns, /*g=*/nullptr, /*resident=*/0,
+             /*dynamicShared=*/0, /*wave=*/0, skipAtOneGroup);
       break;
     }
     case norm::Stage::Dx:

@@ -7,14 +7,28 @@
 #include "Kernels.h"
 #include "Launch.h"
 
+#include "norm/Conversion/NormToGPU/TargetCodegen.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/Dominance.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/Transforms/RegionUtils.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/SetVector.h"
 
 using namespace mlir;
 using namespace mlir::norm;
+
+/// The kReduceSlices slices' sums of one column added in slice order, the
+/// reduce kernel's last step: `slice(q)` emits slice q's sum.
+static Value addSlices(OpBuilder &b, Location loc,
+                       function_ref<Value(int64_t)> slice) {
+  Value total = slice(0);
+  for (int64_t q = 1; q < kReduceSlices; ++q)
+    total = arith::AddFOp::create(b, loc, total, slice(q));
+  return total;
+}
 
 /// `for j { s = sum over w of ws[w, j]; stores }`: a block per `columns`
 /// columns; its kReduceSlices slices of threads take the partial rows
@@ -217,15 +231,12 @@ void norm::buildReduceKernel(scf::ForOp nest, scf::ForOp sum, StringRef name,
             arith::CmpIOp::create(kb, loc, arith::CmpIPredicate::eq, slice,
                                   cIndex(kb, loc, 0)));
         scf::IfOp::create(kb, loc, first, [&](OpBuilder &ib, Location) {
-          for (auto [res, buf] : llvm::zip(sum.getResults(), scratch)) {
-            Value total = memref::LoadOp::create(
-                ib, loc, buf, ValueRange{cIndex(ib, loc, 0), lane});
-            for (int64_t q = 1; q < kReduceSlices; ++q)
-              total = arith::AddFOp::create(
-                  ib, loc, total,
-                  memref::LoadOp::create(ib, loc, buf,
-                                         ValueRange{cIndex(ib, loc, q), lane}));
-            m.map(res, total);
+          for (auto [res, slices] : llvm::zip(sum.getResults(), scratch)) {
+            Value buf = slices;
+            m.map(res, addSlices(ib, loc, [&](int64_t q) -> Value {
+                    return memref::LoadOp::create(
+                        ib, loc, buf, ValueRange{cIndex(ib, loc, q), lane});
+                  }));
           }
           bool after = false;
           for (Operation &op : nest.getBody()->without_terminator()) {
@@ -239,4 +250,127 @@ void norm::buildReduceKernel(scf::ForOp nest, scf::ForOp sum, StringRef name,
           scf::YieldOp::create(ib, loc);
         });
       });
+}
+
+/// The partial rows the sum of a reduce nest loads (the first load's
+/// memref); null if it loads none.
+static Value partialRowsOf(scf::ForOp sum) {
+  for (Operation &op : sum.getBody()->without_terminator())
+    if (auto load = dyn_cast<memref::LoadOp>(op))
+      return load.getMemRef();
+  return Value();
+}
+
+bool norm::finishOneGroup(gpu::LaunchOp dx, scf::ForOp nest, scf::ForOp sum,
+                          int64_t cluster, const TargetCodegen &codegen) {
+  // G is the partial rows' leading extent (the runtime sizes them so): a
+  // constant other than 1 never takes this path.
+  Value ws = partialRowsOf(sum);
+  if (!ws)
+    return false;
+  auto wsType = cast<MemRefType>(ws.getType());
+  if (wsType.getRank() < 1 ||
+      (!wsType.isDynamicDim(0) && wsType.getDimSize(0) != 1))
+    return false;
+
+  // What the nest uses from above must be available at the end of the dx
+  // launch: defined before it, or pure and recomputed there from what is.
+  DominanceInfo dom(dx->getParentOfType<FunctionOpInterface>());
+  DenseMap<Value, bool> availability;
+  std::function<bool(Value)> available = [&](Value v) -> bool {
+    if (dom.properlyDominates(v, dx))
+      return true;
+    auto it = availability.find(v);
+    if (it != availability.end())
+      return it->second;
+    Operation *def = v.getDefiningOp();
+    bool ok = def && def->getNumRegions() == 0 && isPure(def) &&
+              llvm::all_of(def->getOperands(), available);
+    availability[v] = ok;
+    return ok;
+  };
+  llvm::SetVector<Value> above;
+  getUsedValuesDefinedAbove(nest.getRegion(), above);
+  for (Value v : {nest.getLowerBound(), nest.getUpperBound(), nest.getStep()})
+    above.insert(v);
+  if (!llvm::all_of(above, available))
+    return false;
+
+  Location loc = nest.getLoc();
+  Block &body = dx.getBody().back();
+  OpBuilder b = OpBuilder::atBlockTerminator(&body);
+  Value g = memref::DimOp::create(b, loc, ws, 0);
+  Value single = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, g,
+                                       cIndex(b, loc, 1));
+  scf::IfOp::create(b, loc, single, [&](OpBuilder &ib, Location) {
+    // Every block's partial row is written: the blocks of the one program
+    // (a cluster, or one block) meet, and read each other's columns.
+    if (cluster > 1)
+      codegen.clusterBarrier(ib, loc);
+    else
+      gpu::BarrierOp::create(ib, loc);
+    IRMapping m;
+    std::function<Value(Value)> materialize = [&](Value v) -> Value {
+      if (dom.properlyDominates(v, dx))
+        return v;
+      if (Value got = m.lookupOrNull(v))
+        return got;
+      Operation *def = v.getDefiningOp();
+      for (Value o : def->getOperands())
+        materialize(o);
+      ib.clone(*def, m);
+      return m.lookup(v);
+    };
+    for (Value v : above)
+      m.map(v, materialize(v));
+    // Thread t of the launch takes columns lb + t step, with a stride of
+    // every thread of the launch.
+    Value threads = arith::MulIOp::create(ib, loc, dx.getBlockSize().x,
+                                          dx.getGridSize().x);
+    Value t = arith::AddIOp::create(
+        ib, loc,
+        arith::MulIOp::create(ib, loc, dx.getBlockIds().x, dx.getBlockSize().x),
+        dx.getThreadIds().x);
+    Value step = m.lookup(nest.getStep());
+    Value first = arith::AddIOp::create(
+        ib, loc, m.lookup(nest.getLowerBound()),
+        arith::MulIOp::create(ib, loc, t, step));
+    scf::ForOp::create(
+        ib, loc, first, m.lookup(nest.getUpperBound()),
+        arith::MulIOp::create(ib, loc, threads, step), ValueRange{},
+        [&](OpBuilder &fb, Location, Value j, ValueRange) {
+          // The reduce kernel's arithmetic at G = 1 (buildReduceKernel):
+          // slice 0 adds row 0 to the initial values, slices 1 to 7 have
+          // no row and keep them, and the slices' sums are added in
+          // order; then the nest's stores.
+          IRMapping cm = m;
+          cm.map(nest.getInductionVar(), j);
+          Block *nestBody = nest.getBody();
+          auto it = nestBody->begin();
+          for (; &*it != sum.getOperation(); ++it)
+            fb.clone(*it, cm);
+          SmallVector<Value> inits;
+          for (Value v : sum.getInitArgs())
+            inits.push_back(cm.lookupOrDefault(v));
+          cm.map(sum.getInductionVar(), cIndex(fb, loc, 0));
+          for (auto [arg, v] : llvm::zip(sum.getRegionIterArgs(), inits))
+            cm.map(arg, v);
+          for (Operation &op : sum.getBody()->without_terminator())
+            fb.clone(op, cm);
+          for (auto [i, res] : llvm::enumerate(sum.getResults())) {
+            Value row0 =
+                cm.lookupOrDefault(sum.getBody()->getTerminator()->getOperand(i));
+            Value init = inits[i];
+            cm.map(res, addSlices(fb, loc, [&](int64_t q) {
+                     return q ? init : row0;
+                   }));
+          }
+          for (++it; it != nestBody->end(); ++it)
+            if (!it->hasTrait<OpTrait::IsTerminator>())
+              fb.clone(*it, cm);
+          scf::YieldOp::create(fb, loc);
+        });
+    scf::YieldOp::create(ib, loc);
+  });
+  return true;
 }

@@ -68,6 +68,13 @@ public:
     NVVM::ClusterWaitOp::create(b, loc, b.getUnitAttr());
   }
 
+  void clusterBarrier(OpBuilder &b, Location loc) const override {
+    // barrier.cluster.arrive (.release by default), then
+    // barrier.cluster.wait (.acquire by default).
+    NVVM::ClusterArriveOp::create(b, loc, b.getUnitAttr());
+    NVVM::ClusterWaitOp::create(b, loc, b.getUnitAttr());
+  }
+
   void arriveExpectingBytes(OpBuilder &b, Location loc, Value bar,
                             int64_t bytes) const override {
     NVVM::MBarrierArriveExpectTxOp::create(

@@ -89,6 +89,12 @@
 // CHECK:     %[[COL:.*]] = arith.addi %[[BASE]], %{{.*}} : index
 // CHECK:     memref.store %{{.*}}[%[[P]], %[[COL]]]
 // CHECK-NOT: scf.if
+// Then only the finish at G = 1 (map-to-gpu-one-group.mlir): a cluster
+// barrier, and the reduce's arithmetic on row 0.
+// CHECK:     %[[ONE:.*]] = arith.cmpi eq
+// CHECK-NEXT: scf.if %[[ONE]] {
+// CHECK-NEXT:   nvvm.cluster.arrive {aligned}
+// CHECK-NEXT:   nvvm.cluster.wait {aligned}
 // CHECK: gpu.terminator
 
 // Without clusters (sm_80, or cluster=1), and as chosen on sm_90 (one

@@ -16,7 +16,7 @@
 // The deterministic backward: the dx kernel and the reduce kernel.
 // CHECK-LABEL: func @layer_norm_grad_n4096
 // CHECK-SAME: #norm.kernel<name = "layer_norm_grad_n4096_dx_1", kind = dx, {{[^>]*}}, waits = true>
-// CHECK-SAME: #norm.kernel<name = "layer_norm_grad_n4096_reduce_2", kind = reduce, {{[^>]*}}, waits = true>
+// CHECK-SAME: #norm.kernel<name = "layer_norm_grad_n4096_reduce_2", kind = reduce, {{[^>]*}}, waits = true, skip_at_one_group = true>
 // CHECK:      gpu.launch {{.*}} function(@layer_norm_grad_n4096_dx_1)
 // CHECK-NOT:    {{memref|vector}}.{{load|store}}
 // CHECK:   llvm.inline_asm has_side_effects "griddepcontrol.wait;", "~{memory}"  : () -> ()

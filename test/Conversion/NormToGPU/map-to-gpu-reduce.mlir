@@ -16,11 +16,11 @@
 // 32 would give 128, fewer than the SMs) and 32 on sm_80 (128 >= 108).
 // Neither changes the order of any sum.
 // CHECK-LABEL: func @layer_norm_grad_n4096
-// CHECK-SAME: #norm.kernel<name = "layer_norm_grad_n4096_reduce_2", kind = reduce, block = 128, grid = columns, columns = 16, waits = true>
+// CHECK-SAME: #norm.kernel<name = "layer_norm_grad_n4096_reduce_2", kind = reduce, block = 128, grid = columns, columns = 16, waits = true, skip_at_one_group = true>
 // SM80-LABEL: func @layer_norm_grad_n4096
-// SM80-SAME: #norm.kernel<name = "layer_norm_grad_n4096_reduce_2", kind = reduce, block = 256, grid = columns, columns = 32>
+// SM80-SAME: #norm.kernel<name = "layer_norm_grad_n4096_reduce_2", kind = reduce, block = 256, grid = columns, columns = 32, skip_at_one_group = true>
 // SET-LABEL: func @layer_norm_grad_n4096
-// SET-SAME: #norm.kernel<name = "layer_norm_grad_n4096_reduce_2", kind = reduce, block = 256, grid = columns, columns = 32, waits = true>
+// SET-SAME: #norm.kernel<name = "layer_norm_grad_n4096_reduce_2", kind = reduce, block = 256, grid = columns, columns = 32, waits = true, skip_at_one_group = true>
 // The batches, software-pipelined: 16 rows a batch (kReduceUnroll), a
 // step of 8 x 16 = 128 rows; LayerNorm has two sums a row (dweight,
 // dbias), so 32 loads a batch. The loop runs two steps past G
@@ -107,7 +107,7 @@ func.func @layer_norm_grad_n4096(%dy: memref<?x4096xbf16>, %x: memref<?x4096xbf1
 // of 8 lanes reads one 32-byte sector a row. N = 8192 keeps 32 (256
 // blocks).
 // CHECK-LABEL: func @rms_norm_grad_n24
-// CHECK-SAME: #norm.kernel<name = "rms_norm_grad_n24_reduce_2", kind = reduce, block = 64, grid = columns, columns = 8, waits = true>
+// CHECK-SAME: #norm.kernel<name = "rms_norm_grad_n24_reduce_2", kind = reduce, block = 64, grid = columns, columns = 8, waits = true, skip_at_one_group = true>
 // CHECK: function(@rms_norm_grad_n24_reduce_2) workgroup(%{{.*}} : memref<8x8xf32, #gpu.address_space<workgroup>>)
 // CHECK:   arith.addi %{{.*}}, %c256{{[_0-9]*}}
 // CHECK:   scf.for {{.*}} step %c128{{[_0-9]*}} iter_args
@@ -116,7 +116,7 @@ func.func @layer_norm_grad_n4096(%dy: memref<?x4096xbf16>, %x: memref<?x4096xbf1
 // CHECK-NOT: memref.load
 // CHECK:     scf.yield
 // SM80-LABEL: func @rms_norm_grad_n24
-// SM80-SAME: columns = 8>
+// SM80-SAME: columns = 8, skip_at_one_group = true>
 func.func @rms_norm_grad_n24(%dy: memref<?x24xbf16>, %x: memref<?x24xbf16>, %rstd: memref<?xf32>,
                              %w: memref<24xbf16>, %dx: memref<?x24xbf16>, %dw: memref<24xbf16>) {
   norm.rms_norm_grad dy(%dy : memref<?x24xbf16>) x(%x : memref<?x24xbf16>) rstd(%rstd : memref<?xf32>)
@@ -127,7 +127,7 @@ func.func @rms_norm_grad_n24(%dy: memref<?x24xbf16>, %x: memref<?x24xbf16>, %rst
 // -----
 
 // CHECK-LABEL: func @rms_norm_grad_n8192
-// CHECK-SAME: #norm.kernel<name = "rms_norm_grad_n8192_reduce_2", kind = reduce, block = 256, grid = columns, columns = 32, waits = true>
+// CHECK-SAME: #norm.kernel<name = "rms_norm_grad_n8192_reduce_2", kind = reduce, block = 256, grid = columns, columns = 32, waits = true, skip_at_one_group = true>
 func.func @rms_norm_grad_n8192(%dy: memref<?x8192xbf16>, %x: memref<?x8192xbf16>, %rstd: memref<?xf32>,
                                %w: memref<8192xbf16>, %dx: memref<?x8192xbf16>, %dw: memref<8192xbf16>) {
   norm.rms_norm_grad dy(%dy : memref<?x8192xbf16>) x(%x : memref<?x8192xbf16>) rstd(%rstd : memref<?xf32>)

@@ -13,7 +13,7 @@
 // LANES-LABEL: func @rms_norm_grad_n24
 // LANES-SAME: kind = dx, block = 256, grid = programs, lanes = 2, rows = 128, vector = 8, registers = true, waits = true>
 // CHECK-LABEL: func @rms_norm_grad_n24
-// CHECK-SAME: norm.kernels = [#norm.kernel<name = "rms_norm_grad_n24_dx_1", kind = dx, block = 256, grid = programs, lanes = 4, rows = 64, vector = 8, registers = true, wave = 4, waits = true>, #norm.kernel<name = "rms_norm_grad_n24_reduce_2", kind = reduce, block = 64, grid = columns, columns = 8, waits = true>]
+// CHECK-SAME: norm.kernels = [#norm.kernel<name = "rms_norm_grad_n24_dx_1", kind = dx, block = 256, grid = programs, lanes = 4, rows = 64, vector = 8, registers = true, wave = 4, waits = true>, #norm.kernel<name = "rms_norm_grad_n24_reduce_2", kind = reduce, block = 64, grid = columns, columns = 8, waits = true, skip_at_one_group = true>]
 // CHECK: memref.alloc({{.*}}) {norm.workspace, norm.written} : memref<?x24xf32>
 // CHECK-NOT: gpu.launch
 // CHECK: gpu.launch {{.*}} threads({{.*}}) in ({{.*}} = %c256{{.*}}) module(@rms_norm_grad_n24_kernels) function(@rms_norm_grad_n24_dx_1) workgroup(%[[SMEM:.*]] : memref<64x24xf32, #gpu.address_space<workgroup>>)

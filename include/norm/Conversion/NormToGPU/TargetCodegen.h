@@ -48,6 +48,10 @@ public:
   virtual void clusterArriveAfterInit(OpBuilder &b, Location loc) const = 0;
   /// Waits for every thread of the cluster's arrival (acquire).
   virtual void clusterWait(OpBuilder &b, Location loc) const = 0;
+  /// A barrier of every thread of the cluster that orders their memory
+  /// accesses, global memory's included (arrive with release, wait with
+  /// acquire): what one block wrote before it, every block reads after.
+  virtual void clusterBarrier(OpBuilder &b, Location loc) const = 0;
   /// This block's arrival at mbarrier `bar`'s current phase, which then
   /// completes once `bytes` more bytes have been stored into the block
   /// (by pushToClusterRank, from any block).
