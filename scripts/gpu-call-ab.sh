@@ -6,7 +6,9 @@
 # packed tune directories (.dev/<dir>.tar.gz from `bench/tune.py prepare
 # --pack`, one with the change and one without, e.g. TUNE_EXTRA_FLAGS=
 # --row-barriers=0). Steps, each under its own cap:
-#   1. gpu_check over every case (CHECK_S, 90; 0 skips it)
+#   1. gpu_check over every case (CHECK_S, 90; 0 skips it), then, with
+#      ONE_GROUP_S > 0, its cases at G = 1 against the reduce kernel
+#      (gpu_check --one-group-reduce)
 #   2. compute-sanitizer racecheck and synccheck (SAN_TOOLS) over one case
 #      per configuration (SAN_FILTER: gpu_check --filter; SAN_S each, 100;
 #      0 skips them)
@@ -34,6 +36,15 @@ if (( ${CHECK_S:-90} > 0 )); then
     >"$OUT/check.log" 2>&1
   note "check rc=$?"
 fi
+# ONE_GROUP_S > 0: the cases at G = 1 once more with the reduce kernel
+# launched after the dx kernel's finish (gpu_check --one-group-reduce):
+# every output bit must match.
+if (( ${ONE_GROUP_S:-0} > 0 )); then
+  timeout "$ONE_GROUP_S" python3 bench/gpu_check.py --one-group-reduce \
+    --no-error-path --budget-s $(( ONE_GROUP_S - 15 )) \
+    >"$OUT/one-group.log" 2>&1
+  note "one-group rc=$?"
+fi
 export PYTORCH_NO_CUDA_MEMORY_CACHING=1
 for tool in ${SAN_TOOLS:-racecheck synccheck}; do
   (( ${SAN_S:-100} > 0 )) || break
@@ -54,7 +65,7 @@ for spec in ${AB:-}; do
   note "tune $plan $new against $old rc=$?"
 done
 tar czf "$OUT/ab.tgz" -C "$OUT" ab && rm -rf "$OUT/ab"
-for f in check racecheck synccheck; do
+for f in check one-group racecheck synccheck; do
   [[ -f $OUT/$f.log ]] && tail -n 4 "$OUT/$f.log"
 done
 cat "$OUT/summary.txt"

@@ -20,6 +20,10 @@
 #        kernels-sm80                  compiled for sm_80 (PTX, JIT here):
 #                                      dweight/dbias bitwise equal to the
 #                                      sm_90 cubins' (issue 9, item 4)
+# 1d'. gpu_check.py --one-group-reduce the cases at G = 1 (M = 1, groups=1):
+#                                      the dx kernel's finish bitwise equal
+#                                      to the reduce kernel's (docs/GPU.md
+#                                      "One group")
 #  1e. bash scripts/gpu-python.sh      the carried wheel (.whl/, from
 #                                      dev.sh wheel): python/tests and
 #                                      first-use times; in the default
@@ -290,9 +294,9 @@ OPEN_ENDED=" sweep grid variants tune "
 # GPU_RUN_STEPS="memcheck initcheck" for a sanitizer run over the full
 # matrix in a call of its own; the others are reported as "not run".
 # "python" is in the default only when a wheel was carried (.whl/).
-DEFAULT_STEPS="check big nan chips bench memcheck initcheck racecheck"
+DEFAULT_STEPS="check big nan chips onegroup bench memcheck initcheck racecheck"
 compgen -G ".whl/norm_mlir-*.whl" >/dev/null &&
-  DEFAULT_STEPS="check big nan chips python bench memcheck initcheck racecheck"
+  DEFAULT_STEPS="check big nan chips onegroup python bench memcheck initcheck racecheck"
 RUN_STEPS=" ${GPU_RUN_STEPS:-$DEFAULT_STEPS} "
 selected() {  # any of the named steps runs in this call
   local s
@@ -350,7 +354,7 @@ step() {
 # still get time; steps that finish early leave theirs to the later ones
 # (racecheck, last, takes what is left).
 #--- 1. correctness --------------------------------------------------------#
-selected check big nan && : >"$OUT/check.log"
+selected check big nan chips onegroup && : >"$OUT/check.log"
 step check 420 "$OUT/check.log" -- \
   python3 bench/gpu_check.py --budget-s "${CHECK_BUDGET_S:-45}"
 
@@ -371,10 +375,18 @@ step chips 300 "$OUT/check.log" -- \
   python3 bench/gpu_check.py --compare-dir kernels-sm80 --no-error-path \
     --filter 'grad-.*-deterministic' --deadline @DEADLINE@
 
+#--- 1d'. one group: the dx kernel's finish against the reduce kernel -------#
+# At G = 1 the dx kernel writes dweight/dbias itself and the reduce launch
+# is skipped (docs/GPU.md "One group"); with NORMRT_ONE_GROUP_REDUCE=1 the
+# reduce kernel runs after it: every output must be the same bits.
+step onegroup 120 "$OUT/check.log" -- \
+  python3 bench/gpu_check.py --one-group-reduce --no-error-path \
+    --deadline @DEADLINE@
+
 #--- 1e. the Python wheel (norm_mlir), carried in .whl/ ---------------------#
 # scripts/gpu-python.sh: the wheel installed alone, python/tests (CPU and
 # GPU files), first-use times.
-selected python && ! selected check big nan chips && : >"$OUT/check.log"
+selected python && ! selected check big nan chips onegroup && : >"$OUT/check.log"
 step python 200 "$OUT/check.log" -- bash scripts/gpu-python.sh
 
 #--- 2. benchmark ----------------------------------------------------------#
