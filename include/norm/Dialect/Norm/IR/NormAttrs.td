@@ -41,7 +41,11 @@ def Norm_KernelAttr : AttrDef<Norm_Dialect, "Kernel"> {
     kernel that waits for the grids before it in the stream before it
     touches global memory (`griddepcontrol.wait`), so the runtime may
     launch it before they end (programmatic stream serialization; sm_90,
-    norm-map-to-gpu's `dependent-launch`). The keys, their
+    norm-map-to-gpu's `dependent-launch`). `skip_at_one_group = true`
+    (absent: false; a reduce kernel only) marks a reduce kernel whose work
+    the dx kernel before it does itself where G = 1, so the runtime
+    launches it only where G > 1 (the manifest's `skip_at_one_group`). The
+    keys, their
     ranges and the enum names are those of the manifest's kernel fields
     (norm/Support/ManifestSchema.def), from which the attribute's storage
     (a `KernelRecord`), parser, printer and verifier are stamped.
