@@ -1015,7 +1015,7 @@ def main():
                                     rc, "?"), msg), 0.0))
                 out("FAIL %s: module load -> %d: %s" % (c.name, rc, msg))
             continue
-        other, other_label = None, "other-chip"
+        other, other_label, orc = None, "other-chip", 0
         if args.one_group_reduce:
             ccases = [c for c in ccases
                       if c.m == 1 or getattr(c.cfg, "groups", 0) == 1]
@@ -1029,12 +1029,7 @@ def main():
             finally:
                 del os.environ["NORMRT_ONE_GROUP_REDUCE"]
             other_label = "reduce-kernel"
-            if orc:
-                for c in ccases:
-                    results.append((c.name, "FAIL", "module with the reduce "
-                                    "kernel: %d: %s" % (orc, omsg), 0.0))
-                mod.close()
-                continue
+            what = "module with the reduce kernel"
         elif args.compare_dir:
             kdir = os.path.dirname(entry["manifest"])
             alt = {k: v.replace(kdir + "/", args.compare_dir + "/", 1)
@@ -1044,12 +1039,13 @@ def main():
                 continue  # compared configurations only
             orc, other, omsg, _, _ = E.load_config(
                 rt, args.gpu_dir, alt, "ptx")
-            if orc:
-                for c in ccases:
-                    results.append((c.name, "FAIL", "other chip's module: "
-                                    "%d: %s" % (orc, omsg), 0.0))
-                mod.close()
-                continue
+            what = "other chip's module"
+        if orc:
+            for c in ccases:
+                results.append((c.name, "FAIL", "%s: %d: %s" % (
+                    what, orc, omsg), 0.0))
+            mod.close()
+            continue
         ws_bytes, ws_err = 0, None
         for c in ccases:
             rc, nb, msg = E.status(mod.workspace_bytes, c.m)
