@@ -390,6 +390,9 @@ struct MapToGPUPass : public norm::impl::NormMapToGPUBase<MapToGPUPass> {
 
   void runOnOperation() override {
     func::FuncOp func = getOperation();
+    // One instance may run on several functions in turn (without threads,
+    // or as the pass manager schedules them): each records its own.
+    kernels.clear();
     target = norm::TargetInfo::get(chip);
     if (!target) {
       emitError(func.getLoc())

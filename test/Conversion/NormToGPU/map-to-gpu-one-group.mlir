@@ -1,6 +1,7 @@
 // RUN: norm-opt %s --split-input-file --norm-lower-to-loops --norm-choose-geometry --norm-map-to-gpu | FileCheck %s
 // RUN: norm-opt %s --split-input-file --norm-lower-to-loops --norm-choose-geometry=chip=sm_80 --norm-map-to-gpu=chip=sm_80 | FileCheck %s --check-prefix=SM80
 // RUN: norm-opt %s --split-input-file --norm-lower-to-loops --norm-choose-geometry=rows=129 --norm-map-to-gpu=rows=129 | FileCheck %s --check-prefix=BIG
+// RUN: norm-opt %s --split-input-file --norm-lower-to-loops --norm-choose-geometry --norm-map-to-gpu --mlir-disable-threading | FileCheck %s --check-prefix=SEQ
 
 // One group (docs/GPU.md "One group"): where G = 1 (M = 1 with the default
 // groups, or a fixed G of 1) the dx kernel finishes dweight / dbias itself.
@@ -106,7 +107,13 @@ func.func @layer_norm_grad_n32768(%dy: memref<?x32768xbf16>, %x: memref<?x32768x
 
 // A fixed G of 1: the condition folds to true at compile time (the
 // extent is static), the reduce kernel is recorded all the same, and the
-// runtime never launches it. A fixed G of 4 has no finish.
+// runtime never launches it. A fixed G of 4 has no finish. One instance
+// of the pass maps both functions in turn without threads (SEQ): each
+// function records its own kernels only.
+// SEQ-LABEL: func @fixed_one
+// SEQ-SAME: norm.kernels = [#norm.kernel<name = "fixed_one_dx_1", {{[^>]*}}>, #norm.kernel<name = "fixed_one_reduce_2", {{[^>]*}}, skip_at_one_group = true>]
+// SEQ-LABEL: func @fixed_four
+// SEQ-SAME: norm.kernels = [#norm.kernel<name = "fixed_four_dx_1", {{[^>]*}}>, #norm.kernel<name = "fixed_four_reduce_2", {{[^>]*}}, waits = true>]
 // CHECK-LABEL: func @fixed_one
 // CHECK-SAME: kind = reduce, {{[^>]*}}, skip_at_one_group = true>
 // CHECK:      gpu.launch {{.*}} function(@fixed_one_dx_1)
