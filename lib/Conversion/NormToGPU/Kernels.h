@@ -90,6 +90,9 @@ void buildReduceKernel(scf::ForOp nest, scf::ForOp sum, StringRef name,
 /// have.
 bool finishOneGroup(gpu::LaunchOp dx, scf::ForOp nest, scf::ForOp sum,
                     int64_t cluster, const TargetCodegen &codegen);
+/// Columns a thread of finishOneGroup takes a step (their loads in flight
+/// together).
+inline constexpr int64_t kFinishColumns = 8;
 
 /// The shapes the kernel builders accept (NestShapes.cpp): each returns an
 /// error naming the nest for anything else. The row nest's check returns

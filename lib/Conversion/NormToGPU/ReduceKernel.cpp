@@ -291,8 +291,7 @@ bool norm::finishOneGroup(gpu::LaunchOp dx, scf::ForOp nest, scf::ForOp sum,
   };
   llvm::SetVector<Value> above;
   getUsedValuesDefinedAbove(nest.getRegion(), above);
-  for (Value v : {nest.getLowerBound(), nest.getUpperBound(), nest.getStep()})
-    above.insert(v);
+  above.insert(nest.getUpperBound());
   if (!llvm::all_of(above, available))
     return false;
 
@@ -323,51 +322,75 @@ bool norm::finishOneGroup(gpu::LaunchOp dx, scf::ForOp nest, scf::ForOp sum,
     };
     for (Value v : above)
       m.map(v, materialize(v));
-    // Thread t of the launch takes columns lb + t step, with a stride of
-    // every thread of the launch.
+    // Thread t of the T threads of the launch takes columns t, t + T, ...
+    // (the column loop runs from 0 in steps of 1, checkColumnLoop),
+    // kFinishColumns of them a step: their loads go out together, where
+    // one column a step waited for each load in turn (N / T loads in a
+    // row: 40 at N = 5120 on one block of 128 threads). A column past N
+    // loads column N - 1 and stores nothing.
     Value threads = arith::MulIOp::create(ib, loc, dx.getBlockSize().x,
                                           dx.getGridSize().x);
     Value t = arith::AddIOp::create(
         ib, loc,
         arith::MulIOp::create(ib, loc, dx.getBlockIds().x, dx.getBlockSize().x),
         dx.getThreadIds().x);
-    Value step = m.lookup(nest.getStep());
-    Value first = arith::AddIOp::create(
-        ib, loc, m.lookup(nest.getLowerBound()),
-        arith::MulIOp::create(ib, loc, t, step));
+    Value n = m.lookup(nest.getUpperBound());
+    Value last = arith::SubIOp::create(ib, loc, n, cIndex(ib, loc, 1));
     scf::ForOp::create(
-        ib, loc, first, m.lookup(nest.getUpperBound()),
-        arith::MulIOp::create(ib, loc, threads, step), ValueRange{},
-        [&](OpBuilder &fb, Location, Value j, ValueRange) {
+        ib, loc, t, n,
+        arith::MulIOp::create(ib, loc, threads,
+                              cIndex(ib, loc, kFinishColumns)),
+        ValueRange{}, [&](OpBuilder &fb, Location, Value j0, ValueRange) {
           // The reduce kernel's arithmetic at G = 1 (buildReduceKernel):
           // slice 0 adds row 0 to the initial values, slices 1 to 7 have
           // no row and keep them, and the slices' sums are added in
-          // order; then the nest's stores.
-          IRMapping cm = m;
-          cm.map(nest.getInductionVar(), j);
+          // order; then the nest's stores, for the columns below N.
           Block *nestBody = nest.getBody();
-          auto it = nestBody->begin();
-          for (; &*it != sum.getOperation(); ++it)
-            fb.clone(*it, cm);
-          SmallVector<Value> inits;
-          for (Value v : sum.getInitArgs())
-            inits.push_back(cm.lookupOrDefault(v));
-          cm.map(sum.getInductionVar(), cIndex(fb, loc, 0));
-          for (auto [arg, v] : llvm::zip(sum.getRegionIterArgs(), inits))
-            cm.map(arg, v);
-          for (Operation &op : sum.getBody()->without_terminator())
-            fb.clone(op, cm);
-          for (auto [i, res] : llvm::enumerate(sum.getResults())) {
-            Value row0 =
-                cm.lookupOrDefault(sum.getBody()->getTerminator()->getOperand(i));
-            Value init = inits[i];
-            cm.map(res, addSlices(fb, loc, [&](int64_t q) {
-                     return q ? init : row0;
-                   }));
+          SmallVector<IRMapping> maps(kFinishColumns, m);
+          SmallVector<Value> inRange;
+          for (int64_t u = 0; u < kFinishColumns; ++u) {
+            IRMapping &cm = maps[u];
+            Value j = u ? arith::AddIOp::create(
+                              fb, loc, j0,
+                              arith::MulIOp::create(fb, loc, threads,
+                                                    cIndex(fb, loc, u)))
+                        : j0;
+            inRange.push_back(arith::CmpIOp::create(
+                fb, loc, arith::CmpIPredicate::ult, j, n));
+            cm.map(nest.getInductionVar(),
+                   arith::MinUIOp::create(fb, loc, j, last));
+            for (Operation &op : nestBody->without_terminator()) {
+              if (&op == sum.getOperation())
+                break;
+              fb.clone(op, cm);
+            }
+            SmallVector<Value> inits;
+            for (Value v : sum.getInitArgs())
+              inits.push_back(cm.lookupOrDefault(v));
+            cm.map(sum.getInductionVar(), cIndex(fb, loc, 0));
+            for (auto [arg, v] : llvm::zip(sum.getRegionIterArgs(), inits))
+              cm.map(arg, v);
+            for (Operation &op : sum.getBody()->without_terminator())
+              fb.clone(op, cm);
+            for (auto [i, res] : llvm::enumerate(sum.getResults())) {
+              Value row0 = cm.lookupOrDefault(
+                  sum.getBody()->getTerminator()->getOperand(i));
+              Value init = inits[i];
+              cm.map(res, addSlices(fb, loc, [&](int64_t q) {
+                       return q ? init : row0;
+                     }));
+            }
           }
-          for (++it; it != nestBody->end(); ++it)
-            if (!it->hasTrait<OpTrait::IsTerminator>())
-              fb.clone(*it, cm);
+          for (int64_t u = 0; u < kFinishColumns; ++u)
+            scf::IfOp::create(fb, loc, inRange[u], [&](OpBuilder &sb, Location) {
+              bool after = false;
+              for (Operation &op : nestBody->without_terminator()) {
+                if (after)
+                  sb.clone(op, maps[u]);
+                after = after || &op == sum.getOperation();
+              }
+              scf::YieldOp::create(sb, loc);
+            });
           scf::YieldOp::create(fb, loc);
         });
     scf::YieldOp::create(ib, loc);

@@ -8,7 +8,8 @@
 // At its end, where the partial rows' leading extent is 1, its blocks meet
 // (a block barrier; a cluster barrier, release / acquire, where a program
 // is a cluster) and its threads take the columns j = t, t + T, ... (T
-// threads in the launch), each doing the reduce kernel's arithmetic for
+// threads in the launch, 8 columns a step), each doing the reduce
+// kernel's arithmetic for
 // G = 1: slice 0 adds row 0 to the initial value, slices 1 to 7 keep it,
 // and the eight slices' sums are added in slice order; then the nest's
 // stores. The same operations in the same order as the reduce kernel's:
@@ -27,14 +28,32 @@
 // CHECK:        scf.if %[[ONE]] {
 // CHECK-NEXT:     gpu.barrier
 // CHECK-NOT:      nvvm.cluster
-// CHECK:          scf.for %[[J:.*]] = %{{.*}} to %c4096{{.*}} step %{{.*}} {
-// CHECK:            %[[P:.*]] = memref.load %[[WS]][%c0{{.*}}, %[[J]]] : memref<?x4096xf32>
+// Thread t of the T threads: columns t, t + T, ..., 8 a step (loads
+// together, stores after; a column past N loads column N - 1 and stores
+// nothing).
+// CHECK:          %[[T:.*]] = arith.muli %{{.*}}, %{{.*}} : index
+// CHECK:          %[[LAST:.*]] = arith.subi %[[N:c4096[_0-9]*]], %c1
+// CHECK:          %[[STEP:.*]] = arith.muli %[[T]], %c8
+// CHECK:          scf.for %[[J:.*]] = %{{.*}} to %[[N]] step %[[STEP]] {
+// CHECK:            %[[IN0:.*]] = arith.cmpi ult, %[[J]], %[[N]]
+// CHECK:            %[[C0:.*]] = arith.minui %[[J]], %[[LAST]]
+// CHECK:            %[[P:.*]] = memref.load %[[WS]][%c0{{.*}}, %[[C0]]] : memref<?x4096xf32>
 // CHECK:            %[[S0:.*]] = arith.addf %[[INIT:cst[_0-9]*]], %[[P]] : f32
 // CHECK:            %[[S1:.*]] = arith.addf %[[S0]], %[[INIT]] : f32
 // CHECK-COUNT-5:    arith.addf %{{.*}}, %[[INIT]] : f32
 // CHECK:            %[[S7:.*]] = arith.addf %{{.*}}, %[[INIT]] : f32
-// CHECK-NEXT:       %[[T:.*]] = arith.truncf %[[S7]] : f32 to bf16
-// CHECK-NEXT:       memref.store %[[T]], %{{.*}}[%[[J]]] : memref<4096xbf16>
+// CHECK:            %[[J1:.*]] = arith.addi %[[J]], %{{.*}} : index
+// CHECK:            arith.cmpi ult, %[[J1]], %[[N]]
+// CHECK:            %[[C1:.*]] = arith.minui %[[J1]], %[[LAST]]
+// CHECK:            memref.load %[[WS]][%c0{{.*}}, %[[C1]]] : memref<?x4096xf32>
+// CHECK-COUNT-6:    memref.load %[[WS]]
+// CHECK-NOT:        memref.store
+// CHECK:            scf.if %[[IN0]] {
+// CHECK-NEXT:         %[[H:.*]] = arith.truncf %[[S7]] : f32 to bf16
+// CHECK-NEXT:         memref.store %[[H]], %{{.*}}[%[[C0]]] : memref<4096xbf16>
+// CHECK-NEXT:       }
+// CHECK-COUNT-7:    memref.store %{{.*}} : memref<4096xbf16>
+// CHECK-NEXT:       }
 // CHECK-NEXT:     }
 // CHECK-NEXT:   }
 // CHECK-NEXT:   gpu.terminator
@@ -80,11 +99,15 @@ func.func @rms_norm_grad_n4096(%dy: memref<?x4096xbf16>, %x: memref<?x4096xbf16>
 // CHECK-NEXT:     nvvm.cluster.arrive {aligned}
 // CHECK-NEXT:     nvvm.cluster.wait {aligned}
 // CHECK:          scf.for %[[J:.*]] = %{{.*}} to %c32768{{.*}} step %{{.*}} {
-// CHECK:            memref.load %{{.*}}[%c0{{.*}}, %[[J]]] : memref<?x32768xf32>
-// CHECK:            memref.load %{{.*}}[%c0{{.*}}, %[[J]]] : memref<?x32768xf32>
+// CHECK:            %[[C:.*]] = arith.minui %[[J]], %{{.*}}
+// CHECK:            memref.load %{{.*}}[%c0{{.*}}, %[[C]]] : memref<?x32768xf32>
+// CHECK:            memref.load %{{.*}}[%c0{{.*}}, %[[C]]] : memref<?x32768xf32>
 // CHECK-COUNT-15:   arith.addf
-// CHECK:            memref.store %{{.*}}[%[[J]]] : memref<32768xbf16>
-// CHECK:            memref.store %{{.*}}[%[[J]]] : memref<32768xbf16>
+// CHECK:            scf.if
+// CHECK-NEXT:         arith.truncf
+// CHECK-NEXT:         memref.store %{{.*}}[%[[C]]] : memref<32768xbf16>
+// CHECK-NEXT:         arith.truncf
+// CHECK-NEXT:         memref.store %{{.*}}[%[[C]]] : memref<32768xbf16>
 // CHECK:      gpu.launch {{.*}} function(@layer_norm_grad_n32768_reduce_2)
 // SM80-LABEL: func @layer_norm_grad_n32768
 // SM80:      gpu.launch {{.*}} function(@layer_norm_grad_n32768_dx_1)
@@ -118,7 +141,8 @@ func.func @layer_norm_grad_n32768(%dy: memref<?x32768xbf16>, %x: memref<?x32768x
 // CHECK-SAME: kind = reduce, {{[^>]*}}, skip_at_one_group = true>
 // CHECK:      gpu.launch {{.*}} function(@fixed_one_dx_1)
 // CHECK:          scf.for %[[J:.*]] = %{{.*}} to %c2048{{.*}} step %{{.*}} {
-// CHECK:            memref.load %{{.*}}[%c0{{.*}}, %[[J]]] : memref<1x2048xf32>
+// CHECK:            %[[C:.*]] = arith.minui %[[J]], %{{.*}}
+// CHECK:            memref.load %{{.*}}[%c0{{.*}}, %[[C]]] : memref<1x2048xf32>
 // CHECK-LABEL: func @fixed_four
 // CHECK-NOT: skip_at_one_group
 // CHECK:      gpu.launch {{.*}} function(@fixed_four_dx_1)
