@@ -90,6 +90,9 @@ void buildReduceKernel(scf::ForOp nest, scf::ForOp sum, StringRef name,
 /// have.
 bool finishOneGroup(gpu::LaunchOp dx, scf::ForOp nest, scf::ForOp sum,
                     int64_t cluster, const TargetCodegen &codegen);
+/// The partial rows the sum of a reduce nest loads (its first load's
+/// memref); null if it loads none.
+Value partialRowsOf(scf::ForOp sum);
 /// Columns a thread of finishOneGroup takes a step (their loads in flight
 /// together).
 inline constexpr int64_t kFinishColumns = 8;

@@ -176,12 +176,7 @@ struct MapToGPUPass : public norm::impl::NormMapToGPUBase<MapToGPUPass> {
     if (rows > norm::kTuningRowEdges[0] ||
         norm::getNestStrategy(nest) != norm::ReductionStrategy::Deterministic)
       return false;
-    Value ws;
-    for (Operation &op : sum.getBody()->without_terminator())
-      if (auto load = dyn_cast<memref::LoadOp>(op)) {
-        ws = load.getMemRef();
-        break;
-      }
+    Value ws = norm::partialRowsOf(sum);
     if (!ws)
       return false;
     for (Attribute a : kernels) {

@@ -20,6 +20,21 @@
 using namespace mlir;
 using namespace mlir::norm;
 
+/// Clones the ops of the reduce nest's column body before its sum (the
+/// sum's initial values, pure) with `m`, and returns the initial values.
+static SmallVector<Value> cloneSumInits(OpBuilder &b, scf::ForOp nest,
+                                        scf::ForOp sum, IRMapping &m) {
+  for (Operation &op : nest.getBody()->without_terminator()) {
+    if (&op == sum.getOperation())
+      break;
+    b.clone(op, m);
+  }
+  SmallVector<Value> inits;
+  for (Value v : sum.getInitArgs())
+    inits.push_back(m.lookupOrDefault(v));
+  return inits;
+}
+
 /// The kReduceSlices slices' sums of one column added in slice order, the
 /// reduce kernel's last step: `slice(q)` emits slice q's sum.
 static Value addSlices(OpBuilder &b, Location loc,
@@ -67,14 +82,7 @@ void norm::buildReduceKernel(scf::ForOp nest, scf::ForOp sum, StringRef name,
         IRMapping m;
         m.map(nest.getInductionVar(), j);
         // Ops before the sum (its initial values) are pure: clone them.
-        for (Operation &op : nest.getBody()->without_terminator()) {
-          if (&op == sum.getOperation())
-            break;
-          kb.clone(op, m);
-        }
-        SmallVector<Value> inits;
-        for (Value v : sum.getInitArgs())
-          inits.push_back(m.lookupOrDefault(v));
+        SmallVector<Value> inits = cloneSumInits(kb, nest, sum, m);
 
         // The sum's body in two parts: the chain (every op that needs the
         // running sums) and the row's loads (the rest), and the values the
@@ -252,9 +260,7 @@ void norm::buildReduceKernel(scf::ForOp nest, scf::ForOp sum, StringRef name,
       });
 }
 
-/// The partial rows the sum of a reduce nest loads (the first load's
-/// memref); null if it loads none.
-static Value partialRowsOf(scf::ForOp sum) {
+Value norm::partialRowsOf(scf::ForOp sum) {
   for (Operation &op : sum.getBody()->without_terminator())
     if (auto load = dyn_cast<memref::LoadOp>(op))
       return load.getMemRef();
@@ -359,14 +365,7 @@ bool norm::finishOneGroup(gpu::LaunchOp dx, scf::ForOp nest, scf::ForOp sum,
                 fb, loc, arith::CmpIPredicate::ult, j, n));
             cm.map(nest.getInductionVar(),
                    arith::MinUIOp::create(fb, loc, j, last));
-            for (Operation &op : nestBody->without_terminator()) {
-              if (&op == sum.getOperation())
-                break;
-              fb.clone(op, cm);
-            }
-            SmallVector<Value> inits;
-            for (Value v : sum.getInitArgs())
-              inits.push_back(cm.lookupOrDefault(v));
+            SmallVector<Value> inits = cloneSumInits(fb, nest, sum, cm);
             cm.map(sum.getInductionVar(), cIndex(fb, loc, 0));
             for (auto [arg, v] : llvm::zip(sum.getRegionIterArgs(), inits))
               cm.map(arg, v);
