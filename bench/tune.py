@@ -884,6 +884,31 @@ REDUCE_HOLD_M = (2048, 8192, 32768)
 REDUCE_FEW_N = {"bf16": (1000, 5120, 14336, 49152)}
 REDUCE_FEW_M = (1, 8, 64, 256, 2048)
 
+# "few-dx": the backward where rows are fewer than the SMs (M = 1, 8,
+# 64: the tuning table's first row bucket, one set of kernels for M =
+# 1-128, compiled with its rows hint 1 as norm_mlir.torch does, and the
+# table under them), bf16, N = 1000-12288: the cross-section's worst points
+# (RMSNorm 1 x 5120 at 0.60x of torch.compile's one kernel). The default
+# (the table's entry or the cost model: one block a row) against more
+# threads a row and the row split over a cluster, to see whether M = 1
+# wants a geometry of its own (a row bucket of its own) or one serves the
+# bucket.
+FEW_DX_N = (1000, 2048, 3072, 4096, 5120, 6144, 8192, 12288)
+FEW_DX_M = (1, 8, 64)
+# (threads, cluster)
+FEW_DX_KNOBS = ((256, 1), (512, 1), (1024, 1), (0, 2), (0, 4), (0, 8),
+                (256, 2), (256, 4), (512, 2))
+
+
+def few_dx_plan():
+    points, cands = table_plan(dtypes=("bf16",), ns=FEW_DX_N,
+                               knobs=FEW_DX_KNOBS, ms=FEW_DX_M,
+                               fields=("threads", "cluster"))
+    for cs in cands.values():
+        cs[:] = [dataclasses.replace(c, rows=1) for c in cs]
+    return points, cands
+
+
 def barriers_plan(ns=None, ms=BARRIER_M):
     ns = ns or BARRIER_N
     allns = sorted({n for v in ns.values() for n in v})
@@ -935,7 +960,8 @@ PLANS = dict(TABLE_PLANS, explore=explore_plan, grid=grid_plan,
                                                     REDUCE_HOLD_M),
                 "reduce-few": lambda: trim_plan(REDUCE_FEW_N, REDUCE_FEW_M),
                 "k2": lambda: trim_plan(K2_N, K2_M),
-                "k2-holdout": lambda: trim_plan(K2_HOLD_N, K2_HOLD_M)},
+                "k2-holdout": lambda: trim_plan(K2_HOLD_N, K2_HOLD_M),
+                "few-dx": few_dx_plan},
              **{"grid-cfgs": grid_cfgs_plan,
                 "grid-cfgs-f32": lambda: grid_cfgs_plan(("bf16", "f32"))})
 
@@ -946,7 +972,7 @@ TABLE_SIDE_PLANS = ("holdout", "holdout-odd", "fwd-tiny", "dres",
                     "dres-holdout", "small-n-holdout", "dres-few", "wave",
                     "wave-holdout", "ring-table", "regpart",
                     "regpart-holdout", "reduce", "reduce-holdout",
-                    "reduce-few")
+                    "reduce-few", "few-dx")
 
 
 def useful(cfg, m, n):

@@ -42,7 +42,9 @@ import json, os, sys
 c, d = sys.argv[1], os.environ.get('NORM_GPU_DIR', '.dev/gpu')
 m = (json.load(open(os.path.join(d, c))) if c.endswith('.json') else
      json.load(open(os.path.join(d, 'configs.json')))['configs'][c])
-print(len(m['kernels']))" "$cfg") || { echo "gpu-profile: no configuration $cfg"; rc=1; continue; }
+# At one row G is 1 and libnormrt skips a reduce marked skip_at_one_group.
+print(sum(1 for k in m['kernels']
+          if not (int(sys.argv[2]) == 1 and k.get('skip_at_one_group'))))" "$cfg" "$m") || { echo "gpu-profile: no configuration $cfg"; rc=1; continue; }
   csv="$OUT/profile-${cfg//\//-}-$m.csv"
   "$NCU" --kernel-name regex:norm_kernel --launch-skip $((2 * nk)) \
     --launch-count "$nk" --section SpeedOfLight --section Occupancy \
