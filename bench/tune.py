@@ -884,26 +884,32 @@ REDUCE_HOLD_M = (2048, 8192, 32768)
 REDUCE_FEW_N = {"bf16": (1000, 5120, 14336, 49152)}
 REDUCE_FEW_M = (1, 8, 64, 256, 2048)
 
-# "few-dx": the backward where rows are fewer than the SMs (M = 1, 8,
-# 64: the tuning table's first row bucket, one set of kernels for M =
-# 1-128, compiled with its rows hint 1 as norm_mlir.torch does, and the
-# table under them), bf16, N = 1000-12288: the cross-section's worst points
-# (RMSNorm 1 x 5120 at 0.60x of torch.compile's one kernel). The default
-# (the table's entry or the cost model: one block a row) against more
-# threads a row and the row split over a cluster, to see whether M = 1
-# wants a geometry of its own (a row bucket of its own) or one serves the
-# bucket.
-FEW_DX_N = (1000, 2048, 3072, 4096, 5120, 6144, 8192, 12288)
-FEW_DX_M = (1, 8, 64)
+# "few-dx": the backward where rows are fewer than the SMs (M = 1-128:
+# the tuning table's first row bucket, one set of kernels for all of it,
+# compiled with its rows hint 1 as norm_mlir.torch does), bf16 and f32, N =
+# 1024-12288: the cross-section's worst points (RMSNorm 1 x 5120 at 0.60x
+# of torch.compile's one kernel). The cost model (no table under the
+# candidates, so an entry it makes is against the cost model's choice)
+# against more threads a row and the row split over a cluster, at M = 1,
+# 8, 64 and 128, the bucket's ends included.
+# (The table's own N: a new N moves the N ranges' midpoints of every M
+# bucket of its op. The first run also timed N = 1000, left out of
+# tune-sm_90-few-dx-h100.json.)
+FEW_DX_N = {"bf16": (1024, 2048, 3072, 4096, 5120, 6144, 8192, 12288),
+            "f32": (1024, 2048, 4096, 6144, 8192)}
+FEW_DX_M = (1, 8, 64, 128)
 # (threads, cluster)
 FEW_DX_KNOBS = ((256, 1), (512, 1), (1024, 1), (0, 2), (0, 4), (0, 8),
                 (256, 2), (256, 4), (512, 2))
 
 
 def few_dx_plan():
-    points, cands = table_plan(dtypes=("bf16",), ns=FEW_DX_N,
-                               knobs=FEW_DX_KNOBS, ms=FEW_DX_M,
-                               fields=("threads", "cluster"))
+    points, cands = [], {}
+    for dt, ns in FEW_DX_N.items():
+        p, c = table_plan(dtypes=(dt,), ns=ns, knobs=FEW_DX_KNOBS,
+                          ms=FEW_DX_M, fields=("threads", "cluster"))
+        points += p
+        cands.update(c)
     for cs in cands.values():
         cs[:] = [dataclasses.replace(c, rows=1) for c in cs]
     return points, cands
@@ -972,7 +978,7 @@ TABLE_SIDE_PLANS = ("holdout", "holdout-odd", "fwd-tiny", "dres",
                     "dres-holdout", "small-n-holdout", "dres-few", "wave",
                     "wave-holdout", "ring-table", "regpart",
                     "regpart-holdout", "reduce", "reduce-holdout",
-                    "reduce-few", "few-dx")
+                    "reduce-few")
 
 
 def useful(cfg, m, n):
@@ -1178,8 +1184,13 @@ def run_plan(args):
                 torch.cuda.synchronize()
                 bits = [v.clone() for v in res[1:] if v is not None]
                 ref = res[0].float().clone()
+                # The default: no knob but, at most, the M's own bucket's
+                # rows hint (plans that compile every candidate hinted, as
+                # calls get them: few-dx, fwd-retune).
+                hinted = c.rows and c.rows == C.bucket_rows(m)
                 if base_bits is None and not c.groups and not c.cluster \
-                        and not c.threads and not c.rows and not c.lanes \
+                        and not c.threads and (not c.rows or hinted) \
+                        and not c.lanes \
                         and not c.fma and not c.mre and not c.prefetch \
                         and not c.pv and not c.pl and not c.nc:
                     base_bits, base_dx = bits, ref

@@ -93,8 +93,11 @@ bool finishOneGroup(gpu::LaunchOp dx, scf::ForOp nest, scf::ForOp sum,
 /// The partial rows the sum of a reduce nest loads (its first load's
 /// memref); null if it loads none.
 Value partialRowsOf(scf::ForOp sum);
-/// Columns a thread of finishOneGroup takes a step (their loads in flight
-/// together).
+/// Loads a thread of finishOneGroup has in flight a step: columns a step
+/// times the partial rows a column sums (dweight's, dbias'), as many
+/// columns as cover the thread's share of the row where that fits.
+inline constexpr int64_t kFinishLoads = 32;
+/// Columns a step where N or the block is not known.
 inline constexpr int64_t kFinishColumns = 8;
 
 /// The shapes the kernel builders accept (NestShapes.cpp): each returns an

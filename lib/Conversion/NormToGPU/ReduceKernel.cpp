@@ -11,11 +11,14 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/Dominance.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Transforms/RegionUtils.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/SetVector.h"
+
+#include <algorithm>
 
 using namespace mlir;
 using namespace mlir::norm;
@@ -330,12 +333,31 @@ bool norm::finishOneGroup(gpu::LaunchOp dx, scf::ForOp nest, scf::ForOp sum,
       m.map(v, materialize(v));
     // Thread t of the T threads of the launch takes columns t, t + T, ...
     // (the column loop runs from 0 in steps of 1, checkColumnLoop),
-    // kFinishColumns of them a step: their loads go out together, where
-    // one column a step waited for each load in turn (N / T loads in a
-    // row: 40 at N = 5120 on one block of 128 threads). A column past N
-    // loads column N - 1 and stores nothing.
-    Value threads = arith::MulIOp::create(ib, loc, dx.getBlockSize().x,
-                                          dx.getGridSize().x);
+    // `columns` of them a step: their loads go out together, where one
+    // column a step waited for each load in turn (N / T loads in a row: 40
+    // at N = 5120 on one block of 128 threads). With N and the block
+    // known, the thread's whole share of the row in one step where
+    // kFinishLoads allows (2 steps of 32 there; 8 columns a step took 5,
+    // each an L2 round trip). A column past N loads column N - 1 and
+    // stores nothing.
+    int64_t columns = kFinishColumns;
+    std::optional<int64_t> block = getConstantIntValue(dx.getBlockSizeX());
+    std::optional<int64_t> width = getConstantIntValue(nest.getUpperBound());
+    if (block && width && *block > 0) {
+      int64_t share =
+          llvm::divideCeil(*width, *block * std::max<int64_t>(cluster, 1));
+      int64_t most = std::max<int64_t>(
+          1, kFinishLoads / std::max<int64_t>(1, sum.getNumResults()));
+      columns = std::clamp<int64_t>(share, 1, most);
+    }
+    // At G = 1 the grid is the one program's blocks: T is a constant where
+    // the block is, and the step's columns sit at constant offsets from
+    // one address (a register each otherwise: the dx kernel of RMSNorm
+    // bf16 5120 took 242 registers for 32 columns a step, 128 without).
+    Value threads =
+        block ? cIndex(ib, loc, *block * std::max<int64_t>(cluster, 1))
+              : arith::MulIOp::create(ib, loc, dx.getBlockSize().x,
+                                      dx.getGridSize().x);
     Value t = arith::AddIOp::create(
         ib, loc,
         arith::MulIOp::create(ib, loc, dx.getBlockIds().x, dx.getBlockSize().x),
@@ -344,17 +366,16 @@ bool norm::finishOneGroup(gpu::LaunchOp dx, scf::ForOp nest, scf::ForOp sum,
     Value last = arith::SubIOp::create(ib, loc, n, cIndex(ib, loc, 1));
     scf::ForOp::create(
         ib, loc, t, n,
-        arith::MulIOp::create(ib, loc, threads,
-                              cIndex(ib, loc, kFinishColumns)),
+        arith::MulIOp::create(ib, loc, threads, cIndex(ib, loc, columns)),
         ValueRange{}, [&](OpBuilder &fb, Location, Value j0, ValueRange) {
           // The reduce kernel's arithmetic at G = 1 (buildReduceKernel):
           // slice 0 adds row 0 to the initial values, slices 1 to 7 have
           // no row and keep them, and the slices' sums are added in
           // order; then the nest's stores, for the columns below N.
           Block *nestBody = nest.getBody();
-          SmallVector<IRMapping> maps(kFinishColumns, m);
+          SmallVector<IRMapping> maps(columns, m);
           SmallVector<Value> inRange;
-          for (int64_t u = 0; u < kFinishColumns; ++u) {
+          for (int64_t u = 0; u < columns; ++u) {
             IRMapping &cm = maps[u];
             Value j = u ? arith::AddIOp::create(
                               fb, loc, j0,
@@ -380,7 +401,7 @@ bool norm::finishOneGroup(gpu::LaunchOp dx, scf::ForOp nest, scf::ForOp sum,
                      }));
             }
           }
-          for (int64_t u = 0; u < kFinishColumns; ++u)
+          for (int64_t u = 0; u < columns; ++u)
             scf::IfOp::create(fb, loc, inRange[u], [&](OpBuilder &sb, Location) {
               bool after = false;
               for (Operation &op : nestBody->without_terminator()) {

@@ -29,12 +29,17 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "llvm/ADT/MapVector.h"
 
+#include <algorithm>
 #include <cassert>
 
 using namespace mlir;
 using namespace mlir::norm;
 
 namespace {
+
+/// Columns a thread of SharedPartials::writeBack stores a step (their
+/// shared-memory loads issued together).
+constexpr int64_t kWriteBackColumns = 8;
 
 class SharedPartials final : public Partials {
 public:
@@ -227,41 +232,73 @@ void SharedPartials::writeBack() {
   int64_t span = g.cluster > 1 ? g.sliceColumns : n;
   bool sliceInRow = g.cluster == 1 || g.cluster * g.sliceColumns == n;
   Value colBase = ctx.colBase;
+  // Thread t stores columns t, t + T, ... (T threads), kWriteBackColumns
+  // of them a step: their shared-memory loads go out together, then the
+  // stores. One column a step waited for each load before its store (40
+  // in a row at N = 5120 on one block of 128 threads: about a microsecond
+  // of a launch that does one row). A column past the span loads the last
+  // one and stores nothing.
+  int64_t unroll = std::min<int64_t>(kWriteBackColumns,
+                                     llvm::divideCeil(span, g.threads));
+  bool ragged = span % (g.threads * unroll) != 0;
   for (auto [ws, accumulator] : partialArrays) {
     // Lambdas do not capture structured bindings before C++20 (clang).
     Value acc = accumulator;
     Value wsK = ctx.base.lookupOrDefault(ws);
     scf::ForOp::create(
-        b, loc, ctx.tid, ctx.c(span), ctx.c(g.threads), ValueRange{},
-        [&](OpBuilder &fb, Location, Value j, ValueRange) {
-          // Vector layout: column j is element e of chunk c = j / V, which
-          // lane c % L holds as its chunk k = c / L (q = k V + e).
-          // Interleaved layout: column k L V + e L + lane = q L + lane.
-          // (j counts from the block's slice.)
+        b, loc, ctx.tid, ctx.c(span), ctx.c(g.threads * unroll), ValueRange{},
+        [&](OpBuilder &fb, Location, Value j0, ValueRange) {
           auto ci = [&](int64_t v) { return cIndex(fb, loc, v); };
-          Value q, owner;
-          if (ctx.layout == Layout::Vector) {
-            Value chunk = arith::DivUIOp::create(fb, loc, j, ci(g.vec));
-            Value e = arith::RemUIOp::create(fb, loc, j, ci(g.vec));
-            owner = arith::RemUIOp::create(fb, loc, chunk, ci(g.lanes));
-            Value k = arith::DivUIOp::create(fb, loc, chunk, ci(g.lanes));
-            q = arith::AddIOp::create(
-                fb, loc, arith::MulIOp::create(fb, loc, k, ci(g.vec)), e);
-          } else {
-            q = arith::DivUIOp::create(fb, loc, j, ci(g.lanes));
-            owner = arith::RemUIOp::create(fb, loc, j, ci(g.lanes));
+          SmallVector<Value> columns, values;
+          for (int64_t u = 0; u < unroll; ++u) {
+            Value j = u ? arith::AddIOp::create(fb, loc, j0,
+                                                ci(u * g.threads))
+                        : j0;
+            columns.push_back(j);
+            if (ragged)
+              j = arith::MinUIOp::create(fb, loc, j, ci(span - 1));
+            // Vector layout: column j is element e of chunk c = j / V,
+            // which lane c % L holds as its chunk k = c / L (q = k V + e).
+            // Interleaved layout: column k L V + e L + lane = q L + lane.
+            // (j counts from the block's slice.)
+            Value q, owner;
+            if (ctx.layout == Layout::Vector) {
+              Value chunk = arith::DivUIOp::create(fb, loc, j, ci(g.vec));
+              Value e = arith::RemUIOp::create(fb, loc, j, ci(g.vec));
+              owner = arith::RemUIOp::create(fb, loc, chunk, ci(g.lanes));
+              Value k = arith::DivUIOp::create(fb, loc, chunk, ci(g.lanes));
+              q = arith::AddIOp::create(
+                  fb, loc, arith::MulIOp::create(fb, loc, k, ci(g.vec)), e);
+            } else {
+              q = arith::DivUIOp::create(fb, loc, j, ci(g.lanes));
+              owner = arith::RemUIOp::create(fb, loc, j, ci(g.lanes));
+            }
+            Value slot = slotOf(fb, q, owner);
+            values.push_back(
+                memref::LoadOp::create(fb, loc, acc, ValueRange{slot}));
           }
-          Value slot = slotOf(fb, q, owner);
-          Value v = memref::LoadOp::create(fb, loc, acc, ValueRange{slot});
-          if (sliceInRow) {
-            Value col =
-                colBase ? arith::AddIOp::create(fb, loc, colBase, j) : j;
-            memref::StoreOp::create(fb, loc, v, wsK, ValueRange{p, col});
-          } else {
-            Value col = arith::AddIOp::create(fb, loc, colBase, j);
-            Value inRow = arith::CmpIOp::create(
-                fb, loc, arith::CmpIPredicate::ult, col, ci(n));
-            scf::IfOp::create(fb, loc, inRow, [&](OpBuilder &ib, Location) {
+          for (auto [column, value] : llvm::zip(columns, values)) {
+            // (Lambdas do not capture structured bindings before C++20.)
+            Value j = column, v = value;
+            Value col = colBase ? arith::AddIOp::create(fb, loc, colBase, j)
+                                : j;
+            // In the span (a ragged last step), and in the row (the last
+            // block of a cluster whose slices pass N).
+            Value keep;
+            if (ragged)
+              keep = arith::CmpIOp::create(fb, loc, arith::CmpIPredicate::ult,
+                                           j, ci(span));
+            if (!sliceInRow) {
+              Value inRow = arith::CmpIOp::create(
+                  fb, loc, arith::CmpIPredicate::ult, col, ci(n));
+              keep = keep ? arith::AndIOp::create(fb, loc, keep, inRow)
+                          : inRow;
+            }
+            if (!keep) {
+              memref::StoreOp::create(fb, loc, v, wsK, ValueRange{p, col});
+              continue;
+            }
+            scf::IfOp::create(fb, loc, keep, [&](OpBuilder &ib, Location) {
               memref::StoreOp::create(ib, loc, v, wsK, ValueRange{p, col});
               scf::YieldOp::create(ib, loc);
             });

@@ -8,7 +8,9 @@
 // At its end, where the partial rows' leading extent is 1, its blocks meet
 // (a block barrier; a cluster barrier, release / acquire, where a program
 // is a cluster) and its threads take the columns j = t, t + T, ... (T
-// threads in the launch, 8 columns a step), each doing the reduce
+// threads in the launch, a constant where the block is: at G = 1 the grid
+// is the program's blocks), the thread's whole share of the row a step
+// where up to 32 loads allow (else 8 columns a step), each doing the reduce
 // kernel's arithmetic for
 // G = 1: slice 0 adds row 0 to the initial value, slices 1 to 7 keep it,
 // and the eight slices' sums are added in slice order; then the nest's
@@ -22,18 +24,27 @@
 // CHECK-LABEL: func @rms_norm_grad_n4096
 // CHECK-SAME: #norm.kernel<name = "rms_norm_grad_n4096_reduce_2", kind = reduce, {{[^>]*}}, skip_at_one_group = true>
 // CHECK:      %[[WS:.*]] = memref.alloc({{.*}}) {norm.workspace, norm.written} : memref<?x4096xf32>
-// CHECK:      gpu.launch {{.*}} function(@rms_norm_grad_n4096_dx_1)
+// CHECK:      gpu.launch {{.*}} function(@rms_norm_grad_n4096_dx_1) workgroup(%[[SUMS:[^ ]*]] : memref<4096xf32, #gpu.address_space<workgroup>>
+// The partial row's write-back from shared memory (every G): thread t
+// stores columns t, t + 256, ..., 8 a step, their loads first.
+// CHECK:        scf.for %{{.*}} = %{{.*}} to %c4096{{[_0-9]*}} step %c2048{{[_0-9]*}} {
+// CHECK-COUNT-8:  memref.load %[[SUMS]]
+// CHECK-NOT:      memref.load
+// CHECK-COUNT-8:  memref.store %{{.*}}, %[[WS]]
+// CHECK-NOT:      scf.if
+// CHECK:        }
 // CHECK:        %[[G:.*]] = memref.dim %[[WS]], %c0
 // CHECK:        %[[ONE:.*]] = arith.cmpi eq, %[[G]], %c1
 // CHECK:        scf.if %[[ONE]] {
 // CHECK-NEXT:     gpu.barrier
 // CHECK-NOT:      nvvm.cluster
-// Thread t of the T threads: columns t, t + T, ..., 8 a step (loads
-// together, stores after; a column past N loads column N - 1 and stores
-// nothing).
-// CHECK:          %[[T:.*]] = arith.muli %{{.*}}, %{{.*}} : index
+// Thread t of the T = 256 threads: columns t, t + T, ..., its 16 in one
+// step (loads together, stores after; a column past N loads column N - 1
+// and stores nothing).
+// CHECK:          %[[T:.*]] = arith.constant 256 : index
 // CHECK:          %[[LAST:.*]] = arith.subi %[[N:c4096[_0-9]*]], %c1
-// CHECK:          %[[STEP:.*]] = arith.muli %[[T]], %c8
+// CHECK:          %[[COLS:.*]] = arith.constant 16 : index
+// CHECK:          %[[STEP:.*]] = arith.muli %[[T]], %[[COLS]]
 // CHECK:          scf.for %[[J:.*]] = %{{.*}} to %[[N]] step %[[STEP]] {
 // CHECK:            %[[IN0:.*]] = arith.cmpi ult, %[[J]], %[[N]]
 // CHECK:            %[[C0:.*]] = arith.minui %[[J]], %[[LAST]]
@@ -46,13 +57,13 @@
 // CHECK:            arith.cmpi ult, %[[J1]], %[[N]]
 // CHECK:            %[[C1:.*]] = arith.minui %[[J1]], %[[LAST]]
 // CHECK:            memref.load %[[WS]][%c0{{.*}}, %[[C1]]] : memref<?x4096xf32>
-// CHECK-COUNT-6:    memref.load %[[WS]]
+// CHECK-COUNT-14:   memref.load %[[WS]]
 // CHECK-NOT:        memref.store
 // CHECK:            scf.if %[[IN0]] {
 // CHECK-NEXT:         %[[H:.*]] = arith.truncf %[[S7]] : f32 to bf16
 // CHECK-NEXT:         memref.store %[[H]], %{{.*}}[%[[C0]]] : memref<4096xbf16>
 // CHECK-NEXT:       }
-// CHECK-COUNT-7:    memref.store %{{.*}} : memref<4096xbf16>
+// CHECK-COUNT-15:   memref.store %{{.*}} : memref<4096xbf16>
 // CHECK-NEXT:       }
 // CHECK-NEXT:     }
 // CHECK-NEXT:   }

@@ -97,3 +97,25 @@ func.func @rms_norm_grad_n12288(%dy: tensor<?x12288xbf16>, %x: tensor<?x12288xbf
   %dx, %dw = norm.rms_norm_grad dy(%dy : tensor<?x12288xbf16>) x(%x : tensor<?x12288xbf16>) rstd(%rstd : tensor<?xf32>) weight(%w : tensor<12288xbf16>) -> dx(tensor<?x12288xbf16>) dweight(tensor<12288xbf16>)
   return %dx, %dw : tensor<?x12288xbf16>, tensor<12288xbf16>
 }
+
+// -----
+
+// The write-back where the threads' steps do not divide N (RMSNorm bf16 N
+// = 5000, 128 threads, the partial row in shared memory): 8 columns a step
+// (step 1024), each loaded at min(j, N - 1), all loads before the stores,
+// and each store kept to j < N (the sums' slots padded to 5120).
+// ONE-LABEL: func @rms_norm_grad_n5000
+// ONE: scf.for %[[J:.*]] = %{{.*}} to %[[N:c5000[_0-9]*]] step %c1024{{[_0-9]*}} {
+// ONE-NEXT: %[[LAST:.*]] = arith.constant 4999 : index
+// ONE-NEXT: %[[J0:.*]] = arith.minui %[[J]], %[[LAST]] : index
+// ONE-COUNT-8: memref.load %[[ACC:[a-z0-9_]+]][%{{.*}}] : memref<5120xf32, #gpu.address_space<workgroup>>
+// ONE-NOT: memref.load
+// ONE: %[[IN:.*]] = arith.cmpi ult, %[[J]], %c5000{{[_0-9]*}} : index
+// ONE-NEXT: scf.if %[[IN]] {
+// ONE-NEXT: memref.store %{{.*}}, %{{.*}}[%{{.*}}, %[[J]]] : memref<?x5000xf32>
+// ONE-COUNT-7: scf.if
+// ONE: gpu.terminator
+func.func @rms_norm_grad_n5000(%dy: tensor<?x5000xbf16>, %x: tensor<?x5000xbf16>, %rstd: tensor<?xf32>, %w: tensor<5000xbf16>) -> (tensor<?x5000xbf16>, tensor<5000xbf16>) {
+  %dx, %dw = norm.rms_norm_grad dy(%dy : tensor<?x5000xbf16>) x(%x : tensor<?x5000xbf16>) rstd(%rstd : tensor<?xf32>) weight(%w : tensor<5000xbf16>) -> dx(tensor<?x5000xbf16>) dweight(tensor<5000xbf16>)
+  return %dx, %dw : tensor<?x5000xbf16>, tensor<5000xbf16>
+}
