@@ -915,6 +915,34 @@ def few_dx_plan():
     return points, cands
 
 
+# "wide-g": fewer partial rows where rows are wide. G is capped at 128 from
+# N = 24576 (kGroupCaps), so the partial rows' traffic (G x N x 4 bytes a
+# partial row, written then read) outgrows the rows' own at few rows: 50 MB
+# for LayerNorm 256 x 49152 against 75 MB of x, dy and dx (0.71x of
+# torch.compile in the cross-section). A fixed G of 32 and 64 against the
+# default, with the geometry of each M's bucket and with a cluster of 8.
+# G is no table knob (dweight/dbias bits): a win moves Groups.h.
+WIDE_G_N = (24576, 32768, 49152, 65536)
+WIDE_G_M = (256, 512, 1024, 4096)
+WIDE_G_G = (32, 64)
+
+
+def wide_g_plan():
+    points, cands = [], {}
+    hints = sorted({C.bucket_rows(m) for m in WIDE_G_M})
+    for op in C.GRAD_OPS:
+        for n in WIDE_G_N:
+            cs = []
+            for h in hints:
+                cs.append(C.Cfg(op, n, "bf16", rows=h))
+                cs += [C.Cfg(op, n, "bf16", rows=h, groups=g, cluster=c)
+                       for g in WIDE_G_G for c in (0, 8)]
+            cands[(op, "bf16", n)] = cs
+            points += [(op, "bf16", n, m) for m in WIDE_G_M
+                       if m * n * 2 <= TENSOR_LIMIT]
+    return points, cands
+
+
 def barriers_plan(ns=None, ms=BARRIER_M):
     ns = ns or BARRIER_N
     allns = sorted({n for v in ns.values() for n in v})
@@ -967,7 +995,7 @@ PLANS = dict(TABLE_PLANS, explore=explore_plan, grid=grid_plan,
                 "reduce-few": lambda: trim_plan(REDUCE_FEW_N, REDUCE_FEW_M),
                 "k2": lambda: trim_plan(K2_N, K2_M),
                 "k2-holdout": lambda: trim_plan(K2_HOLD_N, K2_HOLD_M),
-                "few-dx": few_dx_plan},
+                "few-dx": few_dx_plan, "wide-g": wide_g_plan},
              **{"grid-cfgs": grid_cfgs_plan,
                 "grid-cfgs-f32": lambda: grid_cfgs_plan(("bf16", "f32"))})
 
@@ -978,16 +1006,16 @@ TABLE_SIDE_PLANS = ("holdout", "holdout-odd", "fwd-tiny", "dres",
                     "dres-holdout", "small-n-holdout", "dres-few", "wave",
                     "wave-holdout", "ring-table", "regpart",
                     "regpart-holdout", "reduce", "reduce-holdout",
-                    "reduce-few")
+                    "reduce-few", "wide-g")
 
 
 def useful(cfg, m, n):
     """Whether candidate cfg says anything at M: a fixed G no larger than M
     and other than the default's."""
+    if cfg.rows and C.bucket_rows(m) != cfg.rows:
+        return False
     if cfg.groups:
         return cfg.groups <= m and cfg.groups != C.default_groups(m, n)
-    if cfg.rows:
-        return C.bucket_rows(m) == cfg.rows
     return True
 
 
