@@ -617,9 +617,14 @@ def group_cap(n):
 def default_groups(m, n):
     """G of include/norm/Support/Groups.h (docs/Lowering.md):
     max(1, min(cap(N), max(ceil(M / r(N)), min(M, 128)))), r(N) =
-    ceil(4096 / N)."""
+    ceil(4096 / N); at most 64 where 3 x 2^20 / N <= 128 and 128 < M <=
+    512."""
     r = -(-4096 // max(n, 1))
-    return max(1, min(group_cap(n), max(-(-m // r), min(m, 128))))
+    g = min(group_cap(n), max(-(-m // r), min(m, 128)))
+    # Wide rows, few of them: 64 programs (kWidePrograms).
+    if (3 << 20) // max(n, 1) <= 128 and 128 < m <= 8 * 64:
+        g = min(g, 64)
+    return max(1, g)
 
 
 def rows_for_racecheck(cfg, m, kernels):

@@ -943,6 +943,29 @@ def wide_g_plan():
     return points, cands
 
 
+# "wide-retune": the table's knobs (plan table's: threads, cluster) for the
+# bucket M = 129-512 at the N where G became 64 there (Groups.h
+# kWidePrograms, from plan wide-g): the table's entries for that bucket
+# were measured at G = 128 (RMSNorm bf16 49152's 512 threads ran 0.88x of
+# the cost model at M = 512 under G = 64, a cluster of 8 1.40x). Each
+# candidate with the bucket's rows hint, the cost model under it; bf16 and
+# f32 at the table's own N (a new N moves the N ranges' midpoints).
+WIDE_RETUNE_N = {"bf16": (24576, 32768, 49152, 65536),
+                 "f32": (24576, 32768, 65536)}
+WIDE_RETUNE_M = (256, 512)
+
+
+def wide_retune_plan():
+    points, cands = [], {}
+    for dt, ns in WIDE_RETUNE_N.items():
+        p, c = table_plan(dtypes=(dt,), ns=ns, ms=WIDE_RETUNE_M)
+        points += p
+        cands.update(c)
+    for cs in cands.values():
+        cs[:] = [dataclasses.replace(c, rows=129) for c in cs]
+    return points, cands
+
+
 def barriers_plan(ns=None, ms=BARRIER_M):
     ns = ns or BARRIER_N
     allns = sorted({n for v in ns.values() for n in v})
@@ -995,7 +1018,8 @@ PLANS = dict(TABLE_PLANS, explore=explore_plan, grid=grid_plan,
                 "reduce-few": lambda: trim_plan(REDUCE_FEW_N, REDUCE_FEW_M),
                 "k2": lambda: trim_plan(K2_N, K2_M),
                 "k2-holdout": lambda: trim_plan(K2_HOLD_N, K2_HOLD_M),
-                "few-dx": few_dx_plan, "wide-g": wide_g_plan},
+                "few-dx": few_dx_plan, "wide-g": wide_g_plan,
+                "wide-retune": wide_retune_plan},
              **{"grid-cfgs": grid_cfgs_plan,
                 "grid-cfgs-f32": lambda: grid_cfgs_plan(("bf16", "f32"))})
 

@@ -35,11 +35,22 @@ namespace {
 /// emitDefaultGroups as a straight-line program over unsigned 64-bit slots;
 /// slot 0 is M and slot 1 is N.
 struct Program {
-  enum class Kind { Constant, MaxUI, MinUI, DivUI, CeilDivUI, MulI };
+  enum class Kind {
+    Constant,
+    MaxUI,
+    MinUI,
+    DivUI,
+    CeilDivUI,
+    MulI,
+    CmpI,
+    AndI,
+    Select
+  };
   struct Instr {
     Kind kind;
-    int a = 0, b = 0;
+    int a = 0, b = 0, c = 0;
     uint64_t constant = 0;
+    arith::CmpIPredicate predicate = arith::CmpIPredicate::eq;
   };
   std::vector<Instr> instrs;
   int result = 0;
@@ -50,7 +61,8 @@ struct Program {
     slots[1] = n;
     for (size_t i = 0; i < instrs.size(); ++i) {
       const Instr &in = instrs[i];
-      uint64_t a = slots[in.a], b = slots[in.b], &out = slots[i + 2];
+      uint64_t a = slots[in.a], b = slots[in.b], c = slots[in.c],
+               &out = slots[i + 2];
       switch (in.kind) {
       case Kind::Constant:
         out = in.constant;
@@ -69,6 +81,16 @@ struct Program {
         break;
       case Kind::MulI:
         out = a * b;
+        break;
+      case Kind::CmpI:
+        out = arith::applyCmpPredicate(in.predicate, llvm::APInt(64, a),
+                                       llvm::APInt(64, b));
+        break;
+      case Kind::AndI:
+        out = a & b;
+        break;
+      case Kind::Select:
+        out = a ? b : c;
         break;
       }
     }
@@ -111,16 +133,25 @@ bool compile(Program &program) {
       in.kind = Program::Kind::CeilDivUI;
     } else if (isa<arith::MulIOp>(op)) {
       in.kind = Program::Kind::MulI;
+    } else if (auto cmp = dyn_cast<arith::CmpIOp>(op)) {
+      in.kind = Program::Kind::CmpI;
+      in.predicate = cmp.getPredicate();
+    } else if (isa<arith::AndIOp>(op)) {
+      in.kind = Program::Kind::AndI;
+    } else if (isa<arith::SelectOp>(op)) {
+      in.kind = Program::Kind::Select;
     } else {
       std::printf("cannot evaluate %s\n",
                   op.getName().getStringRef().str().c_str());
       ok = false;
       break;
     }
-    if (op.getNumOperands() == 2) {
+    if (op.getNumOperands() >= 2) {
       in.a = slot.at(op.getOperand(0));
       in.b = slot.at(op.getOperand(1));
     }
+    if (op.getNumOperands() == 3)
+      in.c = slot.at(op.getOperand(2));
     int index = int(program.instrs.size()) + 2;
     program.instrs.push_back(in);
     slot[op.getResult(0)] = index;
@@ -148,7 +179,8 @@ int main() {
   ms.insert(INT64_MAX);
   for (int64_t n = 1; n <= 20000; n += (n < 1100 ? 1 : 7))
     ns.insert(n);
-  for (int64_t edge : {int64_t(6144), int64_t(12288)})
+  for (int64_t edge : {int64_t(6144), int64_t(12288), int64_t(24386),
+                       int64_t(49152)})
     for (int64_t d = -3; d <= 3; ++d)
       ns.insert(edge + d);
   for (int shift = 0; shift < 40; ++shift)

@@ -54,11 +54,24 @@ constexpr int64_t kMinProgramElements = 4096;
 /// Programs wanted whatever N, while there are rows for them.
 constexpr int64_t kMinPrograms = 128;
 
+/// Where the budget holds no more than kMinGroupCap partial rows (N >=
+/// 24386: a program's row spans a cluster of several blocks, so fewer
+/// programs still fill the chip) and rows are few, kWideRows rows a program
+/// at least: G = kWidePrograms for M = 129 to kWideRows x kWidePrograms.
+/// At G = 128 and M = 256 the partial rows' traffic (written, then read)
+/// outgrew the rows' own (LayerNorm 256 x 49152: 50 MB against 75 MB);
+/// G = 64 ran 1.2-1.5x faster at M = 256 and 512 for LayerNorm N =
+/// 24576-65536, and at M = 1024 and 4096 G = 128 stayed ahead (H100,
+/// bench/tune.py plan wide-g).
+constexpr int64_t kWideRows = 8;
+constexpr int64_t kWidePrograms = 64;
+
 /// G = max(1, min(cap(N), max(ceil(M / r(N)), min(M, 128)))), r(N) =
 /// ceil(4096 / N): a program per row from N = 4096 up until the cap, so
 /// every SM has rows in flight at small and medium M (measured on the
 /// H200, bench/tune.py: at M = 1024, N = 3072-5120, 512 programs of 2 rows
-/// ran 1.3-1.6x faster than 128 programs of 8); a few rows a program below.
+/// ran 1.3-1.6x faster than 128 programs of 8); a few rows a program below;
+/// kWidePrograms where rows are wide and few (above).
 /// The same on every chip: it is not the chip's SM count (determinism).
 /// For any M, N >= 0 without overflow (N = 0 counts as 1; the ceilings
 /// are computed without an M + r - 1 that overflows near INT64_MAX, as
@@ -71,6 +84,10 @@ constexpr int64_t defaultGroups(int64_t m, int64_t n) {
   int64_t fill = m < kMinPrograms ? m : kMinPrograms;
   byRows = byRows > fill ? byRows : fill;
   int64_t g = cap < byRows ? cap : byRows;
+  // Wide rows, few of them (above): kWidePrograms programs.
+  if (kPartialElements / safeN <= kMinGroupCap && m > kMinPrograms &&
+      m <= kWideRows * kWidePrograms)
+    g = g < kWidePrograms ? g : kWidePrograms;
   return g > 1 ? g : 1;
 }
 
@@ -79,6 +96,13 @@ static_assert(defaultGroups(INT64_MAX, 1) == kMaxGroupCap);
 static_assert(defaultGroups(INT64_MAX, INT64_MAX) == kMinGroupCap);
 static_assert(defaultGroups(17, 4096) == 17);
 static_assert(defaultGroups(683, 262144) == 128);
+static_assert(defaultGroups(512, 262144) == kWidePrograms);
+static_assert(defaultGroups(256, 24576) == kWidePrograms);
+static_assert(defaultGroups(129, 49152) == kWidePrograms);
+static_assert(defaultGroups(128, 49152) == 128);
+static_assert(defaultGroups(513, 65536) == 128);
+static_assert(defaultGroups(256, 24386) == kWidePrograms);
+static_assert(defaultGroups(256, 24385) == 128);
 static_assert(defaultGroups(4000, 4096) == 512);
 static_assert(defaultGroups(1024, 64) == 128);
 static_assert(defaultGroups(16384, 64) == 256);

@@ -31,5 +31,16 @@ Value norm::emitDefaultGroups(OpBuilder &b, Location loc, Value m, Value n) {
   Value fill = arith::MinUIOp::create(b, loc, m, c(kMinPrograms));
   byRows = arith::MaxUIOp::create(b, loc, byRows, fill);
   Value g = arith::MinUIOp::create(b, loc, cap, byRows);
+  // Wide rows, few of them: at most kWidePrograms programs.
+  auto cmp = [&](arith::CmpIPredicate p, Value l, int64_t r) {
+    return arith::CmpIOp::create(b, loc, p, l, c(r)).getResult();
+  };
+  Value wide = arith::AndIOp::create(
+      b, loc, cmp(arith::CmpIPredicate::ule, per, kMinGroupCap),
+      arith::AndIOp::create(
+          b, loc, cmp(arith::CmpIPredicate::ugt, m, kMinPrograms),
+          cmp(arith::CmpIPredicate::ule, m, kWideRows * kWidePrograms)));
+  g = arith::SelectOp::create(
+      b, loc, wide, arith::MinUIOp::create(b, loc, g, c(kWidePrograms)), g);
   return arith::MaxUIOp::create(b, loc, g, one);
 }
