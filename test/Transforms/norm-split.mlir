@@ -24,7 +24,7 @@
 // CHECK: %[[G:.*]] = memref.alloc(%[[M]], %[[N]]) {norm.recomputable} : memref<?x?xbf16>
 // CHECK: norm.stage = #norm.stage<g>
 // The number of partial rows: max(1, min(cap(N), max(ceil(M / r(N)),
-// min(M, 128)))), cap(N) the largest of
+// min(M, 128)))) (at most 64 where rows are wide and few), cap(N) the largest of
 // 512, 256, 128 with cap * N <= 3 * 2^20, each larger cap kept (times 1)
 // when 3 * 2^20 / N reaches it.
 // CHECK: %[[BUDGET:.*]] = arith.constant 3145728 : index
@@ -43,7 +43,16 @@
 // CHECK: %[[FILL:.*]] = arith.minui %[[M]], %c128
 // CHECK: %[[WANT:.*]] = arith.maxui %[[BYROWS]], %[[FILL]]
 // CHECK: %[[CAPPED:.*]] = arith.minui %[[CAP]], %[[WANT]]
-// CHECK: %[[GROUPS:.*]] = arith.maxui %[[CAPPED]], %c1
+// Wide rows, few of them (3 * 2^20 / N <= 128, 128 < M <= 512): at most
+// 64 programs.
+// CHECK: %[[NARROW:.*]] = arith.cmpi ule, %[[PER]], %c128
+// CHECK: %[[MORE:.*]] = arith.cmpi ugt, %[[M]], %c128
+// CHECK: %[[FEW:.*]] = arith.cmpi ule, %[[M]], %c512
+// CHECK: %[[SOME:.*]] = arith.andi %[[MORE]], %[[FEW]] : i1
+// CHECK: %[[WIDE:.*]] = arith.andi %[[NARROW]], %[[SOME]] : i1
+// CHECK: %[[AT64:.*]] = arith.minui %[[CAPPED]], %c64
+// CHECK: %[[CHOSEN:.*]] = arith.select %[[WIDE]], %[[AT64]], %[[CAPPED]] : index
+// CHECK: %[[GROUPS:.*]] = arith.maxui %[[CHOSEN]], %c1
 // CHECK: %[[R:.*]] = arith.ceildivui %[[M]], %[[GROUPS]]
 // CHECK: %[[WSW:.*]] = memref.alloc(%[[GROUPS]], %[[N]]) {norm.workspace} : memref<?x?xf32>
 // CHECK: %[[WSB:.*]] = memref.alloc(%[[GROUPS]], %[[N]]) {norm.workspace} : memref<?x?xf32>
