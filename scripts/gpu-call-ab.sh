@@ -15,9 +15,15 @@
 #   3. for each "plan:new:old" of AB (space separated), bench/tune.py run
 #      --plan plan --dir .dev/new --against .dev/old into $OUT/new (TUNE_S
 #      each, 120): the times of both kernels and whether any output bit
-#      differs (against_differs)
+#      differs (against_differs); for each "plan:dir" of RUNS, the plan's
+#      candidates alone (bench/tune.py run, TUNE_S each)
+#   4. with GRID_AB="new old" (grid kernel directories, packed as
+#      .dev/<dir>.tar.xz), bench/grid.py times ours from each, set by set,
+#      at each set of GRID_SETS ("name|grid.py options;name|options", the
+#      options --only-m / --only-n / --ops / --dtypes; GRID_S a set and
+#      directory, 90) into $OUT/ab/grid-<name>-<dir>
 # Logs in $OUT: check.log, racecheck.log, synccheck.log, ab.tgz (the tune
-# runs' JSON and tables), summary.txt, printed last.
+# and grid runs' JSON and tables), summary.txt, printed last.
 #
 #===----------------------------------------------------------------------===#
 set -uo pipefail
@@ -28,6 +34,10 @@ T0=$(date +%s)
 note() { echo "$1 $(( $(date +%s) - T0 )) s" | tee -a "$OUT/summary.txt"; }
 for t in .dev/*.tar.gz; do
   tar xzf "$t" -C .dev || note "unpack $t failed"
+done
+for t in .dev/*.tar.xz; do
+  [[ -e $t ]] || continue
+  tar xJf "$t" -C .dev || note "unpack $t failed"
 done
 CS=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 # CHECK_S=0 / SAN_S=0: that step is skipped.
@@ -63,6 +73,27 @@ for spec in ${AB:-}; do
     --against ".dev/$old" --out "$OUT/ab/$new" \
     --deadline $(( $(date +%s) + TS - 10 )) >"$OUT/ab/$new.md" 2>&1
   note "tune $plan $new against $old rc=$?"
+done
+for spec in ${RUNS:-}; do
+  IFS=: read -r plan dir <<<"$spec"
+  TS=${TUNE_S:-120}
+  timeout "$TS" python3 bench/tune.py run --plan "$plan" --dir ".dev/$dir" \
+    --out "$OUT/ab/$dir" --deadline $(( $(date +%s) + TS - 10 )) \
+    >"$OUT/ab/$dir.md" 2>&1
+  note "tune $plan $dir rc=$?"
+done
+IFS=';' read -ra grid_sets <<<"${GRID_SETS:-}"
+for set in "${grid_sets[@]}"; do
+  name=${set%%|*}
+  for dir in ${GRID_AB:-}; do
+    GS=${GRID_S:-90}
+    # shellcheck disable=SC2086 # the set's options are a list
+    timeout "$GS" python3 bench/grid.py --gpu-dir ".dev/$dir" \
+      --out "$OUT/ab/grid-$name-$dir" --impls ours ${set#*|} \
+      --deadline $(( $(date +%s) + GS - 10 )) \
+      >"$OUT/ab/grid-$name-$dir.log" 2>&1
+    note "grid $name $dir rc=$?"
+  done
 done
 tar czf "$OUT/ab.tgz" -C "$OUT" ab && rm -rf "$OUT/ab"
 for f in check one-group racecheck synccheck; do
