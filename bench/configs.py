@@ -399,7 +399,10 @@ def _pv_cases():
 # ahead), a group past N (N = 5000: its chunks keep their own loads), a
 # residual gradient read in the dx loop, a row split over a cluster, 512
 # threads, both knobs together, f16 (extended by fpext), and few rows
-# (programs of one row: nothing ahead).
+# (programs of one row: nothing ahead). The forward's narrow cache of x:
+# LayerNorm (the cache read twice, for the variance and for y) aligned and
+# not, with xhat, RMSNorm with the columns held, a row over a cluster, a
+# zero-centred weight at one row.
 PIPE_CASES = ((("layer_norm_grad", 4096, "bf16", 1, 0, {}), 2061, "contig"),
               (("layer_norm_grad", 4096, "bf16", 1, 1, {}), 999, "offset"),
               (("rms_norm_grad", 5000, "bf16", 1, 1, {}), 777, "contig"),
@@ -411,7 +414,15 @@ PIPE_CASES = ((("layer_norm_grad", 4096, "bf16", 1, 0, {}), 2061, "contig"),
                4099, "strided"),
               (("layer_norm_grad", 16384, "bf16", 0, 1, {}), 260, "contig"),
               (("rms_norm_grad", 2048, "f16", 1, 1, {}), 1500, "contig"),
-              (("layer_norm_grad", 8192, "bf16", 1, 1, {}), 3, "contig"))
+              (("layer_norm_grad", 8192, "bf16", 1, 1, {}), 3, "contig"),
+              (("layer_norm", 4096, "bf16", 0, 1, {}), 2061, "contig"),
+              (("layer_norm", 5000, "bf16", 0, 1, {"xhat": True}), 777,
+               "offset"),
+              (("rms_norm", 2560, "bf16", 0, 1, {"hc": 1}), 300, "strided"),
+              (("rms_norm", 7168, "bf16", 0, 1, {"cluster": 2}), 64,
+               "contig"),
+              (("layer_norm", 1000, "bf16", 0, 1, {"zc": True}), 1,
+               "contig"))
 
 
 def _pipe_cases():

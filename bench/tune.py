@@ -825,6 +825,28 @@ WAVE_HOLD_N = {"bf16": (640, 1280, 3584, 4608, 7168, 10240),
 WAVE_HOLD_M = (8192, 32768)
 
 
+# "reread": the forward kernels a call gets (the tuning table's, with the
+# rows hint of the point's bucket) whose body for rows not 16-byte aligned
+# reads the row again (norm-map-to-gpu reread-fallback, the default),
+# against the same compiled with TUNE_EXTRA_FLAGS=--reread-fallback=false
+# (run --against; byte-identical pairs are not timed): the aligned launch
+# runs the same code, so any difference is ptxas's registers and schedule
+# for the whole kernel. bf16 and f32 at the grid's N and N no plan read it
+# off (1536, 3584, 6144, 10240), M from 64 to 8192. No result bit may
+# differ.
+REREAD_N = {"bf16": (768, 1024, 1536, 2048, 2560, 3584, 4096, 5120, 6144,
+                     7168, 8192, 10240, 12288, 16384),
+            "f32": (1024, 2048, 2560, 4096, 6144, 8192)}
+REREAD_M = (64, 256, 1024, 2048, 8192)
+
+
+def reread_plan():
+    return paired_plan(tuple(REREAD_N), C.FWD_OPS,
+                       sorted({n for v in REREAD_N.values() for n in v}),
+                       REREAD_M, lambda c: c,
+                       lambda dt, n: n in REREAD_N[dt])
+
+
 # "ring-table": the ring (async-rows=2, the default) against none
 # (TUNE_EXTRA_FLAGS=--async-rows=0, run --against) on the kernels calls
 # get (with the tuning table) where the backward rows are two chunks a
@@ -1008,6 +1030,7 @@ PLANS = dict(TABLE_PLANS, explore=explore_plan, grid=grid_plan,
                                                        RING_DYN_WIDE_M),
                 "ring-table": lambda: trim_plan(RING_TABLE_N, RING_TABLE_M),
                 "wave": lambda: trim_plan(WAVE_N, WAVE_M),
+                "reread": reread_plan,
                 "wave-holdout": lambda: trim_plan(WAVE_HOLD_N, WAVE_HOLD_M),
                 "regpart": lambda: trim_plan(REGPART_N, REGPART_M),
                 "regpart-holdout": lambda: trim_plan(REGPART_HOLD_N,
@@ -1030,7 +1053,7 @@ TABLE_SIDE_PLANS = ("holdout", "holdout-odd", "fwd-tiny", "dres",
                     "dres-holdout", "small-n-holdout", "dres-few", "wave",
                     "wave-holdout", "ring-table", "regpart",
                     "regpart-holdout", "reduce", "reduce-holdout",
-                    "reduce-few", "wide-g")
+                    "reduce-few", "wide-g", "reread")
 
 
 def useful(cfg, m, n):

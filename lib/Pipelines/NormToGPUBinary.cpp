@@ -44,6 +44,7 @@ void norm::buildNormToGPUBinaryPipeline(OpPassManager &pm,
   map.chip = options.chip;
   map.rows = options.rows;
   map.rowBarriers = options.rowBarriers;
+  map.rereadFallback = options.rereadFallback;
   map.asyncRows = options.asyncRows;
   map.ringDynamic = options.ringDynamic;
   map.reduceColumns = options.reduceColumns;

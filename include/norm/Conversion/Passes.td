@@ -114,8 +114,8 @@ def NormChooseGeometry : Pass<"norm-choose-geometry", "::mlir::func::FuncOp"> {
            "wave's). No result "
            "bit depends on it">,
     Option<"narrowCache", "narrow-cache", "int64_t", /*default=*/"0",
-           "Row caches of a register-regime dx kernel over 16-bit rows kept "
-           "in the loaded type, extended at each use (0: the tuning "
+           "Row caches of a register-regime row kernel (dx or forward) over "
+           "16-bit rows kept in the loaded type, extended at each use (0: the tuning "
            "table's, else f32; 1). No result bit depends on it">,
     Option<"holdColumns", "hold-columns", "int64_t", /*default=*/"-1",
            "Column vectors (weight, bias) a register-regime row kernel "
@@ -247,6 +247,13 @@ def NormMapToGPU : Pass<"norm-map-to-gpu", "::mlir::func::FuncOp"> {
            "Geometry.h dxWaveBlocks): the runtime asks the JIT for them "
            "(`.minnctapersm`) only where its registers fall short. No result "
            "bit depends on it">,
+    Option<"rereadFallback", "reread-fallback", "bool", /*default=*/"true",
+           "A forward kernel of two bodies (a lane's share past 16 "
+           "elements, rows that may be 16-byte aligned) reads its row "
+           "again in the body for rows that are not aligned, where the "
+           "aligned body reads its row cache: ptxas gives the kernel the "
+           "registers of its larger body. No result bit of an aligned "
+           "launch depends on it">,
     Option<"dependentLaunch", "dependent-launch", "bool", /*default=*/"true",
            "On chips with grid dependency control (sm_90), start every "
            "kernel by waiting for the grids before it in the stream "

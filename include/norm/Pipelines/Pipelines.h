@@ -97,6 +97,14 @@ struct GeometryOptions : public PassPipelineOptions<GeometryOptions> {
                      "registers, not static shared memory, where they keep "
                      "the wave (norm-choose-geometry register-partials)"),
       llvm::cl::init(true)};
+  Option<bool> rereadFallback{
+      *this, "reread-fallback",
+      llvm::cl::desc("A forward kernel of two bodies reads its row again in "
+                     "the body for rows not 16-byte aligned, where the "
+                     "aligned body reads its row cache (norm-map-to-gpu "
+                     "reread-fallback). No result bit of an aligned launch "
+                     "depends on it"),
+      llvm::cl::init(true)};
   Option<int64_t> rowBarriers{
       *this, "row-barriers",
       llvm::cl::desc("The barriers of a row's sums across its warps: 0, two "
@@ -171,8 +179,8 @@ struct GeometryOptions : public PassPipelineOptions<GeometryOptions> {
       llvm::cl::init(0)};
   Option<int64_t> narrowCache{
       *this, "narrow-cache",
-      llvm::cl::desc("Row caches of a register-regime dx kernel over 16-bit "
-                     "rows kept in the loaded type (0: the tuning table's, "
+      llvm::cl::desc("Row caches of a register-regime row kernel (dx or "
+                     "forward) over 16-bit rows kept in the loaded type (0: the tuning table's, "
                      "else f32; 1). No result bit depends on it"),
       llvm::cl::init(0)};
   Option<int64_t> holdColumns{

@@ -274,7 +274,8 @@ struct ChooseGeometryPass
       if (!pipeline && !g.pipeline && earlyPipelinePays(g, s))
         (void)setIfTaken(g, &Geometry::pipeline, 1, s, target);
       // The options that change no result bit, over the table's (dx
-      // kernels: a forward block has no row ahead and no partial rows):
+      // kernels, and narrow-cache for forward kernels too: a forward block
+      // has no row ahead and no partial rows, but a row cache of x):
       // refused where the row cannot take them, as written ones would be.
       for (auto [field, value, name] :
            {std::tuple{&Geometry::prefetch, int64_t(prefetch), "prefetch"},
@@ -283,7 +284,8 @@ struct ChooseGeometryPass
             std::tuple{&Geometry::pipeline, int64_t(pipeline), "pipeline"},
             std::tuple{&Geometry::narrowCache, int64_t(narrowCache),
                        "narrow-cache"}}) {
-        if (!value || s.forward || g.*field == value)
+        if (!value || g.*field == value ||
+            (s.forward && field != &Geometry::narrowCache))
           continue;
         std::string why = setIfTaken(g, field, value, s, target);
         if (!why.empty())

@@ -842,9 +842,6 @@ std::string mlir::norm::checkGeometry(const Geometry &g, const RowShape &s,
     if (!g.registers)
       return "narrow_cache: only the register regime keeps row caches (the "
              "looped regime reads the rows again)";
-    if (s.forward)
-      return "narrow_cache: a forward kernel's row cache holds x - mean, "
-             "not a loaded value";
     if (s.elementBytes >= 4)
       return "narrow_cache: the rows are f32, which the caches hold "
              "already";

@@ -118,6 +118,9 @@ struct RowNest {
   const TargetCodegen *codegen = nullptr;
   /// norm-map-to-gpu's `row-barriers` (RowReduceBlock.cpp): 0, 1 or 2.
   int64_t rowBarriers = 2;
+  /// norm-map-to-gpu's `reread-fallback` (RowEmitter::emit): a forward
+  /// kernel's interleaved body reads its row again instead of its cache.
+  bool rereadFallback = true;
   /// norm-map-to-gpu's `async-rows` (RowPipeline.cpp): 0 to 4, cleared
   /// where the ring does not fit (ringFit).
   int64_t asyncRows = 0;
@@ -139,9 +142,13 @@ SmallVector<memref::StoreOp> partialRowStores(RowNest &rn);
 /// `which` selects becomes the load (and extension) the cache was filled
 /// from, at the loading loop's column; the caches, and fills nothing else
 /// uses, are erased (RowChunksLooped.cpp). The looped regime rereads every
-/// row; the register regime the early rows dxEarlyRows reads late.
+/// row; the register regime the early rows dxEarlyRows reads late. With
+/// `keepCaches`, only the accesses inside `rows` change, and the caches
+/// stay for their other users (a copy of the row loop: the interleaved
+/// body of a forward kernel, RowEmitter::emit).
 void rereadRowCaches(scf::ForOp rows,
-                     function_ref<bool(memref::AllocOp)> which);
+                     function_ref<bool(memref::AllocOp)> which,
+                     bool keepCaches = false);
 
 /// Launches the row kernel of `rn` with `rn.geometry` (RowKernel.cpp picks
 /// its strategies; the looped chunk walk first turns the nest's row caches

@@ -358,6 +358,7 @@ struct MapToGPUPass : public norm::impl::NormMapToGPUBase<MapToGPUPass> {
       rn->geometry = *g;
       rn->codegen = &norm::TargetCodegen::forTarget(*target);
       rn->rowBarriers = rowBarriers;
+      rn->rereadFallback = rereadFallback;
       rn->asyncRows = asyncRows;
       // Early rows have their own rule (dxEarlyRows), the ring its own.
       bool early = !forward && !norm::earlyRowCaches(*rn).empty();

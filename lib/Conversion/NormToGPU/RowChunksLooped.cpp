@@ -75,7 +75,8 @@ void LoopedChunks::walk(OpBuilder &rb, Value chunks, int64_t rowsPerChunk,
 }
 
 void norm::rereadRowCaches(scf::ForOp rows,
-                           function_ref<bool(memref::AllocOp)> which) {
+                           function_ref<bool(memref::AllocOp)> which,
+                           bool keepCaches) {
   SmallVector<memref::AllocOp> caches;
   // Loads that filled a cache and may have no other use left.
   SmallVector<Operation *> fills;
@@ -112,7 +113,7 @@ void norm::rereadRowCaches(scf::ForOp rows,
     }
     for (Operation *user : llvm::make_early_inc_range(alloc->getUsers())) {
       auto load = dyn_cast<memref::LoadOp>(user);
-      if (!load)
+      if (!load || (keepCaches && !rows->isAncestor(load)))
         continue;
       OpBuilder b(load);
       IRMapping m;
@@ -129,7 +130,7 @@ void norm::rereadRowCaches(scf::ForOp rows,
       src->erase();
     else
       fills.push_back(ext ? ext.getOperation() : src);
-    if (!llvm::is_contained(caches, alloc))
+    if (!keepCaches && !llvm::is_contained(caches, alloc))
       caches.push_back(alloc);
   });
   for (memref::AllocOp alloc : caches) {

@@ -366,7 +366,29 @@ void RowEmitter::emit(Value lo, Value hi, const IRMapping &programMap) {
     ctx.knownAligned = l == Layout::Vector;
     ctx.base = saved;
     ctx.reduced.clear();
+    // A forward kernel's interleaved body (the launch's rows not 16-byte
+    // aligned: offset or strided views) reads its row again where the
+    // aligned body reads its row cache: a body of many element loads with
+    // the cache live across the in-row sums set the kernel's registers
+    // (ptxas takes the larger body's), RMSNorm bf16 4096 80 against the
+    // aligned body's 62. It is emitted from a copy of the row loop whose
+    // cache loads are the loads that filled them (the looped regime's
+    // rewrite), then the copy goes.
+    scf::ForOp rows = ctx.nest.rows;
+    scf::ForOp reread;
+    if (l == Layout::Interleaved && ctx.nest.forward &&
+        ctx.nest.rereadFallback) {
+      OpBuilder cb(rows);
+      reread = cast<scf::ForOp>(cb.clone(*rows.getOperation()));
+      rereadRowCaches(
+          reread, [](memref::AllocOp) { return true; }, /*keepCaches=*/true);
+      ctx.nest.rows = reread;
+    }
     emitBody(lo, hi);
+    if (reread) {
+      ctx.nest.rows = rows;
+      reread.erase();
+    }
   }
   ctx.knownAligned = false;
 }

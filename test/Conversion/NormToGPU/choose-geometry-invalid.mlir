@@ -172,21 +172,13 @@ func.func @partial_vector_interleaved(%dy: memref<?x4098xf32>, %x: memref<?x4098
 
 // -----
 
-// A written pipeline or narrow_cache on a forward kernel (one wave a block:
-// no row ahead; its row cache holds x - mean), and a written pipeline whose
-// aligned body checks alignment a chunk (layout = vector: its fallback would
-// keep the loaded row live through a second body).
+// A written pipeline on a forward kernel (one wave a block: no row ahead),
+// and a written pipeline whose aligned body checks alignment a chunk (layout
+// = vector: its fallback would keep the loaded row live through a second
+// body).
 func.func @pipeline_forward(%x: memref<?x4096xbf16>, %y: memref<?x4096xbf16>, %rstd: memref<?xf32>) {
   // expected-error @+1 {{pipeline: a forward kernel's block takes one wave of rows, so there is no row ahead of it to load}}
   norm.rms_norm x(%x : memref<?x4096xbf16>) outs y(%y : memref<?x4096xbf16>) rstd(%rstd : memref<?xf32>) {norm.geometry = #norm.row_geometry<regime = registers, threads = 256, lanes = 256, rows = 1, vector = 8, chunks = 2, layout = both, pipeline = 1>}
-  return
-}
-
-// -----
-
-func.func @narrow_cache_forward(%x: memref<?x4096xbf16>, %y: memref<?x4096xbf16>, %rstd: memref<?xf32>) {
-  // expected-error @+1 {{narrow_cache: a forward kernel's row cache holds x - mean, not a loaded value}}
-  norm.rms_norm x(%x : memref<?x4096xbf16>) outs y(%y : memref<?x4096xbf16>) rstd(%rstd : memref<?xf32>) {norm.geometry = #norm.row_geometry<regime = registers, threads = 256, lanes = 256, rows = 1, vector = 8, chunks = 2, narrow_cache = 1>}
   return
 }
 

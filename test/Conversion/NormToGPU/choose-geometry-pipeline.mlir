@@ -7,15 +7,14 @@
 // loads the next wave's row ahead into registers (in the aligned body of two,
 // so a kernel whose cost-model layout is `vector` takes `both`) and keeps
 // its row caches of bf16 rows as bf16; threads, lanes and chunks stay the
-// cost model's (no result bit changes). The forward kernel takes neither
-// (one wave a block; its cache holds x - mean): untouched. The defaults (0)
-// are the tuning table's, else the cost model's (none for these kernels
-// without early rows), which the attribute elides.
+// cost model's (no result bit changes). The forward kernel takes the narrow
+// cache of x (read again for the variance and for y) and no pipeline (one
+// wave a block: no row ahead). The defaults (0) are the tuning table's,
+// else the cost model's (none for these kernels without early rows), which
+// the attribute elides.
 // CHECK-LABEL: func.func @ahead
 // CHECK: norm.layer_norm_grad {{.*}}norm.geometry = #norm.row_geometry<regime = registers, threads = 256, lanes = 256, rows = 1, vector = 8, chunks = 2, layout = both, partials = shared, pipeline = 1, narrow_cache = 1, shared = 32832>
-// CHECK: norm.layer_norm {{.*}}norm.geometry = #norm.row_geometry<
-// CHECK-NOT: pipeline
-// CHECK-NOT: narrow_cache
+// CHECK: norm.layer_norm {{.*}}norm.geometry = #norm.row_geometry<regime = registers, threads = 256, lanes = 128, rows = 2, vector = 8, chunks = 4, layout = both, narrow_cache = 1, shared = 64>}
 // NONE-LABEL: func.func @ahead
 // NONE: norm.layer_norm_grad {{.*}}norm.geometry = #norm.row_geometry<regime = registers, threads = 256, lanes = 256, rows = 1, vector = 8, chunks = 2, partials = shared, shared = 32832>
 // NONE-NOT: pipeline
