@@ -252,8 +252,8 @@ def NormMapToGPU : Pass<"norm-map-to-gpu", "::mlir::func::FuncOp"> {
            "elements, rows that may be 16-byte aligned) reads its row "
            "again in the body for rows that are not aligned, where the "
            "aligned body reads its row cache: ptxas gives the kernel the "
-           "registers of its larger body. No result bit of an aligned "
-           "launch depends on it">,
+           "registers of its larger body. No result bit depends on it (the "
+           "row read again holds the values the cache held)">,
     Option<"dependentLaunch", "dependent-launch", "bool", /*default=*/"true",
            "On chips with grid dependency control (sm_90), start every "
            "kernel by waiting for the grids before it in the stream "

@@ -102,8 +102,7 @@ struct GeometryOptions : public PassPipelineOptions<GeometryOptions> {
       llvm::cl::desc("A forward kernel of two bodies reads its row again in "
                      "the body for rows not 16-byte aligned, where the "
                      "aligned body reads its row cache (norm-map-to-gpu "
-                     "reread-fallback). No result bit of an aligned launch "
-                     "depends on it"),
+                     "reread-fallback). No result bit depends on it"),
       llvm::cl::init(true)};
   Option<int64_t> rowBarriers{
       *this, "row-barriers",

@@ -3,8 +3,10 @@
 // The fused residual add in the row kernel (registers): per chunk, one
 // 16-byte load of x and one of residual, h = x + residual added in f32 and
 // rounded to bf16 once, that rounded h kept (widened) in the row cache the
-// sums and y read, and one 16-byte store of h. Nothing reads h back; x and
-// residual are loaded in the first column loop only.
+// sums and y read, and one 16-byte store of h. The aligned body never reads
+// h back; x and residual are loaded in the first column loop only. The body
+// for rows not 16-byte aligned (reread-fallback) reads h back where the
+// aligned one reads its cache: each element from the lane that stored it.
 // CHECK-LABEL: func @rms_norm_residual_n4096
 // CHECK-SAME: (%[[X:[^:]+]]: memref<?x4096xbf16>, %[[RES:[^:]+]]: memref<?x4096xbf16>, %{{[^:]+}}: memref<4096xbf16>, %[[Y:[^:]+]]: memref<?x4096xbf16>, %{{[^:]+}}: memref<?xf32>, %[[H:[^:]+]]: memref<?x4096xbf16>)
 // CHECK-SAME: kind = forward, block = 256, grid = row_blocks, lanes = 128, rows = 2, vector = 8, registers = true
@@ -31,6 +33,10 @@
 // CHECK-NOT: load %[[H]]
 // CHECK: vector.store %{{.*}}, %[[Y]][
 // CHECK-NOT: load %[[H]]
+// CHECK: memref.store %{{.*}}, %[[H]][%[[ROW2:.*]], %[[J2:.*]]] : memref<?x4096xbf16>
+// CHECK-NOT: vector.load %[[H]]
+// CHECK: gpu.shuffle xor
+// CHECK: memref.load %[[H]][%[[ROW2]], %[[J2]]] : memref<?x4096xbf16>
 // CHECK: return
 func.func @rms_norm_residual_n4096(%x: memref<?x4096xbf16>, %res: memref<?x4096xbf16>, %w: memref<4096xbf16>,
                                    %y: memref<?x4096xbf16>, %rstd: memref<?xf32>, %h: memref<?x4096xbf16>) {
