@@ -988,6 +988,60 @@ def wide_retune_plan():
     return points, cands
 
 
+# "wide-big": every knob the table has for wide rows (cluster 2 / 4 / 8 on
+# the cost model's threads and on 256 / 512, 32 register elements under a
+# cluster, prefetch, 512 threads), at M = 1024 and 4096 (the buckets 513-
+# 2048 and 2049-8192, the second carried past 8192 where 4 x M passes the
+# plan's limit) and N = 24576-131072, backward and forward, bf16 and f32,
+# each with its bucket's rows hint, the cost model under it. Given to
+# `table` under --supersede: the old entries of these buckets were each
+# the best gain of one plan against that plan's own default, and the
+# default moved between plans (LayerNorm bf16 1024 x 65536: 345 us in plan
+# table, 276 in plan push, so push's cluster of 8 at 239 us counted 1.15x
+# and lost to plan prefetch's 512 threads at 269 against 348, 1.29x; on
+# the H100 the table's pick ran 338 us, a cluster of 8 238). Also, not
+# entries (the table skips a fixed G): G = 64 with a cluster of 8 at M =
+# 1024, for the rule of Groups.h (kWideRows stops at 512).
+WIDE_BIG_N = {"bf16": (24576, 32768, 49152, 65536, 131072),
+              "f32": (24576, 32768, 65536, 131072)}
+WIDE_BIG_M = (1024, 4096)
+WIDE_BIG_KNOBS = ({"cluster": 2}, {"cluster": 4}, {"cluster": 8},
+                  {"threads": 256, "cluster": 4},
+                  {"threads": 256, "cluster": 8},
+                  {"threads": 512, "cluster": 2},
+                  {"threads": 512, "cluster": 4},
+                  {"cluster": 4, "mre": 32}, {"cluster": 8, "mre": 32},
+                  {"threads": 512}, {"prefetch": 1},
+                  {"threads": 512, "prefetch": 1})
+WIDE_BIG_FWD_KNOBS = ({"cluster": 2}, {"cluster": 4}, {"cluster": 8},
+                      {"threads": 256, "cluster": 4},
+                      {"threads": 512, "cluster": 2},
+                      {"cluster": 8, "mre": 32}, {"threads": 512},
+                      {"threads": 512, "lanes": 512})
+
+
+def wide_big_plan():
+    points, cands = [], {}
+    size = {"f32": 4, "bf16": 2}
+    for dt, ns in WIDE_BIG_N.items():
+        for op in C.GRAD_OPS + C.FWD_OPS:
+            knobs = WIDE_BIG_KNOBS if op.endswith("_grad") else \
+                WIDE_BIG_FWD_KNOBS
+            for n in ns:
+                ms = [m for m in WIDE_BIG_M if m * n * size[dt] <=
+                      TENSOR_LIMIT]
+                cs = []
+                for h in sorted({C.bucket_rows(m) for m in ms}):
+                    cs.append(C.Cfg(op, n, dt, rows=h))
+                    cs += [C.Cfg(op, n, dt, rows=h, **k) for k in knobs]
+                    if op.endswith("_grad") and h == C.bucket_rows(1024):
+                        cs.append(C.Cfg(op, n, dt, rows=h, groups=64,
+                                        cluster=8))
+                cands[(op, dt, n)] = cs
+                points += [(op, dt, n, m) for m in ms]
+    return points, cands
+
+
 def barriers_plan(ns=None, ms=BARRIER_M):
     ns = ns or BARRIER_N
     allns = sorted({n for v in ns.values() for n in v})
@@ -1042,7 +1096,7 @@ PLANS = dict(TABLE_PLANS, explore=explore_plan, grid=grid_plan,
                 "k2": lambda: trim_plan(K2_N, K2_M),
                 "k2-holdout": lambda: trim_plan(K2_HOLD_N, K2_HOLD_M),
                 "few-dx": few_dx_plan, "wide-g": wide_g_plan,
-                "wide-retune": wide_retune_plan},
+                "wide-retune": wide_retune_plan, "wide-big": wide_big_plan},
              **{"grid-cfgs": grid_cfgs_plan,
                 "grid-cfgs-f32": lambda: grid_cfgs_plan(("bf16", "f32"))})
 
