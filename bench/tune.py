@@ -1020,25 +1020,33 @@ WIDE_BIG_FWD_KNOBS = ({"cluster": 2}, {"cluster": 4}, {"cluster": 8},
                       {"threads": 512, "lanes": 512})
 
 
-def wide_big_plan():
+# "wide-few": the same knobs at M = 1, 8, 64 and 128 (the bucket 1-128,
+# whose wide entries came from plans table-more, f32 and push, with
+# defaults 1.2-2.4x apart: docs/NOTES.md, twenty-sixth session), at N =
+# 16384-131072.
+WIDE_FEW_N = {"bf16": (16384, 24576, 32768, 49152, 65536, 131072),
+              "f32": (16384, 24576, 32768, 65536, 131072)}
+WIDE_FEW_M = (1, 8, 64, 128)
+
+
+def wide_big_plan(ns_by_dtype=None, ms=WIDE_BIG_M):
     points, cands = [], {}
     size = {"f32": 4, "bf16": 2}
-    for dt, ns in WIDE_BIG_N.items():
+    for dt, ns in (ns_by_dtype or WIDE_BIG_N).items():
         for op in C.GRAD_OPS + C.FWD_OPS:
             knobs = WIDE_BIG_KNOBS if op.endswith("_grad") else \
                 WIDE_BIG_FWD_KNOBS
             for n in ns:
-                ms = [m for m in WIDE_BIG_M if m * n * size[dt] <=
-                      TENSOR_LIMIT]
+                at = [m for m in ms if m * n * size[dt] <= TENSOR_LIMIT]
                 cs = []
-                for h in sorted({C.bucket_rows(m) for m in ms}):
+                for h in sorted({C.bucket_rows(m) for m in at}):
                     cs.append(C.Cfg(op, n, dt, rows=h))
                     cs += [C.Cfg(op, n, dt, rows=h, **k) for k in knobs]
                     if op.endswith("_grad") and h == C.bucket_rows(1024):
                         cs.append(C.Cfg(op, n, dt, rows=h, groups=64,
                                         cluster=8))
                 cands[(op, dt, n)] = cs
-                points += [(op, dt, n, m) for m in ms]
+                points += [(op, dt, n, m) for m in at]
     return points, cands
 
 
@@ -1096,7 +1104,8 @@ PLANS = dict(TABLE_PLANS, explore=explore_plan, grid=grid_plan,
                 "k2": lambda: trim_plan(K2_N, K2_M),
                 "k2-holdout": lambda: trim_plan(K2_HOLD_N, K2_HOLD_M),
                 "few-dx": few_dx_plan, "wide-g": wide_g_plan,
-                "wide-retune": wide_retune_plan, "wide-big": wide_big_plan},
+                "wide-retune": wide_retune_plan, "wide-big": wide_big_plan,
+                "wide-few": lambda: wide_big_plan(WIDE_FEW_N, WIDE_FEW_M)},
              **{"grid-cfgs": grid_cfgs_plan,
                 "grid-cfgs-f32": lambda: grid_cfgs_plan(("bf16", "f32"))})
 
