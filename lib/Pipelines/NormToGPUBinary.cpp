@@ -45,6 +45,7 @@ void norm::buildNormToGPUBinaryPipeline(OpPassManager &pm,
   map.rows = options.rows;
   map.rowBarriers = options.rowBarriers;
   map.rereadFallback = options.rereadFallback;
+  map.forwardFinish = options.forwardFinish;
   map.asyncRows = options.asyncRows;
   map.ringDynamic = options.ringDynamic;
   map.reduceColumns = options.reduceColumns;

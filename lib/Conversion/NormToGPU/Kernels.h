@@ -88,11 +88,28 @@ void buildReduceKernel(scf::ForOp nest, scf::ForOp sum, StringRef name,
 /// manifest's `skip_at_one_group`). Returns false, changing nothing, where
 /// G is a constant other than 1 or the nest uses a value the launch cannot
 /// have.
+/// With `forwarded`, where every write of the partial rows in `dx` is a
+/// column's final store (kFinalPartialAttr), each column is finished right
+/// after its store from the stored value instead (no barrier, no load).
 bool finishOneGroup(gpu::LaunchOp dx, scf::ForOp nest, scf::ForOp sum,
-                    int64_t cluster, const TargetCodegen &codegen);
+                    int64_t cluster, const TargetCodegen &codegen,
+                    bool forwarded);
 /// The partial rows the sum of a reduce nest loads (its first load's
 /// memref); null if it loads none.
 Value partialRowsOf(scf::ForOp sum);
+/// A unit attribute a Partials home (RowStrategies.h) puts on the store
+/// that writes a column of its program's partial row for the last time,
+/// with its final value (the write-back's stores; not the running sums of
+/// partial rows kept in global memory, stored again every row). Where
+/// every write of the partial rows in the dx kernel carries it,
+/// finishOneGroup finishes each column from the stored value, right after
+/// its store, by the thread that stored it: no barrier, no load back.
+/// finishOneGroup removes it.
+inline constexpr llvm::StringLiteral kFinalPartialAttr = "norm.final_partial";
+/// Marks `op` (a store of the write-back) with kFinalPartialAttr.
+inline void markFinalPartial(Operation *op) {
+  op->setAttr(kFinalPartialAttr, UnitAttr::get(op->getContext()));
+}
 /// Loads a thread of finishOneGroup has in flight a step: columns a step
 /// times the partial rows a column sums (dweight's, dbias'), as many
 /// columns as cover the thread's share of the row where that fits.

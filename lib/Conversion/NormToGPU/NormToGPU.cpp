@@ -199,7 +199,8 @@ struct MapToGPUPass : public norm::impl::NormMapToGPUBase<MapToGPUPass> {
                        }).wasInterrupted();
       if (writes)
         return norm::finishOneGroup(dx, nest, sum, r.cluster,
-                                    norm::TargetCodegen::forTarget(*target));
+                                    norm::TargetCodegen::forTarget(*target),
+                                    forwardFinish);
     }
     return false;
   }
@@ -487,6 +488,8 @@ struct MapToGPUPass : public norm::impl::NormMapToGPUBase<MapToGPUPass> {
         codegen.waitForPriorGrids(kb, launch.getLoc());
       });
     }
+    // The write-backs' marks served finishOneGroup; none leaves the pass.
+    func.walk([](Operation *op) { op->removeAttr(norm::kFinalPartialAttr); });
     eraseHostCaches(func);
     if (failed(checkHostOnlyLaunches(func)))
       return signalPassFailure();

@@ -12,10 +12,12 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/Dominance.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Transforms/RegionUtils.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
 
 #include <algorithm>
@@ -270,8 +272,204 @@ Value norm::partialRowsOf(scf::ForOp sum) {
   return Value();
 }
 
+namespace {
+/// The reduce nest's column body cut by sum result, for finishing a column
+/// from one partial row's value (forwardFinish).
+struct FinishSlices {
+  /// Per sum result: its load of a partial row, and the sum body's ops it
+  /// is computed by (body order).
+  SmallVector<memref::LoadOp> load;
+  SmallVector<SmallVector<Operation *>> sumOps;
+  /// Per sum result: the nest's ops after the sum that use it (body
+  /// order); and the ops there that use none (pure: cloned with each).
+  SmallVector<SmallVector<Operation *>> after;
+  SmallVector<Operation *> independent;
+};
+} // namespace
+
+/// Cuts the reduce nest's column body by sum result: each result must add
+/// one load of a partial row at [sum IV, column] through pure ops, and each
+/// op after the sum may use at most one result. std::nullopt otherwise.
+static std::optional<FinishSlices> sliceFinish(scf::ForOp nest,
+                                               scf::ForOp sum) {
+  Block *body = sum.getBody();
+  unsigned results = sum.getNumResults();
+  FinishSlices f;
+  f.load.resize(results);
+  f.sumOps.resize(results);
+  f.after.resize(results);
+  for (unsigned i = 0; i < results; ++i) {
+    llvm::SmallPtrSet<Operation *, 16> in;
+    SmallVector<Value> work{body->getTerminator()->getOperand(i)};
+    while (!work.empty()) {
+      Operation *def = work.pop_back_val().getDefiningOp();
+      if (!def || def->getBlock() != body || !in.insert(def).second)
+        continue;
+      if (auto load = dyn_cast<memref::LoadOp>(def)) {
+        ValueRange idx = load.getIndices();
+        if (f.load[i] || idx.size() != 2 ||
+            idx[0] != sum.getInductionVar() ||
+            idx[1] != nest.getInductionVar())
+          return std::nullopt;
+        f.load[i] = load;
+        continue;
+      }
+      if (def->getNumRegions() || !isPure(def))
+        return std::nullopt;
+      llvm::append_range(work, def->getOperands());
+    }
+    if (!f.load[i])
+      return std::nullopt;
+    for (Operation &op : body->without_terminator())
+      if (in.contains(&op) && &op != f.load[i].getOperation())
+        f.sumOps[i].push_back(&op);
+  }
+  DenseMap<Value, int> uses;
+  for (unsigned i = 0; i < results; ++i)
+    uses[sum.getResult(i)] = i;
+  bool past = false;
+  for (Operation &op : nest.getBody()->without_terminator()) {
+    if (&op == sum.getOperation()) {
+      past = true;
+      continue;
+    }
+    if (!past)
+      continue;
+    if (op.getNumRegions())
+      return std::nullopt;
+    int result = -1;
+    for (Value o : op.getOperands()) {
+      auto it = uses.find(o);
+      if (it == uses.end() || it->second < 0)
+        continue;
+      if (result >= 0 && result != it->second)
+        return std::nullopt;
+      result = it->second;
+    }
+    for (Value r : op.getResults())
+      uses[r] = result;
+    if (result >= 0)
+      f.after[result].push_back(&op);
+    else if (isPure(&op))
+      f.independent.push_back(&op);
+    else
+      return std::nullopt;
+  }
+  return f;
+}
+
+/// finishOneGroup without the barrier and the load back, where every write
+/// of the partial rows in `dx` is a column's final store
+/// (kFinalPartialAttr): right after each, where G = 1, the storing thread
+/// does the reduce kernel's arithmetic for G = 1 on the value it stored
+/// (an element a column of a vector store) and the nest's stores for that
+/// column, the sum results of that partial row only. `materialize` maps
+/// the values the nest uses from above at a builder's point. Returns
+/// false, changing nothing, where a write is not marked or the nest's
+/// column body does not cut by partial row (sliceFinish).
+static bool forwardFinish(
+    gpu::LaunchOp dx, scf::ForOp nest, scf::ForOp sum,
+    function_ref<void(OpBuilder &, IRMapping &)> materialize) {
+  std::optional<FinishSlices> f = sliceFinish(nest, sum);
+  if (!f)
+    return false;
+  llvm::MapVector<Value, SmallVector<unsigned>> resultsOf;
+  for (auto [i, load] : llvm::enumerate(f->load))
+    resultsOf[load.getMemRef()].push_back(i);
+  SmallVector<Operation *> finals;
+  llvm::SmallPtrSet<Value, 4> stored;
+  bool marked = true;
+  dx.walk([&](Operation *op) {
+    if (!llvm::any_of(op->getOperands(),
+                      [&](Value v) { return resultsOf.contains(v); }))
+      return;
+    Value mem, value;
+    unsigned indices = 0;
+    if (auto st = dyn_cast<memref::StoreOp>(op)) {
+      mem = st.getMemRef();
+      value = st.getValueToStore();
+      indices = st.getIndices().size();
+    } else if (auto st = dyn_cast<vector::StoreOp>(op)) {
+      mem = st.getBase();
+      value = st.getValueToStore();
+      indices = st.getIndices().size();
+      if (st.getVectorType().getRank() != 1)
+        mem = Value();
+    }
+    if (!mem || !resultsOf.contains(mem) || resultsOf.contains(value) ||
+        indices != 2 || !op->hasAttr(kFinalPartialAttr)) {
+      marked = false;
+      return;
+    }
+    finals.push_back(op);
+    stored.insert(mem);
+  });
+  if (!marked || stored.size() != resultsOf.size())
+    return false;
+
+  Location loc = nest.getLoc();
+  OpBuilder top = OpBuilder::atBlockBegin(&dx.getBody().front());
+  Value ws = resultsOf.front().first;
+  Value single = arith::CmpIOp::create(
+      top, loc, arith::CmpIPredicate::eq, memref::DimOp::create(top, loc, ws, 0),
+      cIndex(top, loc, 1));
+  for (Operation *st : finals) {
+    OpBuilder b(st->getContext());
+    b.setInsertionPointAfter(st);
+    Value mem, value, column;
+    if (auto s = dyn_cast<memref::StoreOp>(st)) {
+      mem = s.getMemRef();
+      value = s.getValueToStore();
+      column = s.getIndices()[1];
+    } else {
+      auto v = cast<vector::StoreOp>(st);
+      mem = v.getBase();
+      value = v.getValueToStore();
+      column = v.getIndices()[1];
+    }
+    auto vt = dyn_cast<VectorType>(value.getType());
+    int64_t width = vt ? vt.getNumElements() : 1;
+    SmallVector<unsigned> results = resultsOf.lookup(mem);
+    scf::IfOp::create(b, loc, single, [&](OpBuilder &ib, Location) {
+      for (int64_t e = 0; e < width; ++e) {
+        IRMapping m;
+        materialize(ib, m);
+        m.map(nest.getInductionVar(),
+              e ? arith::AddIOp::create(ib, loc, column, cIndex(ib, loc, e))
+                      .getResult()
+                : column);
+        Value v = vt ? vector::ExtractOp::create(ib, loc, value, e).getResult()
+                     : value;
+        SmallVector<Value> inits = cloneSumInits(ib, nest, sum, m);
+        m.map(sum.getInductionVar(), cIndex(ib, loc, 0));
+        for (auto [arg, init] : llvm::zip(sum.getRegionIterArgs(), inits))
+          m.map(arg, init);
+        for (unsigned i : results) {
+          m.map(f->load[i].getResult(), v);
+          for (Operation *op : f->sumOps[i])
+            ib.clone(*op, m);
+          Value row0 = m.lookupOrDefault(
+              sum.getBody()->getTerminator()->getOperand(i));
+          Value init = inits[i];
+          m.map(sum.getResult(i), addSlices(ib, loc, [&](int64_t q) {
+                  return q ? init : row0;
+                }));
+        }
+        for (Operation *op : f->independent)
+          ib.clone(*op, m);
+        for (unsigned i : results)
+          for (Operation *op : f->after[i])
+            ib.clone(*op, m);
+      }
+      scf::YieldOp::create(ib, loc);
+    });
+  }
+  return true;
+}
+
 bool norm::finishOneGroup(gpu::LaunchOp dx, scf::ForOp nest, scf::ForOp sum,
-                          int64_t cluster, const TargetCodegen &codegen) {
+                          int64_t cluster, const TargetCodegen &codegen,
+                          bool finishForwarded) {
   // G is the partial rows' leading extent (the runtime sizes them so): a
   // constant other than 1 never takes this path.
   Value ws = partialRowsOf(sum);
@@ -304,6 +502,29 @@ bool norm::finishOneGroup(gpu::LaunchOp dx, scf::ForOp nest, scf::ForOp sum,
   if (!llvm::all_of(above, available))
     return false;
 
+  // The values the nest uses from above, at a builder's point in the
+  // launch: those defined before it as they are, the others recomputed.
+  auto materializeAbove = [&](OpBuilder &ib, IRMapping &m) {
+    std::function<Value(Value)> materialize = [&](Value v) -> Value {
+      if (dom.properlyDominates(v, dx))
+        return v;
+      if (Value got = m.lookupOrNull(v))
+        return got;
+      Operation *def = v.getDefiningOp();
+      for (Value o : def->getOperands())
+        materialize(o);
+      ib.clone(*def, m);
+      return m.lookup(v);
+    };
+    for (Value v : above)
+      m.map(v, materialize(v));
+  };
+  bool forwarded = finishForwarded &&
+                   forwardFinish(dx, nest, sum, materializeAbove);
+  dx.walk([](Operation *op) { op->removeAttr(kFinalPartialAttr); });
+  if (forwarded)
+    return true;
+
   Location loc = nest.getLoc();
   Block &body = dx.getBody().back();
   OpBuilder b = OpBuilder::atBlockTerminator(&body);
@@ -318,19 +539,7 @@ bool norm::finishOneGroup(gpu::LaunchOp dx, scf::ForOp nest, scf::ForOp sum,
     else
       gpu::BarrierOp::create(ib, loc);
     IRMapping m;
-    std::function<Value(Value)> materialize = [&](Value v) -> Value {
-      if (dom.properlyDominates(v, dx))
-        return v;
-      if (Value got = m.lookupOrNull(v))
-        return got;
-      Operation *def = v.getDefiningOp();
-      for (Value o : def->getOperands())
-        materialize(o);
-      ib.clone(*def, m);
-      return m.lookup(v);
-    };
-    for (Value v : above)
-      m.map(v, materialize(v));
+    materializeAbove(ib, m);
     // Thread t of the T threads of the launch takes columns t, t + T, ...
     // (the column loop runs from 0 in steps of 1, checkColumnLoop),
     // `columns` of them a step: their loads go out together, where one

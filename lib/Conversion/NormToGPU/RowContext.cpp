@@ -288,7 +288,7 @@ int64_t RowContext::partialVectorWidth(Type element) const {
 
 void RowContext::storePartialChunk(OpBuilder &rb, Value ws, Value program,
                                    Value j0, ArrayRef<Value> sums,
-                                   int64_t width) {
+                                   int64_t width, bool final) {
   Type t = sums.front().getType();
   auto vt = VectorType::get({width}, t);
   Value mem = unitInnerStride(rb, ws);
@@ -296,9 +296,11 @@ void RowContext::storePartialChunk(OpBuilder &rb, Value ws, Value program,
     Value v = vector::FromElementsOp::create(rb, loc, vt,
                                              sums.slice(e0, width));
     Value j = arith::AddIOp::create(rb, loc, j0, cIndex(rb, loc, e0));
-    vector::StoreOp::create(rb, loc, v, mem, ValueRange{program, j},
-                            /*nontemporal=*/false,
-                            llvm::MaybeAlign(width * t.getIntOrFloatBitWidth() /
-                                             8));
+    auto store = vector::StoreOp::create(
+        rb, loc, v, mem, ValueRange{program, j},
+        /*nontemporal=*/false,
+        llvm::MaybeAlign(width * t.getIntOrFloatBitWidth() / 8));
+    if (final)
+      markFinalPartial(store);
   }
 }

@@ -139,9 +139,11 @@ struct RowContext {
   /// workspace is 16-byte aligned, the runtime checks it); 0 otherwise.
   int64_t partialVectorWidth(Type element) const;
   /// The V partial sums `sums` of the chunk from column j0 stored into row
-  /// `program` of the partial row `ws`, `width` elements a store.
+  /// `program` of the partial row `ws`, `width` elements a store; `final`:
+  /// the columns' last stores (markFinalPartial).
   void storePartialChunk(OpBuilder &rb, Value ws, Value program, Value j0,
-                         ArrayRef<Value> sums, int64_t width);
+                         ArrayRef<Value> sums, int64_t width,
+                         bool final = false);
 
   /// The byte address (i64) of element `indices` of `mem` (a memref of
   /// the row body, through `base`).

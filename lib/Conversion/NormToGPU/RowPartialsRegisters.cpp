@@ -102,13 +102,15 @@ void RegisterPartials::writeBack() {
           Value v =
               memref::LoadOp::create(b, loc, acc, ValueRange{c(k * g.vec + e)});
           if (ctx.groupWhole(k)) {
-            memref::StoreOp::create(b, loc, v, wsK, ValueRange{p, j});
+            markFinalPartial(
+                memref::StoreOp::create(b, loc, v, wsK, ValueRange{p, j}));
             continue;
           }
           Value inRange =
               arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, j, c(n));
           scf::IfOp::create(b, loc, inRange, [&](OpBuilder &ib, Location) {
-            memref::StoreOp::create(ib, loc, v, wsK, ValueRange{p, j});
+            markFinalPartial(
+                memref::StoreOp::create(ib, loc, v, wsK, ValueRange{p, j}));
             scf::YieldOp::create(ib, loc);
           });
         }
@@ -152,7 +154,8 @@ void RegisterPartials::writeBack() {
                 fb, loc, s,
                 memref::LoadOp::create(fb, loc, smem,
                                        ValueRange{cIndex(fb, loc, q), j}));
-          memref::StoreOp::create(fb, loc, s, wsK, ValueRange{p, j});
+          markFinalPartial(
+              memref::StoreOp::create(fb, loc, s, wsK, ValueRange{p, j}));
           scf::YieldOp::create(fb, loc);
         });
     gpu::BarrierOp::create(b, loc);
@@ -181,7 +184,8 @@ bool RegisterPartials::writeBackVectors(Value acc, Value ws, Value program) {
       for (int64_t e = 0; e < g.vec; ++e)
         sums.push_back(memref::LoadOp::create(
             sb, loc, acc, ValueRange{cIndex(sb, loc, k * g.vec + e)}));
-      ctx.storePartialChunk(sb, ws, program, j0, sums, width);
+      ctx.storePartialChunk(sb, ws, program, j0, sums, width,
+                            /*final=*/true);
     };
     if (ctx.groupWhole(k)) {
       emit(b);

@@ -295,11 +295,13 @@ void SharedPartials::writeBack() {
                           : inRow;
             }
             if (!keep) {
-              memref::StoreOp::create(fb, loc, v, wsK, ValueRange{p, col});
+              markFinalPartial(
+                  memref::StoreOp::create(fb, loc, v, wsK, ValueRange{p, col}));
               continue;
             }
             scf::IfOp::create(fb, loc, keep, [&](OpBuilder &ib, Location) {
-              memref::StoreOp::create(ib, loc, v, wsK, ValueRange{p, col});
+              markFinalPartial(
+                  memref::StoreOp::create(ib, loc, v, wsK, ValueRange{p, col}));
               scf::YieldOp::create(ib, loc);
             });
           }

@@ -1,10 +1,13 @@
-// RUN: norm-opt %s --split-input-file --norm-lower-to-loops --norm-choose-geometry --norm-map-to-gpu | FileCheck %s
-// RUN: norm-opt %s --split-input-file --norm-lower-to-loops --norm-choose-geometry=chip=sm_80 --norm-map-to-gpu=chip=sm_80 | FileCheck %s --check-prefix=SM80
+// RUN: norm-opt %s --split-input-file --norm-lower-to-loops --norm-choose-geometry --norm-map-to-gpu=forward-finish=false | FileCheck %s
+// RUN: norm-opt %s --split-input-file --norm-lower-to-loops --norm-choose-geometry=chip=sm_80 --norm-map-to-gpu="chip=sm_80 forward-finish=false" | FileCheck %s --check-prefix=SM80
 // RUN: norm-opt %s --split-input-file --norm-lower-to-loops --norm-choose-geometry=rows=129 --norm-map-to-gpu=rows=129 | FileCheck %s --check-prefix=BIG
 // RUN: norm-opt %s --split-input-file --norm-lower-to-loops --norm-choose-geometry --norm-map-to-gpu --mlir-disable-threading | FileCheck %s --check-prefix=SEQ
 
 // One group (docs/GPU.md "One group"): where G = 1 (M = 1 with the default
 // groups, or a fixed G of 1) the dx kernel finishes dweight / dbias itself.
+// Here without forward-finish (map-to-gpu-one-group-forward.mlir has the
+// default, which finishes each column right after its write-back store,
+// and keeps what follows where the partial rows live in global memory).
 // At its end, where the partial rows' leading extent is 1, its blocks meet
 // (a block barrier; a cluster barrier, release / acquire, where a program
 // is a cluster) and its threads take the columns j = t, t + T, ... (T
