@@ -55,7 +55,8 @@ class Cfg:
     prefetch: int = 0  # --prefetch (waves of rows into L2; 0: none)
     pv: int = 0  # --partial-vector (shared sums side by side; 0: default)
     pl: int = 0  # --pipeline (next row's loads into registers; 0: none)
-    nc: int = 0  # --narrow-cache (row caches in the loaded type; 0: f32)
+    nc: int = 0  # --narrow-cache (row caches in the loaded type; 0: f32,
+    # 1: an element an entry, 2: two a 32-bit word)
     hc: int = -1  # --hold-columns (weight, bias in registers; -1: chosen)
     untuned: bool = False  # --tuning=false (the cost model, no table)
     ra: int = -1  # --restrict-arguments (noalias pointers; -1: default on)
@@ -422,7 +423,22 @@ PIPE_CASES = ((("layer_norm_grad", 4096, "bf16", 1, 0, {}), 2061, "contig"),
               (("rms_norm", 7168, "bf16", 0, 1, {"cluster": 2}), 64,
                "contig"),
               (("layer_norm", 1000, "bf16", 0, 1, {"zc": True}), 1,
-               "contig"))
+               "contig"),
+              # narrow_cache = 2, two elements a 32-bit word: both halves
+              # of a word, bf16 by its bits and f16 by fpext, the
+              # interleaved body (element by element), with the row ahead,
+              # over a cluster, and the forward's cache read twice.
+              (("layer_norm_grad", 8192, "bf16", 0, 2, {}), 2061, "contig"),
+              (("rms_norm_grad", 5000, "bf16", 0, 2, {}), 777, "offset"),
+              (("layer_norm_grad", 6144, "f16", 0, 2, {"dres": True}), 515,
+               "contig"),
+              (("rms_norm_grad", 4096, "bf16", 1, 2, {}), 999, "strided"),
+              (("layer_norm_grad", 16384, "bf16", 0, 2, {"cluster": 2}),
+               300, "contig"),
+              (("layer_norm", 3072, "bf16", 0, 2, {"xhat": True}), 777,
+               "offset"),
+              (("rms_norm", 3072, "f16", 0, 2, {"hc": 1}), 2061, "contig"),
+              (("rms_norm", 1536, "bf16", 0, 2, {}), 64, "strided"))
 
 
 def _pipe_cases():

@@ -458,6 +458,23 @@ def hold_plan(dtypes=("bf16", "f32"), ops=C.FWD_OPS + C.GRAD_OPS):
                        lambda c: dataclasses.replace(c, hc=1))
 
 
+# "packed": the row caches of 16-bit rows two elements a 32-bit word
+# (narrow_cache = 2; no result bit changes, so a table knob) against the
+# configuration the grid takes at each point, forward and backward, bf16
+# and f16, where the register regime caches whole rows (N = 1536-16384)
+# and the kernels are at or past 64 registers (ptxas: LayerNorm bf16
+# backward 8192's dx kernel 128 -> 80, RMSNorm 6144 128 -> 80; the forward
+# mixed, RMSNorm 3072 78 -> 48, 7168 113 -> 127). Refused candidates (the
+# looped regime) do not compile and are left out.
+PACKED_N = (1536, 2048, 3072, 4096, 5120, 6144, 7168, 8192, 12288, 16384)
+PACKED_M = (1024, 4096, 16384)
+
+
+def packed_plan():
+    return paired_plan(("bf16", "f16"), C.FWD_OPS + C.GRAD_OPS, PACKED_N,
+                       PACKED_M, lambda c: dataclasses.replace(c, nc=2))
+
+
 # "push": the cluster's row sums exchanged by a push (each block's thread 0
 # stores its sums into every block's receive slots with st.async, which
 # completes bytes on the receiver's mbarrier) against the cluster barrier
@@ -1105,7 +1122,8 @@ PLANS = dict(TABLE_PLANS, explore=explore_plan, grid=grid_plan,
                 "k2-holdout": lambda: trim_plan(K2_HOLD_N, K2_HOLD_M),
                 "few-dx": few_dx_plan, "wide-g": wide_g_plan,
                 "wide-retune": wide_retune_plan, "wide-big": wide_big_plan,
-                "wide-few": lambda: wide_big_plan(WIDE_FEW_N, WIDE_FEW_M)},
+                "wide-few": lambda: wide_big_plan(WIDE_FEW_N, WIDE_FEW_M),
+                "packed": packed_plan},
              **{"grid-cfgs": grid_cfgs_plan,
                 "grid-cfgs-f32": lambda: grid_cfgs_plan(("bf16", "f32"))})
 

@@ -187,8 +187,10 @@ struct GeometryOptions : public PassPipelineOptions<GeometryOptions> {
   Option<int64_t> narrowCache{
       *this, "narrow-cache",
       llvm::cl::desc("Row caches of a register-regime row kernel (dx or "
-                     "forward) over 16-bit rows kept in the loaded type (0: the tuning table's, "
-                     "else f32; 1). No result bit depends on it"),
+                     "forward) over 16-bit rows kept in the loaded type (0: "
+                     "the tuning table's, else f32; 1: an element a "
+                     "register; 2: two elements a 32-bit word). No result "
+                     "bit depends on it"),
       llvm::cl::init(0)};
   Option<int64_t> holdColumns{
       *this, "hold-columns",

@@ -82,10 +82,10 @@ struct ChooseGeometryPass
              << "norm-choose-geometry: pipeline must be 0 (the tuning "
                 "table's, else the cost model's) to "
              << kMaxPipeline << ", got " << static_cast<int64_t>(pipeline);
-    if (narrowCache < 0 || narrowCache > 1)
+    if (narrowCache < 0 || narrowCache > 2)
       return emitError(func.getLoc())
              << "norm-choose-geometry: narrow-cache must be 0 (the tuning "
-                "table's, else f32 caches) or 1, got "
+                "table's, else f32 caches), 1 or 2, got "
              << static_cast<int64_t>(narrowCache);
     if (holdColumns < -1 || holdColumns > 1)
       return emitError(func.getLoc())

@@ -836,8 +836,8 @@ std::string mlir::norm::checkGeometry(const Geometry &g, const RowShape &s,
   }
   // Row caches kept in the loaded type: the register regime's private
   // arrays, of rows narrower than their f32 values.
-  if (g.narrowCache != 0 && g.narrowCache != 1)
-    return (why << "narrow_cache: 0 or 1, got " << g.narrowCache).text;
+  if (g.narrowCache < 0 || g.narrowCache > 2)
+    return (why << "narrow_cache: 0, 1 or 2, got " << g.narrowCache).text;
   if (g.narrowCache) {
     if (!g.registers)
       return "narrow_cache: only the register regime keeps row caches (the "

@@ -134,8 +134,8 @@ mlir::norm::parseTuningTable(llvm::StringRef json) {
                     "\"narrow_cache\" or \"hold_columns\"");
     if (e.partialVector != 1 && e.partialVector != 2 && e.partialVector != 4)
       return bad(i, "\"partial_vector\" must be 1, 2 or 4");
-    if (e.narrowCache > 1)
-      return bad(i, "\"narrow_cache\" must be 0 or 1");
+    if (e.narrowCache > 2)
+      return bad(i, "\"narrow_cache\" must be 0, 1 or 2");
     if (e.holdColumns > 1)
       return bad(i, "\"hold_columns\" must be 0 or 1");
     if (e.pipeline > kMaxPipeline)

@@ -1,7 +1,7 @@
 // RUN: norm-opt %s --split-input-file --norm-choose-geometry="tuning=false pipeline=1 narrow-cache=1" | FileCheck %s
 // RUN: norm-opt %s --split-input-file --norm-choose-geometry=tuning=false | FileCheck %s --check-prefix=NONE
 // RUN: not norm-opt %s --split-input-file --norm-choose-geometry="pipeline=2" 2>&1 | FileCheck %s --check-prefix=RANGE
-// RUN: not norm-opt %s --split-input-file --norm-choose-geometry="narrow-cache=2" 2>&1 | FileCheck %s --check-prefix=NARROW
+// RUN: not norm-opt %s --split-input-file --norm-choose-geometry="narrow-cache=3" 2>&1 | FileCheck %s --check-prefix=NARROW
 
 // The `pipeline` and `narrow-cache` options: a register-regime dx kernel
 // loads the next wave's row ahead into registers (in the aligned body of two,
@@ -20,7 +20,7 @@
 // NONE-NOT: pipeline
 // NONE-NOT: narrow_cache
 // RANGE: norm-choose-geometry: pipeline must be 0 (the tuning table's, else the cost model's) to 1, got 2
-// NARROW: norm-choose-geometry: narrow-cache must be 0 (the tuning table's, else f32 caches) or 1, got 2
+// NARROW: norm-choose-geometry: narrow-cache must be 0 (the tuning table's, else f32 caches), 1 or 2, got 3
 func.func @ahead(%dy: memref<?x4096xbf16>, %x: memref<?x4096xbf16>, %mean: memref<?xf32>, %rstd: memref<?xf32>, %dx: memref<?x4096xbf16>, %w: memref<4096xbf16>, %dw: memref<4096xbf16>, %db: memref<4096xbf16>, %y: memref<?x4096xbf16>, %m2: memref<?xf32>, %r2: memref<?xf32>) {
   norm.layer_norm_grad dy(%dy : memref<?x4096xbf16>) x(%x : memref<?x4096xbf16>) mean(%mean : memref<?xf32>) rstd(%rstd : memref<?xf32>) weight(%w : memref<4096xbf16>) outs dx(%dx : memref<?x4096xbf16>) dweight(%dw : memref<4096xbf16>) dbias(%db : memref<4096xbf16>)
   norm.layer_norm x(%x : memref<?x4096xbf16>) outs y(%y : memref<?x4096xbf16>) mean(%m2 : memref<?xf32>) rstd(%r2 : memref<?xf32>)

@@ -560,8 +560,15 @@ int main() {
                      &Geometry::narrowCache, 1),
                 4096, f32.bytes),
             "narrow_cache: the rows are f32", "narrow_cache f32");
-    refuses(why(with(g, &Geometry::narrowCache, 2), 4096),
-            "narrow_cache: 0 or 1", "narrow_cache 2");
+    check(why(with(both, &Geometry::narrowCache, 2), 4096).empty(),
+          "narrow_cache 2 refused: " +
+              why(with(both, &Geometry::narrowCache, 2), 4096));
+    refuses(why(with(looped, &Geometry::narrowCache, 2), 262144),
+            "narrow_cache: only the register regime", "narrow_cache 2 looped");
+    refuses(why(with(g, &Geometry::narrowCache, 3), 4096),
+            "narrow_cache: 0, 1 or 2", "narrow_cache 3");
+    refuses(why(with(g, &Geometry::narrowCache, -1), 4096),
+            "narrow_cache: 0, 1 or 2", "narrow_cache -1");
   }
 
   // The cluster regime (sm_90, threads and cluster chosen): where a block
@@ -712,8 +719,8 @@ int main() {
             "\"pipeline\": 2}]}",
             "\"pipeline\" must be at most 1");
     refused("{\"entries\": [{\"kernel\": \"dx\", \"n\": [1, 2], "
-            "\"narrow_cache\": 2}]}",
-            "\"narrow_cache\" must be 0 or 1");
+            "\"narrow_cache\": 3}]}",
+            "\"narrow_cache\" must be 0, 1 or 2");
     refused("{\"entries\": [{\"kernel\": \"dx\", \"n\": [1, 2], "
             "\"pipeline\": 0, \"narrow_cache\": 0}]}",
             "no knob");

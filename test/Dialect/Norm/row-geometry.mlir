@@ -188,14 +188,16 @@ func.func @partial_vector_past_vector(%dy: tensor<?x4096xf32>, %x: tensor<?x4096
 // -----
 
 // pipeline (the next row's loads ahead, in the aligned body of layout =
-// both) and narrow_cache (row caches in the loaded type) round-trip; 0 is
-// elided.
+// both) and narrow_cache (row caches in the loaded type, 1 an element an
+// entry, 2 two elements a word) round-trip; 0 is elided.
 // CHECK-LABEL: func.func @pipeline_round_trip
 // CHECK: norm.geometry = #norm.row_geometry<regime = registers, threads = 256, lanes = 256, rows = 1, vector = 8, chunks = 2, layout = both, partials = shared, pipeline = 1, narrow_cache = 1>
 // CHECK: norm.geometry = #norm.row_geometry<regime = registers, threads = 256, lanes = 256, rows = 1, vector = 8, chunks = 2, partials = shared>
+// CHECK: norm.geometry = #norm.row_geometry<regime = registers, threads = 256, lanes = 256, rows = 1, vector = 8, chunks = 2, partials = shared, narrow_cache = 2>
 func.func @pipeline_round_trip(%dy: tensor<?x4096xbf16>, %x: tensor<?x4096xbf16>, %rstd: tensor<?xf32>, %w: tensor<4096xbf16>) -> tensor<?x4096xbf16> {
   %dx, %dw = norm.rms_norm_grad dy(%dy : tensor<?x4096xbf16>) x(%x : tensor<?x4096xbf16>) rstd(%rstd : tensor<?xf32>) weight(%w : tensor<4096xbf16>) {norm.geometry = #norm.row_geometry<regime = registers, threads = 256, lanes = 256, rows = 1, vector = 8, chunks = 2, layout = both, partials = shared, pipeline = 1, narrow_cache = 1>} -> dx(tensor<?x4096xbf16>) dweight(tensor<4096xbf16>)
   %dx2, %dw2 = norm.rms_norm_grad dy(%dy : tensor<?x4096xbf16>) x(%x : tensor<?x4096xbf16>) rstd(%rstd : tensor<?xf32>) weight(%w : tensor<4096xbf16>) {norm.geometry = #norm.row_geometry<regime = registers, threads = 256, lanes = 256, rows = 1, vector = 8, chunks = 2, partials = shared, pipeline = 0, narrow_cache = 0>} -> dx(tensor<?x4096xbf16>) dweight(tensor<4096xbf16>)
+  %dx3, %dw3 = norm.rms_norm_grad dy(%dy : tensor<?x4096xbf16>) x(%x : tensor<?x4096xbf16>) rstd(%rstd : tensor<?xf32>) weight(%w : tensor<4096xbf16>) {norm.geometry = #norm.row_geometry<regime = registers, threads = 256, lanes = 256, rows = 1, vector = 8, chunks = 2, partials = shared, narrow_cache = 2>} -> dx(tensor<?x4096xbf16>) dweight(tensor<4096xbf16>)
   return %dx : tensor<?x4096xbf16>
 }
 
@@ -225,9 +227,9 @@ func.func @pipeline_vector_layout(%dy: tensor<?x4096xbf16>, %x: tensor<?x4096xbf
 
 // -----
 
-func.func @narrow_cache_two(%dy: tensor<?x4096xbf16>, %x: tensor<?x4096xbf16>, %rstd: tensor<?xf32>, %w: tensor<4096xbf16>) -> tensor<?x4096xbf16> {
-  // expected-error @+1 {{#norm.row_geometry: narrow_cache must be 0 or 1, got 2}}
-  %dx, %dw = norm.rms_norm_grad dy(%dy : tensor<?x4096xbf16>) x(%x : tensor<?x4096xbf16>) rstd(%rstd : tensor<?xf32>) weight(%w : tensor<4096xbf16>) {norm.geometry = #norm.row_geometry<regime = registers, threads = 256, lanes = 256, rows = 1, vector = 8, chunks = 2, partials = shared, narrow_cache = 2>} -> dx(tensor<?x4096xbf16>) dweight(tensor<4096xbf16>)
+func.func @narrow_cache_three(%dy: tensor<?x4096xbf16>, %x: tensor<?x4096xbf16>, %rstd: tensor<?xf32>, %w: tensor<4096xbf16>) -> tensor<?x4096xbf16> {
+  // expected-error @+1 {{#norm.row_geometry: narrow_cache must be 0, 1 or 2, got 3}}
+  %dx, %dw = norm.rms_norm_grad dy(%dy : tensor<?x4096xbf16>) x(%x : tensor<?x4096xbf16>) rstd(%rstd : tensor<?xf32>) weight(%w : tensor<4096xbf16>) {norm.geometry = #norm.row_geometry<regime = registers, threads = 256, lanes = 256, rows = 1, vector = 8, chunks = 2, partials = shared, narrow_cache = 3>} -> dx(tensor<?x4096xbf16>) dweight(tensor<4096xbf16>)
   return %dx : tensor<?x4096xbf16>
 }
 

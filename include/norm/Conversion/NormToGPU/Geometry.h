@@ -329,10 +329,11 @@ struct Geometry {
   /// so the tuning table may set it (kMaxPipeline).
   int64_t pipeline = 0;
   /// Register regime, 16-bit rows: the row caches of x and dy kept in the
-  /// loaded type (half the registers), extended again at each use (1), or
-  /// as the f32 values the first column loop computed with (0). Changes
-  /// no result bit (the extension is exact), so the tuning table may set
-  /// it.
+  /// loaded type, extended again at each use (1: an element a private
+  /// array entry, which ptxas still gives a 32-bit register of its own;
+  /// 2: two elements a 32-bit word, half the registers of f32), or as the
+  /// f32 values the first column loop computed with (0). Changes no
+  /// result bit (the extension is exact), so the tuning table may set it.
   int64_t narrowCache = 0;
   /// Register regime: the column vectors the row body reads (weight,
   /// bias), a lane's whole chunks of them loaded into registers once, at

@@ -327,8 +327,8 @@ LogicalResult RowGeometryAttr::verify(
     return fail() << "pipeline loads the next row in the aligned body of "
                      "layout = both, got layout = "
                   << stringifyRowLayout(layout);
-  if (narrowCache != 0 && narrowCache != 1)
-    return fail() << "narrow_cache must be 0 or 1, got " << narrowCache;
+  if (narrowCache < 0 || narrowCache > 2)
+    return fail() << "narrow_cache must be 0, 1 or 2, got " << narrowCache;
   if (narrowCache && regime != RowRegime::Registers)
     return fail() << "narrow_cache keeps the register regime's row caches "
                      "narrow, which needs regime = registers";

@@ -187,8 +187,9 @@ def Norm_RowGeometryAttr : AttrDef<Norm_Dialect, "RowGeometry"> {
       Bytes in flight while the block reduces and writes a row, against
       more live registers; no result bit depends on it.
     * `narrow_cache`: the registers regime's row caches of 16-bit rows
-      kept in the loaded type and extended again at each use (1), instead
-      of as f32 (0): half the registers for a conversion an element; no
+      kept in the loaded type and extended again at each use, an element
+      an entry (1) or two elements a 32-bit word (2), instead of as f32
+      (0): up to half the registers for a conversion an element; no
       result bit depends on it.
     * `hold_columns`: the column vectors the row body reads (weight,
       bias), a lane's chunks of them loaded into registers once, at the top
