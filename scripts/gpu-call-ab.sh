@@ -16,7 +16,8 @@
 #      --plan plan --dir .dev/new --against .dev/old into $OUT/new (TUNE_S
 #      each, 120): the times of both kernels and whether any output bit
 #      differs (against_differs); for each "plan:dir" of RUNS, the plan's
-#      candidates alone (bench/tune.py run, TUNE_S each)
+#      candidates alone (bench/tune.py run, TUNE_S each). A spec may end
+#      in ":SECONDS", its own cap instead of TUNE_S
 #   4. with GRID_AB="new old" (grid kernel directories, packed as
 #      .dev/<dir>.tar.xz), bench/grid.py times ours from each, set by set,
 #      at each set of GRID_SETS ("name|grid.py options;name|options", the
@@ -67,16 +68,16 @@ done
 unset PYTORCH_NO_CUDA_MEMORY_CACHING
 mkdir -p "$OUT/ab"
 for spec in ${AB:-}; do
-  IFS=: read -r plan new old <<<"$spec"
-  TS=${TUNE_S:-120}
+  IFS=: read -r plan new old secs <<<"$spec"
+  TS=${secs:-${TUNE_S:-120}}
   timeout "$TS" python3 bench/tune.py run --plan "$plan" --dir ".dev/$new" \
     --against ".dev/$old" --out "$OUT/ab/$new" \
     --deadline $(( $(date +%s) + TS - 10 )) >"$OUT/ab/$new.md" 2>&1
   note "tune $plan $new against $old rc=$?"
 done
 for spec in ${RUNS:-}; do
-  IFS=: read -r plan dir <<<"$spec"
-  TS=${TUNE_S:-120}
+  IFS=: read -r plan dir secs <<<"$spec"
+  TS=${secs:-${TUNE_S:-120}}
   timeout "$TS" python3 bench/tune.py run --plan "$plan" --dir ".dev/$dir" \
     --out "$OUT/ab/$dir" --deadline $(( $(date +%s) + TS - 10 )) \
     >"$OUT/ab/$dir.md" 2>&1
