@@ -875,11 +875,9 @@ TUNING_TABLE = os.path.join(os.path.dirname(os.path.abspath(__file__)),
 _tuning = None
 
 
-def tuned_rows(op, n, dt, wdt, m, table=None):
-    """The first row count of the sm_90 tuning table's entry that serves
-    (op, N, dtypes) at M rows (findTuning in Tuning.cpp), or 0 where none
-    does: a configuration compiled with --rows=that gets the entry's
-    geometry, and is the same for every M of the entry's range."""
+def tuning_entry(op, n, dt, wdt, m, table=None):
+    """The sm_90 tuning table's entry that serves (op, N, dtypes) at M rows
+    (findTuning in Tuning.cpp), or None where none does."""
     global _tuning
     if table is None:
         if _tuning is None:
@@ -909,8 +907,17 @@ def tuned_rows(op, n, dt, wdt, m, table=None):
         rlo, rhi = e.get("rows", [1, 0])
         if m < rlo or (rhi and m > rhi):
             continue
-        return rlo
-    return 0
+        return e
+    return None
+
+
+def tuned_rows(op, n, dt, wdt, m, table=None):
+    """The first row count of the sm_90 tuning table's entry that serves
+    (op, N, dtypes) at M rows, or 0 where none does: a configuration
+    compiled with --rows=that gets the entry's geometry, and is the same
+    for every M of the entry's range."""
+    e = tuning_entry(op, n, dt, wdt, m, table)
+    return e.get("rows", [1, 0])[0] if e else 0
 
 
 ROW_EDGES = (128, 512, 2048, 8192)  # Tuning.h kTuningRowEdges

@@ -19,22 +19,9 @@ import tune as T  # noqa: E402
 
 def pick(entries, op, dt, n, m):
     """The knob tuple (tune.KNOB_KEYS order) the table gives (op, dt, N, M),
-    tune.NO_KNOB where no entry covers it."""
-    grad = op.endswith("_grad")
-    sums = 2 if op.startswith("layer") else 1
-    size = {"bf16": 2, "f16": 2, "f32": 4}[dt]
-    for e in entries:
-        if e["kernel"] != ("dx" if grad else "forward"):
-            continue
-        if e.get("partial_rows" if grad else "row_sums") != sums or \
-                e["element_bytes"] != size:
-            continue
-        nlo, nhi = e["n"]
-        rlo, rhi = e["rows"]
-        if n < nlo or (nhi and n > nhi) or m < rlo or (rhi and m > rhi):
-            continue
-        return tuple(e.get(k, 0) for k in T.KNOB_KEYS)
-    return T.NO_KNOB
+    tune.NO_KNOB where no entry covers it (configs.tuning_entry)."""
+    e = T.C.tuning_entry(op, n, dt, "", m, entries)
+    return tuple(e.get(k, 0) for k in T.KNOB_KEYS) if e else T.NO_KNOB
 
 
 def main():

@@ -345,6 +345,57 @@ class Table(unittest.TestCase):
                         for c in cands[key]}
                 self.assertLessEqual(ks, have, key)
 
+    def test_wide_big_plan(self):
+        # Each point's candidates carry its bucket's rows hint (the table
+        # skips any other), the cost model among them, every knob the
+        # table holds for the backward at those N and buckets, and G = 64
+        # (information: the table skips a fixed G) at the bucket of 1024
+        # only; no point's tensor past the plan's limit.
+        points, cands = T.wide_big_plan()
+        self.assertIn(("layer_norm_grad", "bf16", 65536, 1024), points)
+        for op, dt, n, m in points:
+            size = 4 if dt == "f32" else 2
+            self.assertLessEqual(m * n * size, T.TENSOR_LIMIT)
+            hinted = [c for c in cands[(op, dt, n)]
+                      if c.rows == T.C.bucket_rows(m)]
+            self.assertIn(T.C.Cfg(op, n, dt, rows=T.C.bucket_rows(m)),
+                          hinted)
+            grad = op.endswith("_grad")
+            fixed = [c for c in hinted if c.groups]
+            self.assertEqual(len(fixed), int(grad and m == 1024))
+        have = {(c.threads, c.cluster, c.lanes, c.mre, c.prefetch)
+                for c in cands[("layer_norm_grad", "bf16", 65536)]}
+        for knob in ((512, 0, 0, 0, 1), (0, 8, 0, 0, 0), (256, 8, 0, 0, 0),
+                     (0, 8, 0, 32, 0), (0, 4, 0, 32, 0)):
+            self.assertIn(knob, have)
+        _, few = T.PLANS["wide-few"]()
+        self.assertEqual({c.rows for cs in few.values() for c in cs}, {1})
+
+    def test_table_diff_pick(self):
+        # bench/table_diff.py: the entry covering (op, dtype, N, M) gives
+        # its knobs in KNOB_KEYS order; outside every entry, the cost model.
+        import table_diff as D
+        entries = [{"kernel": "dx", "partial_rows": 2, "element_bytes": 2,
+                    "n": [56757, 80265], "rows": [513, 2048],
+                    "tuned_n": 65536, "threads": 512, "prefetch": 1},
+                   {"kernel": "dx", "partial_rows": 1, "element_bytes": 2,
+                    "n": [56757, 0], "rows": [1, 0], "tuned_n": 65536,
+                    "cluster": 8},
+                   {"kernel": "forward", "row_sums": 2, "element_bytes": 4,
+                    "n": [1, 0], "rows": [1, 0], "tuned_n": 1024,
+                    "max_lanes": 32}]
+        self.assertEqual(D.pick(entries, "layer_norm_grad", "bf16", 65536,
+                                1024), (512, 0, 0, 0, 1, 0, 0, 0, 0))
+        self.assertEqual(D.pick(entries, "layer_norm_grad", "bf16", 65536,
+                                4096), T.NO_KNOB)
+        self.assertEqual(D.pick(entries, "layer_norm_grad", "f32", 65536,
+                                1024), T.NO_KNOB)
+        self.assertEqual(D.pick(entries, "rms_norm_grad", "bf16", 262144,
+                                1), (0, 8, 0, 0, 0, 0, 0, 0, 0))
+        self.assertEqual(D.pick(entries, "layer_norm", "f32", 5, 9),
+                         (0, 0, 32, 0, 0, 0, 0, 0, 0))
+        self.assertEqual(D.pick(entries, "rms_norm", "f32", 5, 9), T.NO_KNOB)
+
     def test_rows_hint(self):
         # A candidate compiled with a rows hint counts at the M of that
         # hint's bucket (the kernel a call of that M gets), against the
