@@ -458,9 +458,24 @@ def hold_plan(dtypes=("bf16", "f32"), ops=C.FWD_OPS + C.GRAD_OPS):
                        lambda c: dataclasses.replace(c, hc=1))
 
 
+# "wide-holdout": the table's wide entries where plans wide-big and
+# wide-few did not tune (N between and past their N, odd N, M = 1-4096):
+# each point's configuration as norm_mlir.torch compiles it, prepared with
+# the table and again with TUNE_EXTRA_FLAGS=--tuning-file=<the table
+# before>, run --against.
+WIDE_HOLD_N = (20480, 28672, 40960, 57344, 81920, 100003, 163840)
+WIDE_HOLD_M = (1, 16, 100, 512, 1536, 3000)
+
+
+def wide_holdout_plan():
+    return paired_plan(("bf16", "f32"), C.FWD_OPS + C.GRAD_OPS, WIDE_HOLD_N,
+                       WIDE_HOLD_M, lambda c: c)
+
+
 # "packed": the row caches of 16-bit rows two elements a 32-bit word
 # (narrow_cache = 2; no result bit changes, so a table knob) against the
-# configuration the grid takes at each point, forward and backward, bf16
+# cost model's configuration at each point (compiled --tuning=false, with
+# the M bucket's rows hint, as the table plans), forward and backward, bf16
 # and f16, where the register regime caches whole rows (N = 1536-16384)
 # and the kernels are at or past 64 registers (ptxas: LayerNorm bf16
 # backward 8192's dx kernel 128 -> 80, RMSNorm 6144 128 -> 80; the forward
@@ -1123,7 +1138,7 @@ PLANS = dict(TABLE_PLANS, explore=explore_plan, grid=grid_plan,
                 "few-dx": few_dx_plan, "wide-g": wide_g_plan,
                 "wide-retune": wide_retune_plan, "wide-big": wide_big_plan,
                 "wide-few": lambda: wide_big_plan(WIDE_FEW_N, WIDE_FEW_M),
-                "packed": packed_plan},
+                "packed": packed_plan, "wide-holdout": wide_holdout_plan},
              **{"grid-cfgs": grid_cfgs_plan,
                 "grid-cfgs-f32": lambda: grid_cfgs_plan(("bf16", "f32"))})
 
@@ -1134,7 +1149,7 @@ TABLE_SIDE_PLANS = ("holdout", "holdout-odd", "fwd-tiny", "dres",
                     "dres-holdout", "small-n-holdout", "dres-few", "wave",
                     "wave-holdout", "ring-table", "regpart",
                     "regpart-holdout", "reduce", "reduce-holdout",
-                    "reduce-few", "wide-g", "reread")
+                    "reduce-few", "wide-g", "reread", "wide-holdout")
 
 
 def useful(cfg, m, n):

@@ -11,7 +11,9 @@
 #      (gpu_check --one-group-reduce)
 #   2. compute-sanitizer racecheck and synccheck (SAN_TOOLS) over one case
 #      per configuration (SAN_FILTER: gpu_check --filter; SAN_S each, 100;
-#      0 skips them)
+#      0 skips them). SAN_MATRIX=full takes the full matrix's cases as
+#      they are instead (the rows matrix raises each case's M until every
+#      program loops twice, so it has no M = 1 case)
 #   3. for each "plan:new:old" of AB (space separated), bench/tune.py run
 #      --plan plan --dir .dev/new --against .dev/old into $OUT/new (TUNE_S
 #      each, 120): the times of both kernels and whether any output bit
@@ -60,7 +62,7 @@ export PYTORCH_NO_CUDA_MEMORY_CACHING=1
 for tool in ${SAN_TOOLS:-racecheck synccheck}; do
   (( ${SAN_S:-100} > 0 )) || break
   timeout "${SAN_S:-100}" "$CS" --tool "$tool" --error-exitcode 99 --print-limit 50 \
-    python3 bench/gpu_check.py --sanitizer rows --tool "$tool" \
+    python3 bench/gpu_check.py --sanitizer "${SAN_MATRIX:-rows}" --tool "$tool" \
     --deadline $(( $(date +%s) + ${SAN_S:-100} - 25 )) \
     --filter="${SAN_FILTER:-.}" >"$OUT/$tool.log" 2>&1
   note "$tool rc=$?"

@@ -20,7 +20,7 @@
 // CHECK: norm-cache-rows{early-rows=true}
 // CHECK: norm-check-stage{stage=fused}
 // CHECK: norm-choose-geometry{batch-rows=3 chip=sm_80 cluster=0 hold-columns=1 max-lanes=16 max-register-elements=32 narrow-cache=1 partial-vector=2 pipeline=1 prefetch=2 register-partials=true rows=0 threads=128 trim-idle-warps=false tuning=true tuning-file=t.json two-chunk-rows=false}
-// CHECK: norm-map-to-gpu{async-rows=1 chip=sm_80 dependent-launch=false fit-early-rows=true forward-finish=false reduce-columns=16 reduce-unroll=6 reread-fallback=false ring-dynamic=true row-barriers=1 rows=0 wave-resident=true}
+// CHECK: norm-map-to-gpu{async-rows=1 chip=sm_80 dependent-launch=false fit-early-rows=true forward-finish=0 reduce-columns=16 reduce-unroll=6 reread-fallback=false ring-dynamic=true row-barriers=1 rows=0 wave-resident=true}
 // CHECK: norm-check-target{chip=sm_80
 // CHECK: norm-attach-cluster-dims
 // CHECK-NEXT: norm-attach-resident-blocks

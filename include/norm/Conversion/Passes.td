@@ -254,13 +254,14 @@ def NormMapToGPU : Pass<"norm-map-to-gpu", "::mlir::func::FuncOp"> {
            "aligned body reads its row cache: ptxas gives the kernel the "
            "registers of its larger body. No result bit depends on it (the "
            "row read again holds the values the cache held)">,
-    Option<"forwardFinish", "forward-finish", "bool", /*default=*/"true",
+    Option<"forwardFinish", "forward-finish", "int64_t", /*default=*/"1",
            "Where the dx kernel finishes dweight / dbias itself at G = 1 "
            "and each column of its partial rows is stored once from "
            "shared memory or registers, the storing thread finishes that "
-           "column from the value it stored: no barrier, no load back. The "
-           "same operations on the same values: no result bit depends on "
-           "it">,
+           "column from the value it stored: no barrier, no load back. 0: "
+           "never; 1: where the row is split over a cluster (the barrier "
+           "it spares is the cluster's); 2: every such kernel. The same "
+           "operations on the same values: no result bit depends on it">,
     Option<"dependentLaunch", "dependent-launch", "bool", /*default=*/"true",
            "On chips with grid dependency control (sm_90), start every "
            "kernel by waiting for the grids before it in the stream "

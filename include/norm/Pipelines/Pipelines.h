@@ -104,14 +104,14 @@ struct GeometryOptions : public PassPipelineOptions<GeometryOptions> {
                      "aligned body reads its row cache (norm-map-to-gpu "
                      "reread-fallback). No result bit depends on it"),
       llvm::cl::init(true)};
-  Option<bool> forwardFinish{
+  Option<int64_t> forwardFinish{
       *this, "forward-finish",
       llvm::cl::desc("At G = 1, the dx kernel finishes each column of "
                      "dweight / dbias from the partial value the thread "
                      "stored, without a barrier and a load back "
-                     "(norm-map-to-gpu forward-finish). No result bit "
-                     "depends on it"),
-      llvm::cl::init(true)};
+                     "(norm-map-to-gpu forward-finish; 0: never, 1: over a "
+                     "cluster, 2: always). No result bit depends on it"),
+      llvm::cl::init(1)};
   Option<int64_t> rowBarriers{
       *this, "row-barriers",
       llvm::cl::desc("The barriers of a row's sums across its warps: 0, two "

@@ -198,9 +198,9 @@ struct MapToGPUPass : public norm::impl::NormMapToGPUBase<MapToGPUPass> {
                                     : WalkResult::advance();
                        }).wasInterrupted();
       if (writes)
-        return norm::finishOneGroup(dx, nest, sum, r.cluster,
-                                    norm::TargetCodegen::forTarget(*target),
-                                    forwardFinish);
+        return norm::finishOneGroup(
+            dx, nest, sum, r.cluster, norm::TargetCodegen::forTarget(*target),
+            forwardFinish == 2 || (forwardFinish == 1 && r.cluster > 1));
     }
     return false;
   }
@@ -406,6 +406,8 @@ struct MapToGPUPass : public norm::impl::NormMapToGPUBase<MapToGPUPass> {
     };
     if (rowBarriers < 0 || rowBarriers > 2)
       return refuse("row-barriers", "0, 1 or 2", rowBarriers);
+    if (forwardFinish < 0 || forwardFinish > 2)
+      return refuse("forward-finish", "0, 1 or 2", forwardFinish);
     if (asyncRows < 0 || asyncRows > 4)
       return refuse("async-rows", "0 to 4", asyncRows);
     if (!llvm::is_contained({0, 8, 16, 32}, reduceColumns))

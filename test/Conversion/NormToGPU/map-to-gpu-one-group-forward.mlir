@@ -1,9 +1,14 @@
-// RUN: norm-opt %s --split-input-file --norm-lower-to-loops --norm-choose-geometry --norm-map-to-gpu | FileCheck %s
-// RUN: norm-opt %s --split-input-file --norm-lower-to-loops --norm-choose-geometry --norm-map-to-gpu=forward-finish=false | FileCheck %s --check-prefix=OFF
-// RUN: norm-opt %s --split-input-file --norm-lower-to-loops --norm-choose-geometry=cluster=1 --norm-map-to-gpu | FileCheck %s --check-prefix=LOOPED
+// RUN: norm-opt %s --split-input-file --norm-lower-to-loops --norm-choose-geometry --norm-map-to-gpu=forward-finish=2 | FileCheck %s
+// RUN: norm-opt %s --split-input-file --norm-lower-to-loops --norm-choose-geometry --norm-map-to-gpu | FileCheck %s --check-prefix=DEF
+// RUN: norm-opt %s --split-input-file --norm-lower-to-loops --norm-choose-geometry --norm-map-to-gpu=forward-finish=0 | FileCheck %s --check-prefix=OFF
+// RUN: norm-opt %s --split-input-file --norm-lower-to-loops --norm-choose-geometry=cluster=1 --norm-map-to-gpu=forward-finish=2 | FileCheck %s --check-prefix=LOOPED
+// RUN: not norm-opt %s --split-input-file --norm-lower-to-loops --norm-choose-geometry --norm-map-to-gpu=forward-finish=3 2>&1 | FileCheck %s --check-prefix=BAD
 
-// The one-group finish forwarded (norm-map-to-gpu forward-finish, the
-// default; docs/GPU.md "One group"). Where the partial rows live in shared
+// BAD: norm-map-to-gpu: forward-finish must be 0, 1 or 2, got 3
+
+// The one-group finish forwarded (norm-map-to-gpu forward-finish = 2:
+// every such kernel; the default, 1, only where the row is split over a
+// cluster, DEF below; docs/GPU.md "One group"). Where the partial rows live in shared
 // memory or registers until the write-back, each column of the program's
 // partial row is stored once, by one thread, with its final value: right
 // after that store, under `leading extent of the partial rows == 1`
@@ -11,7 +16,7 @@
 // kernel's arithmetic for G = 1 on the value it stored (slice 0 adds it to
 // the initial value, slices 1 to 7 keep the initial value, the eight added
 // in order) and the nest's stores for that column. No barrier, no load of
-// the partial rows back (forward-finish=false: both, map-to-gpu-one-
+// the partial rows back (forward-finish=0: both, map-to-gpu-one-
 // group.mlir). The reduce kernel is recorded `skip_at_one_group` either
 // way.
 
@@ -39,6 +44,15 @@
 // CHECK-NOT:    gpu.barrier
 // CHECK-NOT:    memref.load %[[WS]]{{\[}}
 // CHECK:        gpu.terminator
+// The default leaves a kernel of one block to the barrier and the load
+// back.
+// DEF-LABEL: func @rms_norm_grad_n4096
+// DEF:      %[[WS:.*]] = memref.alloc({{.*}}) {norm.workspace, norm.written} : memref<?x4096xf32>
+// DEF:        %[[G:.*]] = memref.dim %[[WS]], %c0
+// DEF:        %[[ONE:.*]] = arith.cmpi eq, %[[G]], %c1
+// DEF:        scf.if %[[ONE]] {
+// DEF-NEXT:     gpu.barrier
+// DEF:            memref.load %[[WS]][%c0{{.*}}, %{{.*}}] : memref<?x4096xf32>
 // OFF-LABEL: func @rms_norm_grad_n4096
 // OFF:      %[[WS:.*]] = memref.alloc({{.*}}) {norm.workspace, norm.written} : memref<?x4096xf32>
 // OFF:      gpu.launch {{.*}} function(@rms_norm_grad_n4096_dx_1)
@@ -120,6 +134,14 @@ func.func @rms_norm_grad_n1536(%dy: memref<?x1536xf32>, %x: memref<?x1536xf32>, 
 // CHECK-NOT:    memref.load %[[WSW]]{{\[}}
 // CHECK-NOT:    memref.load %[[WSB]]{{\[}}
 // CHECK:        gpu.terminator
+// The default forwards it: a cluster.
+// DEF-LABEL: func @layer_norm_grad_n32768
+// DEF-SAME: cluster = {{[2-8]}}
+// DEF:      %[[WSW:.*]] = memref.alloc({{.*}}) {norm.workspace, norm.written} : memref<?x32768xf32>
+// DEF:          memref.store %{{.*}}, %[[WSW]][%{{.*}}, %{{.*}}] : memref<?x32768xf32>
+// DEF-NEXT:     scf.if %{{.*}} {
+// DEF-NOT:    memref.load %[[WSW]]{{\[}}
+// DEF:        gpu.terminator
 func.func @layer_norm_grad_n32768(%dy: memref<?x32768xbf16>, %x: memref<?x32768xbf16>, %mean: memref<?xf32>,
                                   %rstd: memref<?xf32>, %w: memref<32768xbf16>, %dx: memref<?x32768xbf16>,
                                   %dw: memref<32768xbf16>, %db: memref<32768xbf16>) {

@@ -1,5 +1,5 @@
-// RUN: norm-opt %s --split-input-file --norm-lower-to-loops --norm-choose-geometry --norm-map-to-gpu=forward-finish=false | FileCheck %s
-// RUN: norm-opt %s --split-input-file --norm-lower-to-loops --norm-choose-geometry=chip=sm_80 --norm-map-to-gpu="chip=sm_80 forward-finish=false" | FileCheck %s --check-prefix=SM80
+// RUN: norm-opt %s --split-input-file --norm-lower-to-loops --norm-choose-geometry --norm-map-to-gpu=forward-finish=0 | FileCheck %s
+// RUN: norm-opt %s --split-input-file --norm-lower-to-loops --norm-choose-geometry=chip=sm_80 --norm-map-to-gpu="chip=sm_80 forward-finish=0" | FileCheck %s --check-prefix=SM80
 // RUN: norm-opt %s --split-input-file --norm-lower-to-loops --norm-choose-geometry=rows=129 --norm-map-to-gpu=rows=129 | FileCheck %s --check-prefix=BIG
 // RUN: norm-opt %s --split-input-file --norm-lower-to-loops --norm-choose-geometry --norm-map-to-gpu --mlir-disable-threading | FileCheck %s --check-prefix=SEQ
 

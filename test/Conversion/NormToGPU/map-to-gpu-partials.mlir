@@ -1,6 +1,6 @@
-// RUN: norm-opt %s --norm-lower-to-loops --norm-choose-geometry=chip=sm_80 --norm-map-to-gpu="chip=sm_80 forward-finish=false" | FileCheck %s
+// RUN: norm-opt %s --norm-lower-to-loops --norm-choose-geometry=chip=sm_80 --norm-map-to-gpu="chip=sm_80 forward-finish=0" | FileCheck %s
 
-// (forward-finish=false: the one-group finish's vector.extract of each
+// (forward-finish=0: the one-group finish's vector.extract of each
 // stored vector is map-to-gpu-one-group-forward.mlir's.)
 // LayerNorm bf16 N = 16384 on sm_80: a block of 256 threads per row, 8
 // chunks of 8 columns a lane, both partial rows in registers (2 x 64 KB:
