@@ -75,7 +75,8 @@ void UnrolledChunks::allocate() {
     // Packed: element i in the low (i even) or high half of word i / 2.
     // Every word starts at 0, so that each store's read-modify-write of a
     // word reads a defined value (LLVM folds the zeros away).
-    if (ctx.g.narrowCache == 2 && t.getIntOrFloatBitWidth() == 16) {
+    if (ctx.g.narrowCache == 2 && isa<FloatType>(t) &&
+        t.getIntOrFloatBitWidth() == 16) {
       int64_t words = (size + 1) / 2;
       Value arr =
           memref::AllocaOp::create(ctx.b, ctx.loc, MemRefType::get({words}, i32));
