@@ -34,6 +34,7 @@ import dataclasses
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 import tarfile
@@ -1152,6 +1153,25 @@ TABLE_SIDE_PLANS = ("holdout", "holdout-odd", "fwd-tiny", "dres",
                     "reduce-few", "wide-g", "reread", "wide-holdout")
 
 
+def compile_flags(plan, env_extra=""):
+    """The norm-compile flags `prepare` adds to every candidate of `plan`:
+    --tuning=false where the candidates are against the cost model (no
+    table under them; the grid plans and TABLE_SIDE_PLANS compile with the
+    table, by their --rows), then `env_extra` (TUNE_EXTRA_FLAGS, e.g.
+    --restrict-arguments=false for an A/B of a pipeline option). A table
+    flag in `env_extra` for a cost-model plan would change nothing, so it
+    is refused (ValueError) rather than giving two identical sides."""
+    table_side = plan.startswith("grid") or plan in TABLE_SIDE_PLANS
+    if not table_side and re.search(r"--tuning-file=|--tuning=(true|1)\b",
+                                    env_extra):
+        raise ValueError(
+            "plan %s compiles its candidates with --tuning=false, so %r "
+            "would change no kernel; a plan that compares tables belongs "
+            "in TABLE_SIDE_PLANS" % (plan, env_extra))
+    return (("" if table_side else "--tuning=false") + " " +
+            env_extra).strip()
+
+
 def useful(cfg, m, n):
     """Whether candidate cfg says anything at M: a fixed G no larger than M
     and other than the default's."""
@@ -1173,13 +1193,12 @@ def cmd_prepare(args):
     for key, cs in cands.items():
         for c in cs:
             todo[c.name] = c
-    # The candidates against the cost model: no tuning table under them
-    # (the grid plans' configurations are the table's, by their --rows).
-    extra = "" if args.plan.startswith("grid") or \
-        args.plan in TABLE_SIDE_PLANS else "--tuning=false"
-    # More norm-compile flags for every candidate (A/B runs of a pipeline
-    # option, e.g. TUNE_EXTRA_FLAGS=--restrict-arguments=false).
-    extra = (extra + " " + os.environ.get("TUNE_EXTRA_FLAGS", "")).strip()
+    try:
+        extra = compile_flags(args.plan, os.environ.get("TUNE_EXTRA_FLAGS",
+                                                        ""))
+    except ValueError as ex:
+        out("tune: %s" % ex)
+        return 2
     t0 = time.time()
     with tempfile.NamedTemporaryFile("w", suffix=".jobs") as jobs:
         jobs.write("".join("\t".join([c.name] + c.flags()) + "\n"

@@ -493,5 +493,24 @@ class Table(unittest.TestCase):
             self.assertLessEqual(set(e), known)
 
 
+class CompileFlags(unittest.TestCase):
+    def test_table_flags_need_a_table_side_plan(self):
+        # A plan against the cost model compiles --tuning=false: a table
+        # given on top would change no kernel, so both sides of an A/B of
+        # tables would be one kernel. Refused; a table-side plan takes it.
+        self.assertEqual(T.compile_flags("packed"), "--tuning=false")
+        self.assertEqual(T.compile_flags("packed", "--forward-finish=0"),
+                         "--tuning=false --forward-finish=0")
+        for flags in ("--tuning-file=/t.json", "--tuning=true"):
+            with self.assertRaises(ValueError):
+                T.compile_flags("packed", flags)
+        self.assertEqual(T.compile_flags("wide-holdout",
+                                         "--tuning-file=/t.json"),
+                         "--tuning-file=/t.json")
+        self.assertEqual(T.compile_flags("grid-cfgs", "--tuning-file=/t"),
+                         "--tuning-file=/t")
+        self.assertIn("wide-holdout", T.TABLE_SIDE_PLANS)
+
+
 if __name__ == "__main__":
     unittest.main(argv=[sys.argv[0], "-v"])
