@@ -108,7 +108,7 @@ Value partialRowsOf(scf::ForOp sum);
 /// every write of the partial rows in the dx kernel carries it,
 /// finishOneGroup finishes each column from the stored value, right after
 /// its store, by the thread that stored it: no barrier, no load back.
-/// finishOneGroup removes it.
+/// norm-map-to-gpu removes every mark at its end.
 inline constexpr llvm::StringLiteral kFinalPartialAttr = "norm.final_partial";
 /// Marks `op` (a store of the write-back) with kFinalPartialAttr.
 inline void markFinalPartial(Operation *op) {

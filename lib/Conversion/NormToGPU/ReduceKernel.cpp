@@ -519,10 +519,7 @@ bool norm::finishOneGroup(gpu::LaunchOp dx, scf::ForOp nest, scf::ForOp sum,
     for (Value v : above)
       m.map(v, materialize(v));
   };
-  bool forwarded = finishForwarded &&
-                   forwardFinish(dx, nest, sum, materializeAbove);
-  dx.walk([](Operation *op) { op->removeAttr(kFinalPartialAttr); });
-  if (forwarded)
+  if (finishForwarded && forwardFinish(dx, nest, sum, materializeAbove))
     return true;
 
   Location loc = nest.getLoc();

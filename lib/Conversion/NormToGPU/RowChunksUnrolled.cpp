@@ -93,29 +93,31 @@ void UnrolledChunks::allocate() {
   }
 }
 
+// An i32 constant.
+static Value ci32(OpBuilder &rb, Location loc, int64_t v) {
+  return arith::ConstantIntOp::create(rb, loc, rb.getI32Type(), v);
+}
+
 // Element `at` of a packed cache, as `want` (its 16-bit type, or f32).
 // bf16 to f32 by its bits: the element's 16 bits moved (or masked) into
 // the high half of the word, which is the f32 of the same value.
 Value UnrolledChunks::loadPacked(OpBuilder &rb, Value arr, Type narrow,
                                  Type want, int64_t at) {
   Location loc = ctx.loc;
-  Type i32 = rb.getI32Type();
-  auto ci32 = [&](int64_t v) {
-    return arith::ConstantIntOp::create(rb, loc, i32, v);
-  };
   Value word = memref::LoadOp::create(rb, loc, arr,
                                       ValueRange{cIndex(rb, loc, at / 2)});
   bool high = at % 2;
   if (narrow.isBF16() && want.isF32()) {
-    Value bits = high ? arith::AndIOp::create(rb, loc, word,
-                                              ci32(int64_t(0xffff0000)))
-                            .getResult()
-                      : arith::ShLIOp::create(rb, loc, word, ci32(16))
-                            .getResult();
+    Value bits =
+        high ? arith::AndIOp::create(rb, loc, word,
+                                     ci32(rb, loc, int64_t(0xffff0000)))
+                   .getResult()
+             : arith::ShLIOp::create(rb, loc, word, ci32(rb, loc, 16))
+                   .getResult();
     return arith::BitcastOp::create(rb, loc, want, bits);
   }
   if (high)
-    word = arith::ShRUIOp::create(rb, loc, word, ci32(16));
+    word = arith::ShRUIOp::create(rb, loc, word, ci32(rb, loc, 16));
   Value v = arith::BitcastOp::create(
       rb, loc, narrow,
       arith::TruncIOp::create(rb, loc, rb.getI16Type(), word));
@@ -128,18 +130,15 @@ void UnrolledChunks::storePacked(OpBuilder &rb, Value arr, Value v,
                                  int64_t at) {
   Location loc = ctx.loc;
   Type i32 = rb.getI32Type();
-  auto ci32 = [&](int64_t c) {
-    return arith::ConstantIntOp::create(rb, loc, i32, c);
-  };
   Value idx = cIndex(rb, loc, at / 2);
   bool high = at % 2;
   Value bits = arith::ExtUIOp::create(
       rb, loc, i32, arith::BitcastOp::create(rb, loc, rb.getI16Type(), v));
   if (high)
-    bits = arith::ShLIOp::create(rb, loc, bits, ci32(16));
+    bits = arith::ShLIOp::create(rb, loc, bits, ci32(rb, loc, 16));
   Value word = memref::LoadOp::create(rb, loc, arr, ValueRange{idx});
   Value kept = arith::AndIOp::create(
-      rb, loc, word, ci32(high ? 0xffff : int64_t(0xffff0000)));
+      rb, loc, word, ci32(rb, loc, high ? 0xffff : int64_t(0xffff0000)));
   memref::StoreOp::create(rb, loc, arith::OrIOp::create(rb, loc, kept, bits),
                           arr, ValueRange{idx});
 }
