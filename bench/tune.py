@@ -473,6 +473,18 @@ def wide_holdout_plan():
                        WIDE_HOLD_M, lambda c: c)
 
 
+# "mid-holdout": the same check for plans mid-big / mid-big-fwd's entries
+# (N = 1024-12288 at M >= 513), at N and M neither plan timed (odd N and
+# N between theirs, M inside and at the ends of the buckets).
+MID_HOLD_N = (1536, 2560, 3584, 4000, 7168, 10240, 11008)
+MID_HOLD_M = (600, 1500, 3000, 6000, 12000, 40000)
+
+
+def mid_holdout_plan():
+    return paired_plan(("bf16", "f32"), C.FWD_OPS + C.GRAD_OPS, MID_HOLD_N,
+                       MID_HOLD_M, lambda c: c)
+
+
 # "packed": the row caches of 16-bit rows two elements a 32-bit word
 # (narrow_cache = 2; no result bit changes, so a table knob) against the
 # cost model's configuration at each point (compiled --tuning=false, with
@@ -1083,6 +1095,61 @@ def wide_big_plan(ns_by_dtype=None, ms=WIDE_BIG_M):
     return points, cands
 
 
+# "mid-big": the wide-big run for N = 1024-12288 at M = 1024, 4096 and
+# 16384 (the buckets 513-2048, 2049-8192 and 8193 up): every knob the
+# table's entries there use (threads, prefetch, partial_vector, pipeline,
+# narrow_cache 1 and the packed 2 the table has no entry with yet, the
+# forward's max-lanes and hold_columns, a cluster of 2), alone and in the
+# combinations the entries hold, each with its bucket's rows hint and the
+# cost model under it, backward and forward, bf16 and f32 (no narrow
+# caches: an f32 row is cached in f32). Given to `table` under --supersede,
+# so no entry there stays a gain over a default that has since moved.
+MID_BIG_N = {"bf16": (1024, 2048, 3072, 4096, 5120, 6144, 8192, 12288),
+             "f32": (1024, 2048, 4096, 6144, 8192, 12288)}
+MID_BIG_M = (1024, 4096, 16384)
+MID_BIG_KNOBS = ({"threads": 128}, {"threads": 256}, {"threads": 512},
+                 {"prefetch": 1}, {"prefetch": 1, "pv": 4},
+                 {"pl": 1}, {"threads": 128, "prefetch": 1},
+                 {"prefetch": 1, "pl": 1},
+                 {"prefetch": 1, "pv": 4, "pl": 1},
+                 {"nc": 1}, {"nc": 2}, {"pl": 1, "nc": 1}, {"pl": 1, "nc": 2},
+                 {"prefetch": 1, "nc": 2}, {"threads": 128, "nc": 2},
+                 {"prefetch": 1, "pv": 4, "pl": 1, "nc": 1},
+                 {"prefetch": 1, "pv": 4, "pl": 1, "nc": 2})
+MID_BIG_FWD_KNOBS = ({"hc": 1}, {"threads": 64, "lanes": 64},
+                     {"threads": 128, "lanes": 128},
+                     {"threads": 128, "lanes": 128, "hc": 1},
+                     {"threads": 256, "lanes": 256},
+                     {"threads": 256, "lanes": 256, "hc": 1},
+                     {"threads": 512, "lanes": 512}, {"lanes": 64},
+                     {"lanes": 64, "hc": 1}, {"threads": 128},
+                     {"cluster": 2}, {"cluster": 2, "hc": 1},
+                     {"nc": 2}, {"nc": 2, "hc": 1},
+                     {"threads": 128, "lanes": 128, "nc": 2})
+
+
+def mid_big_plan(ns_by_dtype=None, ms=MID_BIG_M, directions=("bwd", "fwd")):
+    points, cands = [], {}
+    size = {"f32": 4, "bf16": 2}
+    ops = (C.GRAD_OPS if "bwd" in directions else ()) + \
+        (C.FWD_OPS if "fwd" in directions else ())
+    for dt, ns in (ns_by_dtype or MID_BIG_N).items():
+        for op in ops:
+            knobs = MID_BIG_KNOBS if op.endswith("_grad") else \
+                MID_BIG_FWD_KNOBS
+            if dt == "f32":
+                knobs = [k for k in knobs if "nc" not in k]
+            for n in ns:
+                at = [m for m in ms if m * n * size[dt] <= TENSOR_LIMIT]
+                cs = []
+                for h in sorted({C.bucket_rows(m) for m in at}):
+                    cs.append(C.Cfg(op, n, dt, rows=h))
+                    cs += [C.Cfg(op, n, dt, rows=h, **k) for k in knobs]
+                cands[(op, dt, n)] = cs
+                points += [(op, dt, n, m) for m in at]
+    return points, cands
+
+
 def barriers_plan(ns=None, ms=BARRIER_M):
     ns = ns or BARRIER_N
     allns = sorted({n for v in ns.values() for n in v})
@@ -1139,7 +1206,10 @@ PLANS = dict(TABLE_PLANS, explore=explore_plan, grid=grid_plan,
                 "few-dx": few_dx_plan, "wide-g": wide_g_plan,
                 "wide-retune": wide_retune_plan, "wide-big": wide_big_plan,
                 "wide-few": lambda: wide_big_plan(WIDE_FEW_N, WIDE_FEW_M),
-                "packed": packed_plan, "wide-holdout": wide_holdout_plan},
+                "packed": packed_plan, "wide-holdout": wide_holdout_plan,
+                "mid-big": lambda: mid_big_plan(directions=("bwd",)),
+                "mid-big-fwd": lambda: mid_big_plan(directions=("fwd",)),
+                "mid-holdout": mid_holdout_plan},
              **{"grid-cfgs": grid_cfgs_plan,
                 "grid-cfgs-f32": lambda: grid_cfgs_plan(("bf16", "f32"))})
 
@@ -1150,7 +1220,8 @@ TABLE_SIDE_PLANS = ("holdout", "holdout-odd", "fwd-tiny", "dres",
                     "dres-holdout", "small-n-holdout", "dres-few", "wave",
                     "wave-holdout", "ring-table", "regpart",
                     "regpart-holdout", "reduce", "reduce-holdout",
-                    "reduce-few", "wide-g", "reread", "wide-holdout")
+                    "reduce-few", "wide-g", "reread", "wide-holdout",
+                    "mid-holdout")
 
 
 def compile_flags(plan, env_extra=""):
