@@ -1128,11 +1128,56 @@ MID_BIG_FWD_KNOBS = ({"hc": 1}, {"threads": 64, "lanes": 64},
                      {"threads": 128, "lanes": 128, "nc": 2})
 
 
+# A table entry's knobs as Cfg fields (the keys that name the kernel an
+# entry serves are not knobs).
+ENTRY_KNOBS = {"threads": "threads", "cluster": "cluster",
+               "max_lanes": "lanes", "max_register_elements": "mre",
+               "hold_columns": "hc", "prefetch": "prefetch",
+               "partial_vector": "pv", "pipeline": "pl",
+               "narrow_cache": "nc"}
+ENTRY_KEYS = ("kernel", "element_bytes", "n", "rows", "tuned_n", "measured",
+              "row_sums", "partial_rows")
+
+
+def entry_knobs(min_rows=1, path=None):
+    """{(op, dtype, tuned N): [Cfg fields]}: the knobs of the checked-in
+    table's entries whose rows reach min_rows; an unknown key is an
+    error (a plan that retunes a region must time every knob there)."""
+    path = path or os.path.join(HERE, "..", "lib", "Conversion", "NormToGPU",
+                                "tuning", "sm_90.json")
+    with open(path) as f:
+        entries = json.load(f)["entries"]
+    out = {}
+    for e in entries:
+        lo, hi = e["rows"]
+        if hi and hi < min_rows:
+            continue
+        unknown = set(e) - set(ENTRY_KNOBS) - set(ENTRY_KEYS)
+        if unknown:
+            raise ValueError("table entry with unknown keys %s" %
+                             sorted(unknown))
+        knob = {ENTRY_KNOBS[k]: v for k, v in e.items() if k in ENTRY_KNOBS}
+        if e["kernel"] == "dx":
+            ops = (("layer_norm_grad",) if e["partial_rows"] == 2 else
+                   ("rms_norm_grad",)) if "partial_rows" in e else \
+                C.GRAD_OPS
+        else:
+            ops = ("layer_norm",) if e["row_sums"] == 2 else ("rms_norm",)
+        for op in ops:
+            for dt in (("bf16", "f16") if e["element_bytes"] == 2 else
+                       ("f32",)):
+                ks = out.setdefault((op, dt, e["tuned_n"]), [])
+                if knob not in ks:
+                    ks.append(knob)
+    return out
+
+
 def mid_big_plan(ns_by_dtype=None, ms=MID_BIG_M, directions=("bwd", "fwd")):
     points, cands = [], {}
     size = {"f32": 4, "bf16": 2}
     ops = (C.GRAD_OPS if "bwd" in directions else ()) + \
         (C.FWD_OPS if "fwd" in directions else ())
+    have = entry_knobs(min_rows=min(ms))
     for dt, ns in (ns_by_dtype or MID_BIG_N).items():
         for op in ops:
             knobs = MID_BIG_KNOBS if op.endswith("_grad") else \
@@ -1140,11 +1185,15 @@ def mid_big_plan(ns_by_dtype=None, ms=MID_BIG_M, directions=("bwd", "fwd")):
             if dt == "f32":
                 knobs = [k for k in knobs if "nc" not in k]
             for n in ns:
+                # The table's own knobs there too, so --supersede drops
+                # no entry whose knob this run did not time.
+                ks = list(knobs) + [k for k in have.get((op, dt, n), [])
+                                    if k and k not in knobs]
                 at = [m for m in ms if m * n * size[dt] <= TENSOR_LIMIT]
                 cs = []
                 for h in sorted({C.bucket_rows(m) for m in at}):
                     cs.append(C.Cfg(op, n, dt, rows=h))
-                    cs += [C.Cfg(op, n, dt, rows=h, **k) for k in knobs]
+                    cs += [C.Cfg(op, n, dt, rows=h, **k) for k in ks]
                 cands[(op, dt, n)] = cs
                 points += [(op, dt, n, m) for m in at]
     return points, cands

@@ -6,6 +6,7 @@ knob, and a table the compiler's parser takes (norm-opt reads it through
 Tuning.cpp's list here)."""
 
 import argparse
+import dataclasses
 import json
 import os
 import re
@@ -370,6 +371,42 @@ class Table(unittest.TestCase):
             self.assertIn(knob, have)
         _, few = T.PLANS["wide-few"]()
         self.assertEqual({c.rows for cs in few.values() for c in cs}, {1})
+
+    def test_mid_big_plan_has_the_tables_knobs(self):
+        # mid-big / mid-big-fwd go to `table` under --supersede, which
+        # drops every earlier row at their points: each knob an entry of
+        # the checked-in table holds at their N and M must be timed
+        # again, at every bucket hint, with the cost model among them.
+        fields = tuple(T.ENTRY_KNOBS.values())
+        for plan in ("mid-big", "mid-big-fwd"):
+            points, cands = T.PLANS[plan]()
+            hints = {T.C.bucket_rows(m) for m in T.MID_BIG_M}
+            for key, ks in T.entry_knobs(min(T.MID_BIG_M)).items():
+                if key not in cands:
+                    continue
+                have = {(c.rows,) + tuple(getattr(c, f) for f in fields)
+                        for c in cands[key]}
+                op, dt, n = key
+                base = T.C.Cfg(op, n, dt)
+                for k in ks:
+                    c = dataclasses.replace(base, **k)
+                    for h in hints:
+                        self.assertIn((h,) + tuple(getattr(c, f)
+                                                   for f in fields),
+                                      have, (plan, key, k, h))
+            for op, dt, n, m in points:
+                self.assertIn(T.C.Cfg(op, n, dt, rows=T.C.bucket_rows(m)),
+                              cands[(op, dt, n)])
+        # An entry key the plan cannot map to a knob is an error.
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "t.json")
+            with open(path, "w") as f:
+                json.dump({"entries": [
+                    {"kernel": "dx", "partial_rows": 1, "element_bytes": 2,
+                     "n": [1, 0], "rows": [1, 0], "tuned_n": 4096,
+                     "new_knob": 3}]}, f)
+            with self.assertRaises(ValueError):
+                T.entry_knobs(path=path)
 
     def test_table_diff_pick(self):
         # bench/table_diff.py: the entry covering (op, dtype, N, M) gives
