@@ -176,8 +176,6 @@ struct ChooseGeometryPass
     // elements a lane, past the option's default).
     RowShape limits = s;
     limits.maxRegisterElements = knobs.maxRegisterElements;
-    if (!checkGeometry(g, limits, target).empty())
-      return chosen;
     // Off the N it was measured at, an entry with layout knobs stands only
     // where they lay the row out as they did there (one without them keeps
     // the cost model's layout, and its other knobs, prefetch to
@@ -194,8 +192,41 @@ struct ChooseGeometryPass
     }
     bool layoutKnobs = e->threads || e->cluster || e->maxLanes ||
                        e->maxRegisterElements;
-    if (layoutKnobs && measured && !tuningTransfers(*measured, g))
-      return chosen;
+    auto stands = [&](const Geometry &h) {
+      return checkGeometry(h, limits, target).empty() &&
+             !(layoutKnobs && measured && !tuningTransfers(*measured, h));
+    };
+    if (!stands(g)) {
+      // A cluster entry measured a block's slice of the row: off its N,
+      // the same slice (threads, chunks a lane) over as many blocks as
+      // this N needs, where the chip has them. Its cluster size alone
+      // would lay the row out another way or loop it (LayerNorm forward
+      // bf16 N = 65536's 512 threads x 2 blocks at N = 81920: 80 elements
+      // a lane, past the register share, so the cost model's one looped
+      // block: 26.1 us at M = 1 on the H100, 7.9 under the entry before).
+      if (!measured || e->cluster < 2 || measured->cluster < 2 ||
+          !measured->registers || measured->sliceColumns <= 0)
+        return chosen;
+      // The fewest blocks whose slices, of at most the measured chunks a
+      // lane, use the chunk slots as the entry's did (tuningTransfers:
+      // LayerNorm bf16 N = 100003 under N = 131072's cluster of 4 fills
+      // 87% of them in 4 blocks, 98% in 5).
+      RowShape slice = knobs;
+      slice.threads = measured->threads;
+      std::optional<Geometry> found;
+      for (int64_t c = std::max<int64_t>(
+               2, llvm::divideCeil(*s.n, measured->sliceColumns));
+           c <= target.maxClusterBlocks && !found; ++c) {
+        slice.cluster = c;
+        Geometry h = chooseRowGeometry(slice, target);
+        if (stands(h) && h.chunksPerLane <= measured->chunksPerLane &&
+            h.lanes == measured->lanes)
+          found = h;
+      }
+      if (!found)
+        return chosen;
+      g = *found;
+    }
     if (s.partials == PartialSums::Deterministic && s.partialRows > 0 &&
         !samePartialOrder(g, chosen))
       return chosen;
