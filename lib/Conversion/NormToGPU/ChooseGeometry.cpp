@@ -208,9 +208,12 @@ struct ChooseGeometryPass
           !measured->registers || measured->sliceColumns <= 0)
         return chosen;
       // The fewest blocks whose slices, of at most the measured chunks a
-      // lane, use the chunk slots as the entry's did (tuningTransfers:
-      // LayerNorm bf16 N = 100003 under N = 131072's cluster of 4 fills
-      // 87% of them in 4 blocks, 98% in 5).
+      // lane and at least half of them, use the chunk slots as the entry's
+      // did (tuningTransfers: LayerNorm bf16 N = 100003 under N =
+      // 131072's cluster of 4 fills 87% of them in 4 blocks, 98% in 5). A
+      // smaller slice is another kernel: RMSNorm bf16 N = 28672 under N =
+      // 32768's 512 threads x 2 (4 chunks) would take 7 blocks of one
+      // chunk, 2x slower than the cost model's on the H100.
       RowShape slice = knobs;
       slice.threads = measured->threads;
       std::optional<Geometry> found;
@@ -219,8 +222,9 @@ struct ChooseGeometryPass
            c <= target.maxClusterBlocks && !found; ++c) {
         slice.cluster = c;
         Geometry h = chooseRowGeometry(slice, target);
-        if (stands(h) && h.chunksPerLane <= measured->chunksPerLane &&
-            h.lanes == measured->lanes)
+        if (stands(h) && h.lanes == measured->lanes &&
+            h.chunksPerLane <= measured->chunksPerLane &&
+            2 * h.chunksPerLane >= measured->chunksPerLane)
           found = h;
       }
       if (!found)
