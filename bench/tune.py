@@ -726,13 +726,18 @@ RETUNE_KEYS = ("threads", "cluster", "max_lanes", "max_register_elements",
                "hold_columns")
 
 
-def table_knobs(path=None):
-    """{(op, dtype, tuned N): {knob as RETUNE_FIELDS}}: the forward knobs
-    of the checked-in table (hold_columns absent: -1, the model's)."""
+def table_entries(path=None):
+    """The entries of a tuning table, the checked-in sm_90 one by default."""
     path = path or os.path.join(HERE, "..", "lib", "Conversion", "NormToGPU",
                                 "tuning", "sm_90.json")
     with open(path) as f:
-        entries = json.load(f)["entries"]
+        return json.load(f)["entries"]
+
+
+def table_knobs(path=None):
+    """{(op, dtype, tuned N): {knob as RETUNE_FIELDS}}: the forward knobs
+    of the checked-in table (hold_columns absent: -1, the model's)."""
+    entries = table_entries(path)
     out = {}
     for e in entries:
         if e["kernel"] != "forward":
@@ -1143,13 +1148,10 @@ def entry_knobs(min_rows=1, path=None):
     """{(op, dtype, tuned N): [Cfg fields]}: the knobs of the checked-in
     table's entries whose rows reach min_rows; an unknown key is an
     error (a plan that retunes a region must time every knob there)."""
-    path = path or os.path.join(HERE, "..", "lib", "Conversion", "NormToGPU",
-                                "tuning", "sm_90.json")
-    with open(path) as f:
-        entries = json.load(f)["entries"]
+    entries = table_entries(path)
     out = {}
     for e in entries:
-        lo, hi = e["rows"]
+        hi = e["rows"][1]
         if hi and hi < min_rows:
             continue
         unknown = set(e) - set(ENTRY_KNOBS) - set(ENTRY_KEYS)

@@ -37,6 +37,14 @@ def row(m, us, threads=0, cluster=0, mre=0, bitwise=True, n=262144,
     return r
 
 
+def write_table(d, entries):
+    """A tuning table of `entries` in directory d; its path."""
+    path = os.path.join(d, "t.json")
+    with open(path, "w") as f:
+        json.dump({"entries": entries}, f)
+    return path
+
+
 def runs(*lists):
     """The row lists, each tagged with its index as `run` (what cmd_table
     gives each file's rows)."""
@@ -325,16 +333,14 @@ class Table(unittest.TestCase):
         # fwd-retune measures again every forward knob the table holds at
         # its N (else a stale measurement of it could keep its entry).
         with tempfile.TemporaryDirectory() as d:
-            path = os.path.join(d, "t.json")
-            with open(path, "w") as f:
-                json.dump({"entries": [
-                    {"kernel": "forward", "row_sums": 2, "element_bytes": 2,
-                     "n": [2291, 3029], "rows": [513, 2048], "tuned_n": 2560,
-                     "threads": 256, "max_lanes": 32,
-                     "max_register_elements": 128, "hold_columns": 1},
-                    {"kernel": "dx", "partial_rows": 1, "element_bytes": 2,
-                     "n": [1, 0], "rows": [1, 0], "tuned_n": 4096,
-                     "threads": 512}]}, f)
+            path = write_table(d, [
+                {"kernel": "forward", "row_sums": 2, "element_bytes": 2,
+                 "n": [2291, 3029], "rows": [513, 2048], "tuned_n": 2560,
+                 "threads": 256, "max_lanes": 32,
+                 "max_register_elements": 128, "hold_columns": 1},
+                {"kernel": "dx", "partial_rows": 1, "element_bytes": 2,
+                 "n": [1, 0], "rows": [1, 0], "tuned_n": 4096,
+                 "threads": 512}])
             knobs = T.table_knobs(path)
         self.assertEqual(knobs, {
             ("layer_norm", "bf16", 2560): {(256, 0, 32, 128, 1)},
@@ -399,12 +405,10 @@ class Table(unittest.TestCase):
                               cands[(op, dt, n)])
         # An entry key the plan cannot map to a knob is an error.
         with tempfile.TemporaryDirectory() as d:
-            path = os.path.join(d, "t.json")
-            with open(path, "w") as f:
-                json.dump({"entries": [
-                    {"kernel": "dx", "partial_rows": 1, "element_bytes": 2,
-                     "n": [1, 0], "rows": [1, 0], "tuned_n": 4096,
-                     "new_knob": 3}]}, f)
+            path = write_table(d, [
+                {"kernel": "dx", "partial_rows": 1, "element_bytes": 2,
+                 "n": [1, 0], "rows": [1, 0], "tuned_n": 4096,
+                 "new_knob": 3}])
             with self.assertRaises(ValueError):
                 T.entry_knobs(path=path)
 
