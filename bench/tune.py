@@ -1079,25 +1079,35 @@ WIDE_FEW_N = {"bf16": (16384, 24576, 32768, 49152, 65536, 131072),
 WIDE_FEW_M = (1, 8, 64, 128)
 
 
-def wide_big_plan(ns_by_dtype=None, ms=WIDE_BIG_M):
+def knob_plan(ns_by_dtype, ms, ops, knobs_of):
+    """Every op of `ops` at each dtype's N and each M of `ms` (no tensor
+    past TENSOR_LIMIT); per (op, dtype, N), for each M bucket the rows
+    hint of that bucket on the cost model and on each knob of
+    knobs_of(op, dtype, N, hint) (Cfg fields)."""
     points, cands = [], {}
     size = {"f32": 4, "bf16": 2}
-    for dt, ns in (ns_by_dtype or WIDE_BIG_N).items():
-        for op in C.GRAD_OPS + C.FWD_OPS:
-            knobs = WIDE_BIG_KNOBS if op.endswith("_grad") else \
-                WIDE_BIG_FWD_KNOBS
+    for dt, ns in ns_by_dtype.items():
+        for op in ops:
             for n in ns:
                 at = [m for m in ms if m * n * size[dt] <= TENSOR_LIMIT]
                 cs = []
                 for h in sorted({C.bucket_rows(m) for m in at}):
                     cs.append(C.Cfg(op, n, dt, rows=h))
-                    cs += [C.Cfg(op, n, dt, rows=h, **k) for k in knobs]
-                    if op.endswith("_grad") and h == C.bucket_rows(1024):
-                        cs.append(C.Cfg(op, n, dt, rows=h, groups=64,
-                                        cluster=8))
+                    cs += [C.Cfg(op, n, dt, rows=h, **k)
+                           for k in knobs_of(op, dt, n, h)]
                 cands[(op, dt, n)] = cs
                 points += [(op, dt, n, m) for m in at]
     return points, cands
+
+
+def wide_big_plan(ns_by_dtype=None, ms=WIDE_BIG_M):
+    def knobs_of(op, dt, n, h):
+        if not op.endswith("_grad"):
+            return WIDE_BIG_FWD_KNOBS
+        return WIDE_BIG_KNOBS + (({"groups": 64, "cluster": 8},)
+                                 if h == C.bucket_rows(1024) else ())
+    return knob_plan(ns_by_dtype or WIDE_BIG_N, ms,
+                     C.GRAD_OPS + C.FWD_OPS, knobs_of)
 
 
 # "mid-big": the wide-big run for N = 1024-12288 at M = 1024, 4096 and
@@ -1175,30 +1185,19 @@ def entry_knobs(min_rows=1, path=None):
 
 
 def mid_big_plan(ns_by_dtype=None, ms=MID_BIG_M, directions=("bwd", "fwd")):
-    points, cands = [], {}
-    size = {"f32": 4, "bf16": 2}
     ops = (C.GRAD_OPS if "bwd" in directions else ()) + \
         (C.FWD_OPS if "fwd" in directions else ())
     have = entry_knobs(min_rows=min(ms))
-    for dt, ns in (ns_by_dtype or MID_BIG_N).items():
-        for op in ops:
-            knobs = MID_BIG_KNOBS if op.endswith("_grad") else \
-                MID_BIG_FWD_KNOBS
-            if dt == "f32":
-                knobs = [k for k in knobs if "nc" not in k]
-            for n in ns:
-                # The table's own knobs there too, so --supersede drops
-                # no entry whose knob this run did not time.
-                ks = list(knobs) + [k for k in have.get((op, dt, n), [])
-                                    if k and k not in knobs]
-                at = [m for m in ms if m * n * size[dt] <= TENSOR_LIMIT]
-                cs = []
-                for h in sorted({C.bucket_rows(m) for m in at}):
-                    cs.append(C.Cfg(op, n, dt, rows=h))
-                    cs += [C.Cfg(op, n, dt, rows=h, **k) for k in ks]
-                cands[(op, dt, n)] = cs
-                points += [(op, dt, n, m) for m in at]
-    return points, cands
+
+    def knobs_of(op, dt, n, h):
+        knobs = MID_BIG_KNOBS if op.endswith("_grad") else MID_BIG_FWD_KNOBS
+        if dt == "f32":
+            knobs = [k for k in knobs if "nc" not in k]
+        # The table's own knobs there too, so --supersede drops no entry
+        # whose knob this run did not time.
+        return list(knobs) + [k for k in have.get((op, dt, n), [])
+                              if k and k not in knobs]
+    return knob_plan(ns_by_dtype or MID_BIG_N, ms, ops, knobs_of)
 
 
 def barriers_plan(ns=None, ms=BARRIER_M):
